@@ -1,0 +1,377 @@
+"""JavaScript values as the oracle sees them (spec section 3.10 and 3.11).
+
+The oracle never decodes the wire form into Python objects of its own: a JS value is
+plain JSON in which an object carrying a string ``"$js"`` key is a token for what JSON
+cannot say (``undefined``, ``NaN``, a BigInt, a throwing getter, ...). Working on the
+wire form keeps the oracle's inputs and outputs byte-comparable with any IUT's, and it
+preserves property order, which decides which offending item a snapshot meets first
+(P13).
+
+This module holds the JavaScript semantics the pipeline leans on: the lossless-JSON
+snapshot (P12, P13), ``ToString`` (section 3.1), ``message(x)``/``info(x)`` (P9),
+``JSON.stringify`` as far as messages need it (P41), and equality of values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from typing import Any
+
+JsValue = Any
+"""A JSON value in which ``{"$js": ...}`` objects are tokens (section 3.11)."""
+
+UNDEFINED: dict[str, str] = {"$js": "undefined"}
+
+TOKEN_KINDS = frozenset({
+    "undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "function", "symbol",
+    "date", "instance", "cycle", "hole", "array", "object", "null-proto",
+    "getter-throws", "error", "hostile", "promise",
+})
+
+MAX_SAFE = 2**53
+
+
+class NotLossless(Exception):
+    """A snapshot met a value that is not lossless JSON (section 3.10)."""
+
+
+class Thrown(Exception):
+    """A JavaScript throw of ``value`` (a JS value in wire form) escaping a Python helper."""
+
+    def __init__(self, value: JsValue) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+def token(v: JsValue) -> str | None:
+    """The token kind of ``v``, or None when ``v`` is not a token."""
+    if isinstance(v, dict):
+        kind = v.get("$js")
+        if isinstance(kind, str):
+            return kind
+    return None
+
+
+def is_undefined(v: JsValue) -> bool:
+    return token(v) == "undefined"
+
+
+def js_error(message: str, cls: str = "Error", **extra: Any) -> dict[str, Any]:
+    """An Error instance token, as a participant or the registry would throw it."""
+    out: dict[str, Any] = {"$js": "error", "class": cls, "message": message}
+    out.update(extra)
+    return out
+
+
+def type_error(message: str) -> dict[str, Any]:
+    return js_error(message, "TypeError")
+
+
+def getter_thrown(prop: dict[str, Any]) -> JsValue:
+    """The value thrown by reading a ``getter-throws`` property."""
+    if "thrown" in prop:
+        return prop["thrown"]
+    return js_error(str(prop.get("message", "")))
+
+
+# --------------------------------------------------------------------- key order
+
+_INDEX_KEY = re.compile(r"^(0|[1-9][0-9]*)$")
+
+
+def _is_index_key(k: str) -> bool:
+    return bool(_INDEX_KEY.match(k)) and int(k) <= 4294967294
+
+
+def js_keys(obj: dict[str, Any]) -> list[str]:
+    """Own keys in JavaScript order: integer-like keys ascending, then insertion order."""
+    index = sorted((k for k in obj if _is_index_key(k)), key=int)
+    rest = [k for k in obj if not _is_index_key(k)]
+    return index + rest
+
+
+# --------------------------------------------------------------------- numbers
+
+def _is_number(v: JsValue) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def canonical_number(v: int | float) -> int | float:
+    """A JS number in the wire's canonical form: integral doubles as ints (JS has one number type)."""
+    f = float(v)
+    if isinstance(v, int) and abs(v) <= MAX_SAFE:
+        return v
+    if f.is_integer() and abs(f) < 1e21:
+        return int(f)
+    return f
+
+
+def number_to_string(v: int | float) -> str:
+    """Number::toString (radix 10): the shortest round-trip digits, JS exponent rules."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        if v == 0:
+            return "0"
+    f = float(v)
+    if f == 0:
+        return "0"
+    sign = "-" if f < 0 else ""
+    # repr() yields the shortest round-trip digits; Decimal splits them exactly.
+    _, digit_tuple, exponent = Decimal(repr(abs(f))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).lstrip("0")
+    exponent = int(exponent)
+    while len(digits) > 1 and digits.endswith("0"):
+        digits, exponent = digits[:-1], exponent + 1
+    k = len(digits)
+    n = k + exponent  # the decimal point sits after n digits (ECMA-262 Number::toString)
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    exp = f"e+{e}" if e >= 0 else f"e-{-e}"
+    if k == 1:
+        return sign + digits + exp
+    return sign + digits[0] + "." + digits[1:] + exp
+
+
+# --------------------------------------------------------------------- snapshot
+
+def snapshot(value: JsValue) -> JsValue:
+    """The detached lossless-JSON snapshot of ``value`` (P12, P13).
+
+    Raises NotLossless for the first offending item met depth-first in property order,
+    and Thrown when a read throws first. Container-level checks (prototype, keys,
+    density) come before the container's items are read, as in the reference walk.
+    """
+    return _snap(value, 0)
+
+
+def _snap(v: JsValue, depth: int) -> JsValue:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if _is_number(v):
+        if isinstance(v, float) and (math.isnan(v) or math.isinf(v) or (v == 0 and math.copysign(1, v) < 0)):
+            raise NotLossless()
+        return canonical_number(v)
+    if isinstance(v, list):
+        return [_snap(item, depth + 1) for item in v]
+    if not isinstance(v, dict):
+        raise NotLossless()
+    kind = token(v)
+    if kind is None:
+        return {k: _snap(v[k], depth + 1) for k in js_keys(v)}
+    match kind:
+        case "object":
+            if v.get("symbolKeys") or v.get("hidden"):
+                raise NotLossless()
+            entries = v.get("entries", {})
+            return {k: _snap(entries[k], depth + 1) for k in js_keys(entries)}
+        case "null-proto":
+            entries = v.get("entries", {})
+            return {k: _snap(entries[k], depth + 1) for k in js_keys(entries)}
+        case "getter-throws":
+            raise Thrown(getter_thrown(v))
+        case _:
+            # hole, array-with-extras, cycle, class instances, non-finite numbers, ...
+            raise NotLossless()
+
+
+def is_lossless(v: JsValue) -> bool:
+    try:
+        snapshot(v)
+    except (NotLossless, Thrown):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------- ToString and friends
+
+def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
+    """JavaScript ``String(v)`` (section 3.1). Raises Thrown where JS throws."""
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if _is_number(v):
+        if isinstance(v, float) and v == 0:
+            return "0"
+        return number_to_string(v)
+    if isinstance(v, list):
+        return _join(v, _seen)
+    kind = token(v)
+    match kind:
+        case None | "object" | "null-proto":
+            if kind == "null-proto":
+                # String() of a null-prototype object has no toString to call.
+                raise Thrown(type_error("Cannot convert object to primitive value"))
+            return "[object Object]"
+        case "undefined":
+            return "undefined"
+        case "NaN" | "Infinity" | "-Infinity":
+            return kind
+        case "-0":
+            return "0"
+        case "bigint":
+            return str(v.get("value", "0"))
+        case "symbol":
+            raise Thrown(type_error("Cannot convert a Symbol value to a string"))
+        case "function":
+            return f"function {v.get('name', '')}() {{ [native code] }}"
+        case "date":
+            return str(v.get("value", "Invalid Date"))
+        case "instance":
+            cls = v.get("class", "Object")
+            return "[object Promise]" if cls == "Promise" else f"[object {cls}]"
+        case "promise":
+            return "[object Promise]"
+        case "error":
+            name = v.get("name", v.get("class", "Error"))
+            msg = v.get("message", "")
+            return f"{name}: {msg}" if msg else str(name)
+        case "array":
+            return _join(v.get("items", []), _seen)
+        case "hole" | "cycle":
+            return ""
+        case "getter-throws":
+            raise Thrown(getter_thrown(v))
+        case "hostile":
+            raise Thrown(type_error("hostile value"))
+    return "[object Object]"
+
+
+def _join(items: list[JsValue], seen: tuple[int, ...]) -> str:
+    if id(items) in seen:
+        return ""
+    parts = []
+    for item in items:
+        if item is None or token(item) in ("undefined", "hole", "cycle"):
+            parts.append("")
+        else:
+            parts.append(to_string(item, seen + (id(items),)))
+    return ",".join(parts)
+
+
+def is_error_instance(x: JsValue) -> bool:
+    return token(x) == "error"
+
+
+def message_of(x: JsValue) -> str:
+    """``message(x)`` of P9: how a thrown value becomes a failure message."""
+    try:
+        kind = token(x)
+        if kind == "hostile":
+            raise Thrown(x)
+        if kind == "error":
+            return str(x.get("message", ""))
+        if isinstance(x, dict):
+            props = x.get("entries", {}) if kind in ("object", "null-proto") else (x if kind is None else {})
+            if "message" in props:
+                m = props["message"]
+                if token(m) == "getter-throws":
+                    raise Thrown(getter_thrown(m))
+                if isinstance(m, str):
+                    return m
+        return to_string(x)
+    except Thrown:
+        return "<unprintable thrown value>"
+
+
+def info_of(x: JsValue) -> dict[str, Any] | None:
+    """``info(x)`` of P9: ``{name, code}`` for a HarnessError instance, else None."""
+    if token(x) == "error" and x.get("harness"):
+        name = x.get("name", x.get("class", "HarnessError"))
+        return {"name": name, "code": x.get("code", UNDEFINED)}
+    return None
+
+
+# --------------------------------------------------------------------- JSON text
+
+def json_text(v: JsValue) -> str | None:
+    """``JSON.stringify(v)`` in compact form; None where JS returns undefined. Raises Thrown."""
+    return _stringify(v, ())
+
+
+def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
+    import json
+
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if _is_number(v):
+        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+            return "null"
+        return number_to_string(v)
+    kind = token(v)
+    if kind in ("undefined", "function", "symbol"):
+        return None
+    if kind in ("NaN", "Infinity", "-Infinity"):
+        return "null"
+    if kind == "-0":
+        return "0"
+    if kind == "bigint":
+        raise Thrown(type_error("Do not know how to serialize a BigInt"))
+    if kind == "date":
+        return json.dumps(str(v.get("value", "")))
+    if kind == "cycle":
+        raise Thrown(type_error("Converting circular structure to JSON"))
+    if kind == "getter-throws":
+        raise Thrown(getter_thrown(v))
+    if kind in ("instance", "promise", "error", "hostile"):
+        return "{}"
+    if isinstance(v, list) or kind == "array":
+        items = v if isinstance(v, list) else v.get("items", [])
+        parts = []
+        for item in items:
+            text = None if token(item) == "hole" else _stringify(item, stack + (id(items),))
+            parts.append("null" if text is None else text)
+        return "[" + ",".join(parts) + "]"
+    entries = v.get("entries", {}) if kind in ("object", "null-proto") else v
+    parts = []
+    for k in js_keys(entries):
+        text = _stringify(entries[k], stack + (id(entries),))
+        if text is not None:
+            parts.append(json.dumps(k, ensure_ascii=False) + ":" + text)
+    return "{" + ",".join(parts) + "}"
+
+
+# --------------------------------------------------------------------- equality
+
+def same_value(a: JsValue, b: JsValue) -> bool:
+    """Structural equality of two wire values, numbers compared as JS numbers."""
+    if _is_number(a) and _is_number(b):
+        return float(a) == float(b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def canonical(v: JsValue) -> JsValue:
+    """A wire value with numbers in canonical form and objects in JS key order."""
+    if _is_number(v):
+        return canonical_number(v)
+    if isinstance(v, list):
+        return [canonical(x) for x in v]
+    if isinstance(v, dict):
+        return {k: canonical(v[k]) for k in js_keys(v)}
+    return v

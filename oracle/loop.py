@@ -1,0 +1,287 @@
+"""The agent loop around the pipeline (profile ``loop``: P15..P21, P103..P113).
+
+One tool step: the assistant message's tool-call blocks become call inputs (P16, P17),
+are classified (P19) and run as exclusive barriers or rolling parallel pools (P20): the
+ordered stages one call at a time, dispatches overlapping, commits in model order (P21).
+Each commit finishes the call in the registry, appends its ``tool/result`` (P104) and
+accepts its contexts into the next-step queue (P109). At the next step boundary the
+queue becomes ``user/message`` events (P110). Abort mid-batch drains what started and
+gives every unstarted call a synthetic pair (P107).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import texts
+from .jsvalue import JsValue, Thrown, canonical_number, js_error
+from .pipeline import (Input, Route, dispatch, finalize, get, prepare)
+from .record import Record
+from .registry import World
+from .scenario import LoopRun
+from .scheduler import Deferred, Task
+from .script import ABORT_REASON, Invocation, perform_sync
+
+NEG_ZERO = {"$js": "-0"}
+
+
+# ---------------------------------------------------------------------------- P16
+
+def parse_arguments(raw: str) -> JsValue:
+    """P16: ``JSON.parse`` with JavaScript's number semantics; "" is ``{}``; else the raw text."""
+    if raw == "":
+        return {}
+    try:
+        return json.loads(raw, parse_constant=_reject, parse_int=_int, parse_float=_float,
+                          object_pairs_hook=_object)
+    except ValueError:
+        return raw
+
+
+def _reject(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _int(text: str) -> JsValue:
+    if text.startswith("-") and int(text) == 0:
+        return NEG_ZERO
+    try:
+        return canonical_number(float(int(text)) if abs(int(text)) > 2**53 else int(text))
+    except OverflowError:
+        return {"$js": "-Infinity" if text.startswith("-") else "Infinity"}
+
+
+def _float(text: str) -> JsValue:
+    f = float(text)
+    if math.isinf(f):
+        return {"$js": "-Infinity" if f < 0 else "Infinity"}
+    if f == 0 and math.copysign(1, f) < 0:
+        return NEG_ZERO
+    return canonical_number(f)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> JsValue:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        out[k] = v  # the last of duplicate keys wins, in the first key's position (as in JS)
+    if "$js" in out:
+        return {"$js": "object", "entries": out}  # a model's literal "$js" key is data, not a token
+    return out
+
+
+# ---------------------------------------------------------------------------- the inbox
+
+def splice_append(w: World, message: JsValue) -> None:
+    """Append one message to the next-step queue, recorded as ``agent/inbox/spliced`` (P109).
+    A message id that is already queued throws (P113)."""
+    agent = w.loop_agent
+    assert agent is not None
+    mid = get(message, "id")
+    if any(get(m, "id") == mid for m in w.inbox):
+        raise Thrown(js_error(f'message "{mid}" is already pending'))
+    w.append_event(agent, "agent/inbox/spliced", {"target": "next-step", "start": len(w.inbox),
+                                                  "inserted": [message]})
+    w.inbox.append(message)
+
+
+# ---------------------------------------------------------------------------- P19
+
+def classify(w: World, inp: Input) -> str:
+    """P19: "parallel" only when the definition the call would dispatch to says exactly true."""
+    tool = w.view(inp.agent, inp.name)
+    collapsed = tool is not None and w.mode(inp.agent) == "code" and inp.name != "run_code"
+    verdict = "exclusive"
+    if tool is not None and not collapsed and tool.concurrencySafe is not None:
+        from .pipeline import schema_violations
+        if not (tool.define and schema_violations(tool.parameters, inp.arguments, "arguments")):
+            inv = Invocation(who=f"{tool.ref}.isConcurrencySafe", stage="classify", record=None,
+                             rules=("P19",), args=inp.arguments)
+            try:
+                verdict = "parallel" if perform_sync(w, inv, tool.concurrencySafe) is True else "exclusive"
+            except Thrown:
+                verdict = "exclusive"
+    w.obs(inp.callId, "classify", "end", None, verdict, ("P19",))
+    return verdict
+
+
+# ---------------------------------------------------------------------------- events
+
+@dataclass
+class Step:
+    turn: int
+    step: int
+    agent: str
+    signal: Any
+    concluded: bool = False
+    call_seqs: dict[str, int] = field(default_factory=dict)
+
+
+def _tool_call(w: World, st: Step, block: Any) -> None:
+    st.call_seqs[block.id] = w.append_event(st.agent, "tool/call", {
+        "turn": st.turn, "step": st.step, "callId": block.id, "name": block.name,
+        "arguments": block.arguments})  # P18: the raw string
+
+
+def _tool_result(w: World, st: Step, block: Any, result: dict[str, Any]) -> None:
+    """P104: the tool-result message; ``error`` is ``error.info``; ``meta`` when present."""
+    message = {"role": "user", "source": {"kind": "tool", "callId": block.id},
+               "content": [{"type": "tool-result", "toolCallId": block.id,
+                            "content": result["content"], "isError": result["isError"]}]}
+    data: dict[str, Any] = {"turn": st.turn, "step": st.step, "message": message}
+    info = result.get("error", {}).get("info") if isinstance(result.get("error"), dict) else None
+    if info is not None:
+        data["error"] = info
+    if "meta" in result:
+        data["meta"] = result["meta"]
+    w.append_event(st.agent, "tool/result", data, [st.call_seqs[block.id]])
+
+
+def _synthetic(w: World, st: Step, block: Any) -> None:
+    """P107: a call that never started gets a pair without any registry stage."""
+    w.obs(block.id, "loop", "synthetic", None, None, ("P107",))
+    _tool_call(w, st, block)
+    _tool_result(w, st, block, {"isError": True,
+                                "content": [{"type": "text", "text": "Error: " + texts.ABORTED_BEFORE_DISPATCH}],
+                                "error": {"message": texts.ABORTED_BEFORE_DISPATCH,
+                                          "info": {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}}})
+    _open_gate(w, block.id)
+
+
+def _open_gate(w: World, call_id: str) -> None:
+    w.gates.setdefault(call_id, Deferred()).resolve(None)
+
+
+# ---------------------------------------------------------------------------- the batch
+
+async def run_loop(w: World, run: LoopRun) -> None:
+    agent = run.agent
+    w.loop_agent = agent
+    st = Step(turn=1, step=1, agent=agent, signal=w.signal("step"))
+    w.append_event(agent, "assistant/message", {
+        "turn": 1, "step": 1, "content": [{"type": "tool-call", "id": b.id, "name": b.name,
+                                            "arguments": b.arguments} for b in run.blocks]})
+    if run.aborted:
+        st.signal.abort(ABORT_REASON)
+    if run.finish == "max-tokens":  # P15: nothing of the step runs
+        w.obs(None, "loop", "end", None, "max-tokens", ("P15",))
+        w.append_event(agent, "step/end", {"turn": 1, "step": 1})
+        return
+    try:
+        await batch(w, run, st)
+    except Thrown as t:  # P108: the turn fails with the first scheduler error
+        w.obs(None, "loop", "throw", None, t.value, ("P108", "P113"))
+        w.append_event(agent, "step/end", {"turn": 1, "step": 1})
+        return
+    w.append_event(agent, "step/end", {"turn": 1, "step": 1})
+    if st.signal.aborted:  # the turn aborts; accepted contexts stay queued (P112)
+        w.obs(None, "loop", "end", None, "aborted", ("P107", "P112"))
+        return
+    if st.concluded and not w.inbox:  # P106
+        w.obs(None, "loop", "end", None, "concluded", ("P106",))
+        return
+    # P110: the queue becomes user/message events at the next step boundary, FIFO.
+    claimed = list(w.inbox)
+    if claimed:
+        w.append_event(agent, "agent/inbox/spliced", {"target": "next-step", "start": 0,
+                                                      "removedCount": len(claimed), "inserted": []})
+        w.inbox.clear()
+    w.append_event(agent, "step/start", {"turn": 1, "step": 2})
+    for m in claimed:
+        w.append_event(agent, "user/message", m)
+    w.obs(None, "loop", "end", None, "next-step", ("P110",))
+
+
+async def batch(w: World, run: LoopRun, st: Step) -> None:
+    planned = [(b, Input(callId=b.id, name=b.name, arguments=parse_arguments(b.arguments),
+                         signal=st.signal, agent=run.agent)) for b in run.blocks]  # P16, P17
+    i = 0
+    while i < len(planned):
+        mode = classify(w, planned[i][1])
+        group = planned[i:] if mode == "parallel" else [planned[i]]
+        consumed, aborted = await _group(w, run, st, group, mode)
+        i += consumed
+        if aborted:
+            for block, _ in planned[i:]:
+                _synthetic(w, st, block)
+            return
+
+
+async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]], mode: str) -> tuple[int, bool]:
+    """One exclusive barrier or one rolling parallel pool (P20, P21). Returns (consumed, aborted)."""
+    slots: list[tuple[Record, Route] | None] = [None] * len(group)
+    in_flight: dict[int, Task] = {}
+    started = committed = next_to_start = 0
+    aborted = st.signal.aborted
+
+    async def commit_ready() -> None:
+        nonlocal committed
+        while committed < len(group) and slots[committed] is not None:
+            rec, route = slots[committed]  # type: ignore[misc]
+            block = group[committed][0]
+            result = await finalize(w, rec, route)  # P103: tools/result before tool/result
+            w.trace.results.append(_call_result(w, block.id, result))
+            _tool_result(w, st, block, result)
+            w.obs(block.id, "loop", "commit", None, None, ("P104", "P105", "P109"))
+            contexts = result.get("additionalContexts", [])
+            for context in contexts:  # P109, in array order, failures included
+                splice_append(w, context)
+            st.concluded = st.concluded or result.get("concludesTurn") is True
+            committed += 1
+
+    async def dispatch_one(index: int, rec: Record) -> int:
+        slots[index] = (rec, await dispatch(w, rec))
+        _open_gate(w, rec.callId)
+        return index
+
+    async def start(index: int) -> None:
+        nonlocal started
+        block, inp = group[index]
+        _tool_call(w, st, block)  # P18: immediately before the call enters the registry
+        started += 1
+        rec, route = await prepare(w, inp)
+        if route.kind == "dispatch":
+            in_flight[index] = w.sched.spawn(dispatch_one(index, rec))
+        else:
+            slots[index] = (rec, route)  # never dispatched: occupies no pool slot (P20)
+            _open_gate(w, rec.callId)
+
+    async def fill_pool() -> None:
+        nonlocal next_to_start, aborted
+        while not aborted and next_to_start < len(group) and len(in_flight) < run.maxParallelToolCalls:
+            if next_to_start > 0 and mode == "parallel" and classify(w, group[next_to_start][1]) != "parallel":
+                break  # P20: re-classified exclusive: ends the pool
+            await start(next_to_start)
+            next_to_start += 1
+            await commit_ready()
+            if st.signal.aborted:
+                aborted = True
+
+    try:
+        await fill_pool()
+        while in_flight:
+            tasks = list(in_flight.values())
+            settled = await w.sched.any_of(*tasks)
+            index = tasks[settled].value
+            del in_flight[index]
+            await commit_ready()
+            if st.signal.aborted:
+                aborted = True
+            await fill_pool()
+    except Thrown:
+        for task in list(in_flight.values()):  # P108: wait for in-flight dispatches to settle
+            if not task.done:
+                await task
+        raise
+    if aborted:  # P107
+        for block, _ in group[started:]:
+            _synthetic(w, st, block)
+        return len(group), True
+    return started, False
+
+
+def _call_result(w: World, call_id: str, result: dict[str, Any]) -> Any:
+    from .trace import CallResult
+    return CallResult(callId=call_id, result=result, frozen=w.is_deeply_frozen(result), observed=True)

@@ -1,0 +1,792 @@
+"""The pipeline for one call, stage by stage (spec section 7: E, G, D, Q, F).
+
+Each stage is one function named after the spec's letter; each branch cites the rule it
+implements. A stage returns a ``Route``: where the call goes next and with what result.
+The staged scheduler of section 3.6 falls out directly: ``prepare`` = entry + gate,
+``dispatch``, ``finalize`` = post + finish; ``execute`` runs them back to back.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+
+from . import texts
+from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, info_of, is_undefined, js_error,
+                      json_text, message_of, snapshot, to_string, token, type_error)
+from .record import Record
+from .registry import World
+from .scenario import DELEGATE, Behavior, Call, CustomApproval, Listener, Tool
+from .scheduler import fuse
+from .script import NOTHING, Invocation, perform, perform_sync
+
+RouteKind = Literal["dispatch", "post", "final"]
+
+
+@dataclass
+class Route:
+    kind: RouteKind
+    result: Any = None
+
+
+@dataclass
+class Input:
+    """A call input (section 3.2), as the caller hands it to ``execute``."""
+    callId: str
+    name: str
+    arguments: JsValue
+    signal: Any
+    agent: str | None = None
+    rootCallId: str | None = None
+    parent: str | None = None
+
+
+# ============================================================================ helpers
+
+def E(m: JsValue) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": "Error: " + to_string(m)}]
+
+
+def failure(m: str, name: str | None = None, code: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"message": m}
+    if name is not None:
+        error["info"] = {"name": name, "code": code}
+    return {"isError": True, "error": error, "content": E(m)}
+
+
+def fail(x: JsValue) -> dict[str, Any]:
+    """P9, P10: the canonical failure for a thrown value."""
+    m = message_of(x)
+    error: dict[str, Any] = {"message": m}
+    info = info_of(x)
+    if info is not None:
+        error["info"] = info
+    return {"isError": True, "error": error, "content": E(m)}
+
+
+def harness_error(cls: str, code: str, message: str) -> dict[str, Any]:
+    return js_error(message, cls, name=cls, code=code, harness=True)
+
+
+def unknown_tool_error(name: str) -> dict[str, Any]:
+    return harness_error("ToolNotFoundError", "UNKNOWN_TOOL", texts.unknown_tool(name))
+
+
+def output_error(name: str, violations: list[str]) -> dict[str, Any]:
+    return harness_error("ToolOutputError", "INVALID_TOOL_OUTPUT", texts.invalid_output(name, violations))
+
+
+def abort_bd(prior: Any = None) -> dict[str, Any]:
+    return _with_contexts(failure(texts.ABORTED_BEFORE_DISPATCH, "AbortError", "ABORTED_BEFORE_DISPATCH"), prior)
+
+
+def abort_a(prior: Any = None) -> dict[str, Any]:
+    return _with_contexts(failure(texts.ABORTED, "AbortError", "ABORTED"), prior)
+
+
+def _with_contexts(r: dict[str, Any], prior: Any) -> dict[str, Any]:
+    # P68: an abort replacement keeps the replaced result's contexts, omitted when none.
+    contexts = get(prior, "additionalContexts") if prior is not None else UNDEFINED
+    if isinstance(contexts, list) and contexts:
+        r["additionalContexts"] = contexts
+    return r
+
+
+def get(obj: JsValue, key: str) -> JsValue:
+    """``obj[key]`` for a JS value in wire form; raises Thrown when a getter throws."""
+    kind = token(obj)
+    if isinstance(obj, dict) and kind is None:
+        props = obj
+    elif kind in ("object", "null-proto"):
+        props = obj.get("entries", {})
+    elif kind == "error" and key in ("message", "name", "code"):
+        return obj.get(key, UNDEFINED)
+    else:
+        return UNDEFINED
+    if key not in props:
+        return UNDEFINED
+    v = props[key]
+    if token(v) == "getter-throws":
+        from .jsvalue import getter_thrown
+        raise Thrown(getter_thrown(v))
+    return v
+
+
+def has_own(obj: JsValue, key: str) -> bool:
+    kind = token(obj)
+    if isinstance(obj, dict) and kind is None:
+        return key in obj
+    if kind in ("object", "null-proto"):
+        return key in obj.get("entries", {})
+    return False
+
+
+def is_object(v: JsValue) -> bool:
+    """``typeof v === "object" && v !== null`` for a wire value."""
+    if isinstance(v, list):
+        return True
+    if not isinstance(v, dict):
+        return False
+    return token(v) not in ("undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol",
+                            "function", "hole")
+
+
+def truthy(v: JsValue) -> bool:
+    if v is None or v is False or v == "" or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0):
+        return False
+    return token(v) not in ("undefined", "NaN", "-0")
+
+
+def own_record(w: World, r: dict[str, Any], rec: Record) -> dict[str, Any]:
+    rec.built[id(r)] = r  # holding the object keeps its id unique for the run
+    return r
+
+
+# ============================================================================ waterfalls
+
+async def waterfall(w: World, event: str, rec: Record, args: dict[str, Any], terminal: Any,
+                    rules: tuple[str, ...], freeze_next: bool = False, agent: str | None = None) -> JsValue:
+    """P5, P6: run the listeners selected now, in order, sharing one consuming cursor.
+
+    ``terminal`` is an async function. With ``freeze_next`` (``tools/execute``, D1) every
+    value a ``next()`` resolves to is deep-frozen before the caller receives it.
+    """
+    listeners = w.selected(event, rec.agent if agent is None else agent)
+    cursor = 0
+
+    async def step() -> JsValue:
+        nonlocal cursor
+        position = cursor
+        cursor += 1  # P6: every next(), whoever makes it, advances the shared cursor
+        if position < len(listeners):
+            return await call_listener(listeners[position])
+        return await terminal()
+
+    async def next_() -> JsValue:
+        value = await step()
+        return w.freeze(value) if freeze_next else value
+
+    async def call_listener(l: Listener) -> JsValue:
+        if l.id == TIMEOUT_POLICY:
+            return await timeout_wrapper(w, rec, next_)
+        inv = Invocation(who=l.id, stage=_STAGE[event], record=rec, rules=rules, next=next_, **args)
+        return await perform(w, inv, l.script or Behavior.model_validate(DELEGATE))
+
+    # The waterfall's result is the first listener's return value (P5), not frozen: only
+    # what next() hands a listener is (D1).
+    return await step()
+
+
+_STAGE = {
+    "tools/pre-execute": "pre-execute",
+    "tools/execute": "execute",
+    "tools/post-execute": "post-execute",
+    "approval/request": "approval",
+}
+
+
+TIMEOUT_POLICY = "timeout-policy"
+
+
+async def timeout_wrapper(w: World, rec: Record, next_: Any) -> JsValue:
+    """P70: the shipped timeout policy, a ``tools/execute`` listener installed before the
+    scenario's own. It acts only for a visible definition that declares ``timeoutMs``."""
+    tool = w.view(rec.agent, rec.name)
+    if tool is None or tool.timeoutMs is None:
+        return await next_()
+    prev = rec.signal
+    deadline = w.signal(f"deadline:{rec.callId}:{w.sched.now}")
+    fired = False
+    timer = w.sched.timer(tool.timeoutMs)
+
+    def expire(_d: Any) -> None:
+        nonlocal fired
+        if not deadline.aborted:
+            fired = True
+            deadline.abort(js_error(texts.timed_out(tool.timeoutMs), "ToolTimeoutError"))
+    timer.on_settle(expire)
+    detach = prev.listen(lambda s: deadline.abort(s.reason))
+    if prev.aborted:
+        deadline.abort(prev.reason)
+    w.obs(rec.callId, "execute", "call", TIMEOUT_POLICY, tool.timeoutMs, ("P70",))
+    rec.signal = deadline
+    try:
+        r = await next_()
+    finally:
+        rec.signal = prev
+        detach()
+        w.sched.cancel(timer)
+    if fired:
+        r = failure(texts.timed_out(tool.timeoutMs), "ToolTimeoutError", "TOOL_TIMEOUT")
+    w.obs(rec.callId, "execute", "return", TIMEOUT_POLICY, r, ("P70",))
+    return r
+
+
+# ============================================================================ E: entry
+
+def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
+    """E1-E4. Returns the record and a final route, or None to go on to the gate."""
+    caller = inp.signal
+    visible = w.view(inp.agent, inp.name)  # E1 / P26: the definition visible at entry
+    collapsed = (visible is not None and inp.parent is None and w.mode(inp.agent) == "code"
+                 and inp.name != "run_code")  # P28
+    rec = Record(token=w.mint_token(), callId=inp.callId,
+                 rootCallId=inp.rootCallId if inp.rootCallId is not None else inp.callId,  # P23
+                 name=inp.name, agent=inp.agent, parent=inp.parent, arguments=UNDEFINED,
+                 signal=caller, caller=caller,
+                 finalizer=visible if visible is not None and visible.finalizeContent is not None else None)
+    w.obs(rec.callId, "entry", "start", None, {"token": rec.token, "visible": visible is not None},
+          ("P22", "P23", "P26"))
+    try:  # E2: P25, P27
+        try:
+            args = snapshot(inp.arguments)
+        except NotLossless:
+            raise Thrown(type_error(texts.ARGS_NOT_LOSSLESS)) from None
+    except Thrown as t:
+        if collapsed and not caller.aborted:
+            rec.finalizer = None  # P28: a collapsed call that could never run keeps no finalizer
+        w.obs(rec.callId, "entry", "snapshot", None, {"ok": False}, ("P27",))
+        return rec, _final(w, rec, fail(t.value), ("P27",))
+    rec.arguments = w.freeze(args)
+    w.obs(rec.callId, "entry", "snapshot", None, {"ok": True, "arguments": args}, ("P25",))
+    if collapsed:  # E3: P28
+        if caller.aborted:
+            return rec, _final(w, rec, abort_bd(), ("P28", "P29"))
+        rec.finalizer = None
+        w.obs(rec.callId, "entry", "collapse", None, None, ("P28",))
+        return rec, _final(w, rec, fail(harness_error("ToolNotFoundError", "UNKNOWN_TOOL",
+                                                     texts.collapsed(inp.name))), ("P28",))
+    if caller.aborted:  # E4: P29
+        return rec, _final(w, rec, abort_bd(), ("P29",))
+    return rec, None
+
+
+def _final(w: World, rec: Record, r: dict[str, Any], rules: tuple[str, ...]) -> Route:
+    w.obs(rec.callId, "route", "to", None, "final", rules)
+    return Route("final", r)
+
+
+def _post(w: World, rec: Record, r: dict[str, Any], rules: tuple[str, ...], denied: bool = False) -> Route:
+    w.obs(rec.callId, "route", "to", None, "denied" if denied else "post", rules)
+    return Route("post", r)
+
+
+# ============================================================================ G: gate
+
+PRE_KINDS = ("allow", "deny", "ask")
+OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
+
+
+async def gate(w: World, rec: Record) -> Route:
+    """G1-G6: pre-execute, approval, guards and the pre-dispatch checkpoints."""
+    try:
+        return await _gate(w, rec)
+    except Thrown as t:  # P8, P34, P40, P49: any throw in G is a final failure
+        return _final(w, rec, fail(t.value), ("P8",))
+
+
+async def _gate(w: World, rec: Record) -> Route:
+    # G1: P30, P5
+    w.obs(rec.callId, "pre-execute", "start", None, None, ("P30",))
+    try:
+        d = await waterfall(w, "tools/pre-execute", rec, {}, _allow, ("P5", "P30"))
+    except Thrown as t:
+        w.obs(rec.callId, "pre-execute", "throw", None, t.value, ("P34",))
+        return _final(w, rec, fail(t.value), ("P34",))
+    w.obs(rec.callId, "pre-execute", "end", None, d, ("P30",))
+    # G2: P31, P35 (reading kind or reason may throw: the throw is the result)
+    try:
+        kind, reason = _well_formed_pre(d)
+    except Thrown as t:
+        return _final(w, rec, fail(t.value), ("P35",))
+    if kind is None:
+        return _final(w, rec, fail(type_error(texts.INVALID_PRE_DECISION)), ("P34", "P35"))
+
+    # G3: approval, only after an ask (P36..P41)
+    cancelled = False
+    if kind == "ask":
+        kind, reason, cancelled = await _ask(w, rec, reason)
+        # G4: P42
+        if cancelled and rec.caller.aborted:
+            return _post(w, rec, own_record(w, w.freeze(abort_bd()), rec), ("P42",))
+    elif kind == "deny":
+        w.obs(rec.callId, "pre-execute", "deny", None, reason, ("P32",))
+
+    # G5: guards run only after an allow (P44); the first non-undefined return denies (P46)
+    if kind == "allow":
+        reason = _guards(w, rec)
+        deny_rules: tuple[str, ...] = ("P46", "P47")
+    else:
+        deny_rules = ("P3", "P32") if not cancelled else ("P40",)
+    if not is_undefined(reason):
+        return _post(w, rec, _denial(w, rec, reason), deny_rules, denied=True)
+    # G6: P53
+    if rec.caller.aborted:
+        w.obs(rec.callId, "checkpoint", "abort", None, "after-guards", ("P53",))
+        return _post(w, rec, own_record(w, w.freeze(abort_bd()), rec), ("P53",))
+    w.obs(rec.callId, "route", "to", None, "dispatch", ("P54",))
+    return Route("dispatch")
+
+
+async def _allow() -> JsValue:
+    return {"kind": "allow"}
+
+
+def _well_formed_pre(d: JsValue) -> tuple[str | None, JsValue]:
+    """P31: (kind, reason) of a well-formed decision, or (None, ...) when it is not."""
+    if not is_object(d) or isinstance(d, list):
+        return None, UNDEFINED
+    kind = get(d, "kind")
+    if kind == "allow":
+        return "allow", UNDEFINED
+    if kind == "deny":
+        reason = get(d, "reason")
+        return ("deny", reason) if isinstance(reason, str) else (None, UNDEFINED)
+    if kind == "ask":
+        reason = get(d, "reason")
+        return ("ask", reason) if (is_undefined(reason) or isinstance(reason, str)) else (None, UNDEFINED)
+    return None, UNDEFINED
+
+
+def _denial(w: World, rec: Record, reason: JsValue) -> dict[str, Any]:
+    """P33, P47: the denial for ``reason``, materialized (a throw here is a G-throw)."""
+    candidate = {"content": [{"type": "text", "text": "Error: " + to_string(reason)}],
+                 "isError": True, "error": {"message": reason}}
+    return own_record(w, materialize(w, candidate), rec)
+
+
+async def _ask(w: World, rec: Record, reason: JsValue) -> tuple[str, JsValue, bool]:
+    """G3: resolve an ask into allow or deny (P36, P37, P38, P40, P41). Throws are G-throws."""
+    approval = w.scenario.approval
+    if approval is None:  # P37, P38
+        text = reason if isinstance(reason, str) else texts.approval_not_supported(rec.name)
+        w.obs(rec.callId, "approval", "deny", None, "no-service", ("P37", "P38"))
+        return "deny", text, False
+    if rec.agent is None:  # P37, P38
+        w.obs(rec.callId, "approval", "deny", None, "no-agent", ("P37", "P38"))
+        return "deny", texts.approval_no_agent(rec.name), False
+    request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.callId}
+    if isinstance(reason, str):
+        request["reason"] = reason  # P39
+    signal = rec.signal  # P39: the record's signal at this moment
+    w.obs(rec.callId, "approval", "request", None, request, ("P36", "P39"))
+    try:
+        if isinstance(approval, CustomApproval):
+            inv = Invocation(who="approval", stage="approval", record=rec, rules=("P40",),
+                             request=request, request_signal=signal)
+            outcome = await perform(w, inv, approval.script)
+        else:
+            outcome = await shipped_approval(w, rec, request, signal)
+    except Thrown as t:
+        w.obs(rec.callId, "approval", "throw", None, t.value, ("P40",))
+        raise
+    w.obs(rec.callId, "approval", "outcome", None, outcome, ("P40",))
+    match outcome:  # P40, P41
+        case "allowed-once":
+            return "allow", UNDEFINED, False
+        case "rejected":
+            return "deny", texts.approval_rejected(rec.name), False
+        case "unavailable":
+            return "deny", texts.approval_unavailable(rec.name), False
+        case "cancelled":
+            return "deny", texts.approval_cancelled(rec.name), True
+    rendered = json_text(outcome)
+    raise Thrown(js_error(texts.approval_unreachable(rendered if rendered is not None else to_string(outcome))))
+
+
+async def shipped_approval(w: World, rec: Record, request: dict[str, Any], signal: Any) -> str:
+    """P43: the shipped service, with its audit pair around the decision."""
+    agent = w.agents[request["agent"]]
+    if not agent.spec.openTurn:
+        raise Thrown(js_error(texts.NO_OPEN_TURN))
+    w.approvals += 1
+    approval_id = f"approval-{w.approvals}"
+    asked = {"id": approval_id, "toolName": request["toolName"], "callId": request["callId"]}
+    if "reason" in request:
+        asked["reason"] = request["reason"]
+    w.append_event(agent.id, "approval/asked", asked)
+    policy = getattr(w.scenario.approval, "policy", "ask")
+    if signal.aborted:
+        outcome = "cancelled"
+    elif policy == "never":
+        outcome = "rejected"
+    else:
+        outcome = await _answer(w, rec, request, signal)
+    w.append_event(agent.id, "approval/decided", {"id": approval_id, "outcome": outcome})
+    return outcome
+
+
+async def _answer(w: World, rec: Record, request: dict[str, Any], signal: Any) -> str:
+    async def unavailable() -> JsValue:
+        return "unavailable"
+
+    async def ask() -> JsValue:
+        try:
+            o = await waterfall(w, "approval/request", rec,
+                                {"request": request, "request_signal": signal}, unavailable,
+                                ("P43",), agent=request["agent"])
+        except Thrown:
+            return "unavailable"
+        return o if isinstance(o, str) and o in OUTCOMES else "unavailable"
+
+    task = w.sched.spawn(ask())
+    first = await w.sched.any_of(task, signal.on_abort)
+    if first == 1 and not task.done:
+        return "cancelled"  # P43.5: the later answer is discarded
+    return task.value
+
+
+def _guards(w: World, rec: Record) -> JsValue:
+    """P45, P46, P49, P50: the guard pass; returns the first non-undefined value."""
+    w.obs(rec.callId, "guards", "start", None, None, ("P44",))
+    for layer in w.guard_layers_for(rec.agent):
+        i = 0
+        while i < len(layer):  # read live: guards appended during the pass are reached
+            entry = layer[i]
+            i += 1
+            if not entry.active:
+                continue
+            inv = Invocation(who=entry.guard.id, stage="guards", record=rec, rules=("P45", "P46", "P50"))
+            try:
+                v = perform_sync(w, inv, entry.guard.script)
+            except Thrown as t:
+                w.obs(rec.callId, "guards", "throw", None, t.value, ("P49",))
+                raise
+            if not is_undefined(v):
+                w.obs(rec.callId, "guards", "end", None, v, ("P46",))
+                return v
+    w.obs(rec.callId, "guards", "end", None, UNDEFINED, ("P46",))
+    return UNDEFINED
+
+
+# ============================================================================ D: dispatch
+
+async def dispatch(w: World, rec: Record) -> Route:
+    """D1-D4: the ``tools/execute`` waterfall around the terminal, then normalization."""
+    try:
+        w.obs(rec.callId, "execute", "start", None, None, ("P54",))
+        try:
+            r = await waterfall(w, "tools/execute", rec, {}, lambda: terminal(w, rec),
+                                ("P5", "P62"), freeze_next=True)
+        except Thrown as t:
+            w.obs(rec.callId, "execute", "throw", None, t.value, ("P65",))
+            raise
+        w.obs(rec.callId, "execute", "end", None, r, ("P62",))
+        n = normalize(w, rec, r)  # D2: P63, P64
+    except Thrown as t:
+        return _final(w, rec, fail(t.value), ("P64", "P65"))
+    if rec.deferred:  # D3: P67
+        contexts = get(n, "additionalContexts")
+        n = own_record(w, {**n, "additionalContexts": [*rec.deferred, *(contexts if isinstance(contexts, list) else [])]}, rec)
+    if not n["isError"] and rec.caller.aborted:  # D4: P68
+        w.obs(rec.callId, "checkpoint", "abort", None, "after-execute", ("P68",))
+        n = own_record(w, abort_a(n) if rec.body_invoked else abort_bd(n), rec)
+    return _post(w, rec, w.freeze(n), ("P62", "P76"))
+
+
+async def terminal(w: World, rec: Record) -> dict[str, Any]:
+    """D1's terminal T: one dispatch of the body (P55, P58, P59, P60, P61, P69)."""
+    assert rec.caller is not None
+    fused, detach = fuse(rec.caller, rec.signal, f"fused:{rec.callId}")
+    if fused.aborted:  # P61 at launch
+        w.obs(rec.callId, "dispatch", "abort", None, "at-launch", ("P61",))
+        return own_record(w, abort_bd(), rec)
+    prev = rec.signal
+    rec.signal = fused
+    try:
+        tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None
+        if tool is None:  # P56
+            w.obs(rec.callId, "dispatch", "resolve", None, None, ("P56",))
+            raise Thrown(unknown_tool_error(rec.name))
+        w.obs(rec.callId, "dispatch", "resolve", None, tool.ref, ("P56",))
+        rec.body_invoked = True  # P59
+        v = await body(w, rec, tool)
+        s = success(w, rec, tool, v)  # P72, P73
+        res = abort_a() if fused.aborted else s  # P61 at return
+        if fused.aborted:
+            w.obs(rec.callId, "dispatch", "abort", None, "at-return", ("P61",))
+    except Thrown as t:
+        res = fail(t.value)
+    finally:
+        detach()
+        rec.signal = prev  # P60: put back what was on the record before this terminal call
+    return own_record(w, res, rec)
+
+
+def _collapses(w: World, rec: Record) -> bool:
+    return rec.parent is None and w.mode(rec.agent) == "code" and rec.name != "run_code"
+
+
+async def body(w: World, rec: Record, tool: Tool) -> JsValue:
+    """P58: the body, awaited to completion. ``defineTool`` validates arguments first (P75)."""
+    inv = Invocation(who=tool.ref, stage="body", record=rec, rules=("P55", "P58"), args=rec.arguments)
+    if tool.define:
+        violations = schema_violations(tool.parameters, rec.arguments, "arguments")
+        if violations:
+            w.obs(rec.callId, "body", "throw", tool.ref, "INVALID_ARGS", ("P75",))
+            raise Thrown(harness_error("ToolArgsError", "INVALID_ARGS", texts.invalid_args(violations)))
+    try:
+        return await perform(w, inv, tool.body)
+    finally:
+        w.gates.setdefault(rec.callId, _deferred()).resolve(None)
+
+
+def _deferred() -> Any:
+    from .scheduler import Deferred
+    return Deferred()
+
+
+def schema_violations(schema: dict[str, Any], value: JsValue, label: str) -> list[str]:
+    """Violations of ``schema``, in schema-walk order. Their wording is implementation-defined
+    (section 1.3); only the prefix and the "; " join are specified (P73, P75)."""
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(value), key=lambda e: (list(e.absolute_path), e.validator))
+    out = []
+    for e in errors:
+        where = label + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
+        out.append(f"{where}: {e.message}")
+    return out
+
+
+def success(w: World, rec: Record, tool: Tool, candidate: JsValue) -> dict[str, Any]:
+    """P72, P73, P74: a value becomes a success through the output contract, or throws."""
+    try:  # step 1
+        value = snapshot(candidate)
+    except NotLossless:
+        raise Thrown(output_error(tool.name, [texts.VALUE_NOT_LOSSLESS])) from None
+    except Thrown as t:
+        raise Thrown(output_error(tool.name, [texts.value_snapshot_failed(message_of(t.value))])) from None
+    violations = schema_violations(tool.output.schema_, value, "value")  # step 2
+    if violations:
+        raise Thrown(output_error(tool.name, violations))
+    w.freeze(value)  # step 3
+    content = _project(w, rec, tool, "render", value)  # step 4
+    out: dict[str, Any] = {"isError": False, "value": value, "content": content}
+    if rec.parent is None and tool.output.presentationMeta is not None:  # step 5, P74
+        out["meta"] = _project(w, rec, tool, "presentationMeta", value)
+    if rec.concluded:  # P67
+        out["concludesTurn"] = True
+    return own_record(w, materialize(w, out), rec)
+
+
+def _project(w: World, rec: Record, tool: Tool, which: str, value: JsValue) -> JsValue:
+    behavior = getattr(tool.output, which)
+    if behavior is None:  # the default render: the value's JSON text
+        return [{"type": "text", "text": json_text(value)}]
+    inv = Invocation(who=f"{tool.ref}.{which}", stage=which, record=rec, rules=("P73",))
+    try:
+        projected = perform_sync(w, inv, behavior)
+    except Thrown as t:
+        raise Thrown(output_error(tool.name, [f"output.{which} failed: {message_of(t.value)}"])) from None
+    try:
+        return snapshot(projected)
+    except NotLossless:
+        raise Thrown(output_error(tool.name, [f"output.{which} returned non-lossless JSON"])) from None
+    except Thrown as t:
+        raise Thrown(output_error(tool.name, [f"output.{which} failed: {message_of(t.value)}"])) from None
+
+
+def normalize(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
+    """P63: normalize the waterfall's result. Throws are D-throws (final, P64)."""
+    if isinstance(r, dict) and id(r) in rec.built:
+        return r  # step 1: built by the registry for this very execution
+    if r is None or is_undefined(r):
+        raise Thrown(type_error(texts.NULLISH_WRAPPER_RESULT))
+    if truthy(get(r, "isError")):  # step 2
+        n: dict[str, Any] = {"isError": True, "error": get(r, "error"), "content": get(r, "content")}
+        meta = get(r, "meta")
+        if not is_undefined(meta):
+            n["meta"] = meta
+        contexts = get(r, "additionalContexts")
+        if not is_undefined(contexts):
+            n["additionalContexts"] = contexts
+        return own_record(w, n, rec)
+    tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None  # step 3
+    if tool is None:
+        raise Thrown(unknown_tool_error(rec.name))
+    s = dict(success(w, rec, tool, get(r, "value")))
+    contexts = get(r, "additionalContexts")
+    if not is_undefined(contexts):
+        s["additionalContexts"] = contexts
+    return own_record(w, s, rec)
+
+
+# ============================================================================ Q: post
+
+async def post(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any]:
+    """Q1-Q5: ``tools/post-execute`` and its decision (P76..P89)."""
+    try:
+        return await _post_stage(w, rec, r)
+    except Thrown as t:  # Q5: P86
+        return fail(t.value)
+
+
+async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any]:
+    w.freeze(r)
+    w.obs(rec.callId, "post-execute", "start", None, r, ("P76",))
+    try:
+        p = await waterfall(w, "tools/post-execute", rec, {"result": r}, _accept, ("P5", "P76"))
+    except Thrown as t:
+        w.obs(rec.callId, "post-execute", "throw", None, t.value, ("P86",))
+        raise
+    w.obs(rec.callId, "post-execute", "end", None, p, ("P77", "P78"))
+    # Q2: P78, P79
+    if not is_object(p) or isinstance(p, list) or get(p, "kind") not in ("accept", "block"):
+        raise Thrown(type_error(texts.INVALID_POST_DECISION))
+    kind = get(p, "kind")
+    dc_raw = get(p, "additionalContexts")
+    dc = [] if is_undefined(dc_raw) or dc_raw is None else dc_raw
+    if kind == "block":  # P83, P84
+        feedback = get(p, "feedback")
+        out: dict[str, Any] = {"isError": True, "content": feedback,
+                               "error": {"message": block_message(feedback)}}
+        if isinstance(dc, list) and dc:
+            out["additionalContexts"] = dc
+        return own_record(w, out, rec)
+    if has_own(p, "content") and has_own(p, "value"):  # P82.1
+        raise Thrown(type_error(texts.ACCEPT_BOTH))
+    prior = r.get("additionalContexts", [])
+    merged = [*(prior if isinstance(prior, list) else []), *(dc if isinstance(dc, list) else [])]  # P85
+    if has_own(p, "value"):  # P81, P82
+        if r["isError"]:
+            raise Thrown(type_error(texts.ACCEPT_VALUE_ON_FAILURE))
+        tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None
+        if tool is None:
+            raise Thrown(unknown_tool_error(rec.name))
+        out = dict(success(w, rec, tool, get(p, "value")))
+        if merged:
+            out["additionalContexts"] = merged
+    else:  # P80: content only
+        out = dict(r)
+        content = get(p, "content")
+        if not is_undefined(content):
+            out["content"] = content
+        if merged:
+            out["additionalContexts"] = merged
+    if not out["isError"] and rec.caller.aborted:  # Q4: P88
+        w.obs(rec.callId, "checkpoint", "abort", None, "after-post", ("P88",))
+        out = abort_a(out) if rec.body_invoked else abort_bd(out)
+    return own_record(w, out, rec)
+
+
+async def _accept() -> JsValue:
+    return {"kind": "accept"}
+
+
+def block_message(feedback: JsValue) -> str:
+    """P84: the block failure's message, derived from its feedback."""
+    if not isinstance(feedback, list):
+        raise Thrown(type_error("feedback.map is not a function"))
+    parts = []
+    for block in feedback:
+        kind = get(block, "type") if is_object(block) else UNDEFINED
+        if kind == "text":
+            text = get(block, "text")
+            parts.append("" if text is None or is_undefined(text) else to_string(text))
+        else:
+            parts.append(f"[{to_string(kind)} content]")
+    joined = "\n".join(parts)
+    return joined if joined else texts.BLOCK_FALLBACK
+
+
+# ============================================================================ F: finish
+
+def materialize(w: World, r: JsValue) -> dict[str, Any]:
+    """P90, P91: the outcome as a detached, deeply frozen lossless snapshot, or a throw."""
+    content = get(r, "content")
+    meta = get(r, "meta")
+    contexts = get(r, "additionalContexts")
+    presentation: dict[str, Any] = {"content": content}
+    if not is_undefined(meta):
+        presentation["meta"] = meta
+    if not is_undefined(contexts):
+        presentation["additionalContexts"] = contexts
+    if truthy(get(r, "isError")):
+        candidate = {"isError": True, "error": get(r, "error"), **presentation}
+        value = NOTHING
+    else:
+        candidate = {"isError": False, **presentation}
+        if get(r, "concludesTurn") is True:
+            candidate["concludesTurn"] = True
+        value = get(r, "value")
+    try:
+        out = snapshot(candidate)
+    except NotLossless:
+        raise Thrown(type_error(texts.RESULT_NOT_LOSSLESS)) from None
+    if value is not NOTHING:
+        out["value"] = value  # attached again without a second snapshot (P91)
+    return w.freeze(out)
+
+
+def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
+    """F1-F4: materialize, finalizeContent, freeze the record, notify ``tools/result``."""
+    try:  # F1
+        m = materialize(w, r)
+    except Thrown as t:
+        w.obs(rec.callId, "materialize", "throw", None, t.value, ("P90", "P91"))
+        m = materialize(w, fail(t.value))
+    if rec.finalizer is not None:  # F2: P93, P94, P95, P96
+        behavior = rec.finalizer.finalizeContent
+        assert behavior is not None
+        w.obs(rec.callId, "finalize", "start", None, m, ("P93",))
+        inv = Invocation(who=f"{rec.finalizer.ref}.finalizeContent", stage="finalize", record=rec,
+                         rules=("P93", "P94"), result=m)
+        try:
+            c = perform_sync(w, inv, behavior)
+            f = materialize(w, m if is_undefined(c) else {**m, "content": c})
+        except Thrown as t:
+            w.obs(rec.callId, "finalize", "throw", None, t.value, ("P95", "P96"))
+            f = materialize(w, fail(t.value))
+        w.obs(rec.callId, "finalize", "end", None, f, ("P94",))
+    else:
+        f = m
+    rec.frozen = True  # F3: P99
+    w.obs(rec.callId, "result", "start", None, f, ("P98", "P99"))
+    for l in w.selected("tools/result", rec.agent):  # P100
+        inv = Invocation(who=l.id, stage="result", record=rec, rules=("P100",), result=f)
+        try:
+            returned = perform_sync(w, inv, l.script or Behavior())
+        except Thrown as t:
+            w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(t.value)))  # P101
+            continue
+        if token(returned) == "promise" and "rejects" in returned:
+            w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(returned["rejects"])))
+    w.obs(rec.callId, "result", "end", None, None, ("P98",))
+    return f  # F4: the very object the observers received
+
+
+# ============================================================================ the staged scheduler
+
+async def prepare(w: World, inp: Input) -> tuple[Record, Route]:
+    rec, route = entry(w, inp)
+    if route is not None:
+        return rec, route
+    return rec, await gate(w, rec)
+
+
+async def finalize(w: World, rec: Record, route: Route) -> dict[str, Any]:
+    r = route.result
+    if route.kind == "post":
+        r = await post(w, rec, r)
+    return finish(w, rec, r)
+
+
+async def execute(w: World, inp: Input) -> dict[str, Any]:
+    """``execute()``: prepare, dispatch, finalize back to back (section 3.6)."""
+    rec, route = await prepare(w, inp)
+    if route.kind == "dispatch":
+        route = await dispatch(w, rec)
+    return await finalize(w, rec, route)
+
+
+def call_input(w: World, call: Call) -> Input:
+    signal = w.signal(f"caller:{call.callId}")
+    if call.aborted:
+        signal.abort({"$js": "error", "class": "DOMException", "name": "AbortError",
+                      "message": "This operation was aborted"})
+    return Input(callId=call.callId, name=call.name, arguments=copy.deepcopy(call.arguments),
+                 signal=signal, agent=call.agent, rootCallId=call.rootCallId,
+                 parent="foreign-token" if call.parent else None)

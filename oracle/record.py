@@ -1,0 +1,66 @@
+"""The execution record (section 3.3) and the registry's private per-call state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .jsvalue import JsValue, UNDEFINED
+from .scenario import Tool
+from .scheduler import Signal
+
+IDENTITY = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
+
+
+@dataclass
+class Record:
+    """What every participant of one call receives (P22). Identity fields never change
+    (P24); ``signal`` is writable until the record is frozen before ``tools/result`` (P60,
+    P99). The fields after ``frozen`` are the registry's own bookkeeping, invisible to
+    participants."""
+
+    token: str
+    callId: str
+    rootCallId: str
+    name: str
+    agent: str | None
+    parent: str | None
+    arguments: JsValue
+    signal: Signal
+    deferred: list[JsValue] = field(default_factory=list)
+    concluded: bool = False
+    frozen: bool = False
+    # registry-private state
+    caller: Signal | None = None
+    body_invoked: bool = False  # P59
+    finalizer: Tool | None = None  # P26: captured at entry
+    built: dict[int, Any] = field(default_factory=dict)  # results the registry built for this call (P63)
+    extra: dict[str, Any] = field(default_factory=dict)  # properties participants added
+
+    def view(self, signals: dict[str, Signal]) -> dict[str, Any]:
+        """What an ``observe record`` step records (comparable across implementations)."""
+        if self.signal is self.caller:
+            which = "caller"
+        else:
+            which = next((n for n, s in signals.items() if s is self.signal), "fused")
+        out: dict[str, Any] = {
+            "callId": self.callId,
+            "rootCallId": self.rootCallId,
+            "name": self.name,
+            "hasAgent": self.agent is not None,
+            "hasParent": self.parent is not None,
+            "arguments": self.arguments,
+            "signal": {"is": which, "aborted": self.signal.aborted},
+            "frozen": self.frozen,
+        }
+        if self.agent is not None:
+            out["agent"] = self.agent
+        return out
+
+    def has(self, key: str) -> bool:
+        if key in ("agent", "parent"):
+            return getattr(self, key) is not None
+        return key in IDENTITY or key in ("signal", "deferContext", "concludeTurn") or key in self.extra
+
+    def get_arguments(self) -> JsValue:
+        return self.arguments if self.arguments is not None else UNDEFINED

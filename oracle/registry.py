@@ -1,0 +1,217 @@
+"""The registry's world: scopes, tool views, listener tables and guard layers.
+
+Everything the pipeline resolves at a given moment lives here: which definition a name
+resolves to for an agent (P26, P56), which listeners a waterfall selects (P5, P7), which
+guards a pass reaches (P45). Registrations change only through scripted ``register`` /
+``unregister`` steps, so tables are read live exactly where the spec says they are.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from .jsvalue import JsValue, Thrown, js_error
+from .scenario import Agent, Guard, Listener, Scenario, Tool
+from .scheduler import Deferred, Scheduler, Signal
+from .trace import Event, Observation, Trace
+
+
+@dataclass
+class ListenerEntry:
+    listener: Listener
+    serial: int  # registration serial: entries are never reused, so a re-registration is new
+
+
+@dataclass
+class GuardEntry:
+    guard: Guard
+    active: bool = True
+
+
+@dataclass
+class AgentState:
+    spec: Agent
+    seq: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+class World:
+    """The state of one scenario run (registry, agents, signals, trace)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.sched = Scheduler()
+        self.trace = Trace(scenario=scenario.id)
+        self.agents: dict[str, AgentState] = {a.id: AgentState(a) for a in scenario.agents}
+        self.decl: dict[str, Tool | Listener | Guard] = {}
+        for item in (*scenario.tools, *scenario.listeners, *scenario.guards):
+            self.decl[item.ref if isinstance(item, Tool) else item.id] = item
+        # Tools: scope (None = global layer) -> name -> definition.
+        self.tools: dict[str | None, dict[str, Tool]] = {}
+        self.listeners: dict[str, list[ListenerEntry]] = {}
+        self.guard_layers: dict[str | None, list[GuardEntry]] = {}
+        self.signals: dict[str, Signal] = {}
+        self.invocations: dict[str, int] = {}
+        self.tokens = 0
+        self.approvals = 0
+        self.serial = 0
+        self.frozen: dict[int, Any] = {}  # id -> object: everything the registry deep-froze
+        self.gates: dict[str, Deferred] = {}
+        self.inbox: list[JsValue] = []  # the loop agent's next-step queue
+        self.loop_agent: str | None = None
+        if scenario.timeoutPolicy:
+            # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
+            # before the scenario's own listeners.
+            self.serial += 1
+            self.listeners["tools/execute"] = [ListenerEntry(
+                Listener(id="timeout-policy", event="tools/execute"), self.serial)]
+        for item in (*scenario.tools, *scenario.listeners, *scenario.guards):
+            if item.registered:
+                self.register(item.ref if isinstance(item, Tool) else item.id)
+
+    # ------------------------------------------------------------------ trace
+
+    def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
+            value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
+        self.trace.observations.append(Observation(
+            call=call, stage=stage, what=what, who=who, value=_plain(value), rules=list(rules)))
+
+    def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None) -> int:
+        state = self.agents[agent]
+        state.seq += 1
+        self.trace.events.append(Event(agent=agent, seq=state.seq, type=type_, data=_plain(data),
+                                       sourceEventSeqs=source))
+        return state.seq
+
+    # ------------------------------------------------------------------ freezing
+
+    def freeze(self, v: JsValue) -> JsValue:
+        """Deep-freeze ``v`` in place (the registry's ``deepFreeze``)."""
+        if isinstance(v, (dict, list)):
+            self.frozen[id(v)] = v
+            for item in (v.values() if isinstance(v, dict) else v):
+                self.freeze(item)
+        return v
+
+    def is_frozen(self, v: JsValue) -> bool:
+        return not isinstance(v, (dict, list)) or id(v) in self.frozen
+
+    def is_deeply_frozen(self, v: JsValue) -> bool:
+        if not isinstance(v, (dict, list)):
+            return True
+        if id(v) not in self.frozen:
+            return False
+        return all(self.is_deeply_frozen(x) for x in (v.values() if isinstance(v, dict) else v))
+
+    # ------------------------------------------------------------------ registration
+
+    def register(self, ref: str) -> None:
+        item = self.decl[ref]
+        if isinstance(item, Tool):
+            layer = self.tools.setdefault(item.scope, {})
+            if item.name in layer:
+                where = "in this scope" if item.scope else "(for a per-agent variant, register through that agent's `agent.ctx` instead)"
+                raise Thrown(js_error(f'tool "{item.name}" is already registered {where}'))
+            layer[item.name] = item
+        elif isinstance(item, Listener):
+            self.serial += 1
+            table = self.listeners.setdefault(item.event, [])
+            entry = ListenerEntry(item, self.serial)
+            # P5: a prepended listener goes in front of all earlier ones.
+            table.insert(0, entry) if item.prepend else table.append(entry)
+        else:
+            self.guard_layers.setdefault(item.scope, []).append(GuardEntry(item))
+
+    def unregister(self, ref: str) -> None:
+        item = self.decl[ref]
+        if isinstance(item, Tool):
+            layer = self.tools.get(item.scope, {})
+            if layer.get(item.name) is item:
+                del layer[item.name]
+        elif isinstance(item, Listener):
+            table = self.listeners.get(item.event, [])
+            table[:] = [e for e in table if e.listener is not item]
+        else:
+            for entry in self.guard_layers.get(item.scope, []):
+                if entry.guard is item:
+                    entry.active = False
+            layer = self.guard_layers.get(item.scope, [])
+            # Inactive entries stay in place so that a pass in progress keeps its position.
+
+    # ------------------------------------------------------------------ scopes
+
+    def chain(self, agent: str | None) -> list[str]:
+        """The agent's scope chain, nearest first."""
+        out: list[str] = []
+        while agent is not None:
+            out.append(agent)
+            agent = self.agents[agent].spec.parent
+        return out
+
+    def mode(self, agent: str | None) -> str:
+        """Effective presentation mode: the nearest scope's declaration, else the deployment's."""
+        for a in self.chain(agent):
+            m = self.agents[a].spec.mode
+            if m is not None:
+                return m
+        return self.scenario.mode
+
+    def view(self, agent: str | None, name: str) -> Tool | None:
+        """P56: the definition ``name`` resolves to for ``agent`` now."""
+        chain = self.chain(agent)
+        for a in chain:
+            tool = self.tools.get(a, {}).get(name)
+            if tool is not None:
+                return tool
+        tool = self.tools.get(None, {}).get(name)
+        if tool is None:
+            return None
+        for a in chain:
+            r = self.agents[a].spec.restrict
+            if r is not None and ((r.allow is not None and name not in r.allow)
+                                  or (r.deny is not None and name in r.deny)):
+                return None  # a restriction anywhere on the chain hides inherited global tools
+        return tool
+
+    def selected(self, event: str, agent: str | None) -> list[Listener]:
+        """P5, P7: the listeners a waterfall or emit selects for ``agent``, fixed now."""
+        chain = set(self.chain(agent))
+        out = []
+        for entry in self.listeners.get(event, []):
+            l = entry.listener
+            if l.scope is None or l.global_ or l.scope in chain:
+                out.append(l)
+        return out
+
+    def guard_layers_for(self, agent: str | None) -> list[list[GuardEntry]]:
+        """P45: the global layer, then each scoped layer from the farthest ancestor."""
+        layers = [self.guard_layers.setdefault(None, [])]
+        for a in reversed(self.chain(agent)):
+            layers.append(self.guard_layers.setdefault(a, []))
+        return layers
+
+    # ------------------------------------------------------------------ misc
+
+    def signal(self, name: str) -> Signal:
+        if name not in self.signals:
+            self.signals[name] = Signal(name)
+        return self.signals[name]
+
+    def next_invocation(self, who: str) -> int:
+        n = self.invocations.get(who, 0)
+        self.invocations[who] = n + 1
+        return n
+
+    def mint_token(self) -> str:
+        self.tokens += 1
+        return f"token-{self.tokens}"
+
+
+def _plain(v: Any) -> Any:
+    """A detached copy for the trace, so later steps cannot change what was recorded."""
+    return copy.deepcopy(v)

@@ -1,0 +1,514 @@
+"""The scenario language: one declarative JSON document that fully determines a run.
+
+A scenario declares the registry (tools, listeners, guards, the approval service), the
+agents and their scopes, and the calls: direct ``execute()`` calls or one agent-loop
+step. Every participant's behavior is a *script*, a list of steps the participant
+performs when it is invoked (call ``next()``, return a value, throw, attempt a mutation,
+defer a context, abort a signal, ...). Scripts are declarative because guards,
+``finalizeContent`` and ``render`` are synchronous in DSH: an adapter must be able to run
+them in-process without calling back to Python. Values are JS values in wire form
+(section 3.11 tokens), see ``oracle.jsvalue``.
+
+The pydantic models below are the single source of the scenario's JSON Schema
+(``catalogs/scenario.schema.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+SCENARIO_FORMAT = "dsh-conformance/scenario/v1"
+
+JsValue = Any
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+# ----------------------------------------------------------------------------- steps
+
+class Next(_Model):
+    """Call the waterfall's ``next()`` and keep its result (P5). With ``catch`` a throw
+    from ``next()`` is caught and kept as the step's outcome instead of propagating."""
+    do: Literal["next"]
+    catch: bool = False
+
+
+class Return(_Model):
+    """Return ``value`` (a JS value; tokens allowed) and stop."""
+    do: Literal["return"]
+    value: JsValue = None
+
+
+class ReturnNext(_Model):
+    """Return what the latest ``next()`` returned (a delegating listener)."""
+    do: Literal["return-next"]
+
+
+class Throw(_Model):
+    """Throw ``value``: an ``{"$js":"error",...}`` token or any other value."""
+    do: Literal["throw"]
+    value: JsValue = None
+
+
+MUTATION_ROOTS = ("record", "args", "result", "request", "input")
+
+
+class Mutate(_Model):
+    """Attempt a write. ``target`` is a dotted path from a root: ``record`` (the execution
+    record), ``args`` (the body's arguments parameter), ``result`` (the result handed to
+    this participant), ``request`` (an approval request), ``input`` (the caller's input
+    object). A failed write raises a TypeError; with ``catch`` (default) the participant
+    catches it and goes on, otherwise it becomes the participant's throw."""
+    do: Literal["mutate"]
+    target: str
+    op: Literal["set", "delete", "define"] = "set"
+    value: JsValue = None
+    catch: bool = True
+
+
+class SetSignal(_Model):
+    """Assign ``record.signal``: a fresh signal named ``signal`` (created on first use),
+    or ``"restore"`` for the signal this participant replaced (P60)."""
+    do: Literal["set-signal"]
+    signal: str
+
+
+class Abort(_Model):
+    """Abort a signal: ``"caller"`` (the call's own caller signal; in a loop scenario the
+    step's signal) or a named signal made by ``set-signal``."""
+    do: Literal["abort"]
+    signal: str = "caller"
+    reason: JsValue = None
+
+
+class DeferContext(_Model):
+    """``record.deferContext(message)`` (P67). ``message`` is a user message (section 3.7)."""
+    do: Literal["defer-context"]
+    message: JsValue
+
+
+class ConcludeTurn(_Model):
+    """``record.concludeTurn()`` (P67)."""
+    do: Literal["conclude-turn"]
+
+
+class AwaitSignal(_Model):
+    """Wait until the participant's signal aborts (the record's signal as it is now; for
+    an approval answerer, the request's signal). Asynchronous participants only."""
+    do: Literal["await-signal"]
+
+
+class Sleep(_Model):
+    """Wait ``ms`` milliseconds of virtual time. Asynchronous participants only."""
+    do: Literal["sleep"]
+    ms: int = Field(ge=0)
+
+
+class Gate(_Model):
+    """Loop scenarios: wait until ``run.release`` lets this call's body go on, so that
+    overlapping bodies finish in a scripted order. Asynchronous participants only."""
+    do: Literal["gate"]
+
+
+class Register(_Model):
+    """(Re-)register the declared tool, listener or guard with id ``ref``."""
+    do: Literal["register"]
+    ref: str
+
+
+class Unregister(_Model):
+    """Unregister the declared tool, listener or guard with id ``ref``."""
+    do: Literal["unregister"]
+    ref: str
+
+
+class Inject(_Model):
+    """Loop scenarios: ``agent.inject(message)`` (joins the next-step FIFO, P111)."""
+    do: Literal["inject", "steer"]
+    message: JsValue
+
+
+class Observe(_Model):
+    """Record what the participant sees: ``record`` (identity, arguments, signal state),
+    ``result`` (the result it was handed, and whether it is deeply frozen) or ``request``."""
+    do: Literal["observe"]
+    what: Literal["record", "result", "request", "args"] = "record"
+
+
+Step = Annotated[
+    Union[Next, Return, ReturnNext, Throw, Mutate, SetSignal, Abort, DeferContext, ConcludeTurn,
+          AwaitSignal, Sleep, Gate, Register, Unregister, Inject, Observe],
+    Field(discriminator="do"),
+]
+
+ASYNC_ONLY = frozenset({"next", "return-next", "await-signal", "sleep", "gate"})
+
+
+class Behavior(_Model):
+    """What a participant does when invoked. ``steps`` by default; ``byCall`` picks a
+    script by call id; ``perInvocation`` by how many times this participant was invoked
+    before (0-based; the last entry repeats). ``byCall`` wins over ``perInvocation``."""
+    steps: list[Step] = Field(default_factory=list)
+    byCall: dict[str, list[Step]] = Field(default_factory=dict)
+    perInvocation: list[list[Step]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, data: Any) -> Any:
+        # A bare list of steps is the common case: accept it as ``{"steps": [...]}``.
+        if isinstance(data, list):
+            return {"steps": data}
+        return data
+
+    def script_for(self, call_id: str | None, invocation: int) -> list[Any]:
+        if call_id is not None and call_id in self.byCall:
+            return list(self.byCall[call_id])
+        if self.perInvocation:
+            return list(self.perInvocation[min(invocation, len(self.perInvocation) - 1)])
+        return list(self.steps)
+
+    def all_steps(self) -> list[tuple[str, Any]]:
+        out: list[tuple[str, Any]] = [(f"steps[{i}]", s) for i, s in enumerate(self.steps)]
+        for cid, steps in self.byCall.items():
+            out += [(f"byCall.{cid}[{i}]", s) for i, s in enumerate(steps)]
+        for n, steps in enumerate(self.perInvocation):
+            out += [(f"perInvocation[{n}][{i}]", s) for i, s in enumerate(steps)]
+        return out
+
+
+DELEGATE: list[dict[str, str]] = [{"do": "next"}, {"do": "return-next"}]
+
+# ----------------------------------------------------------------------------- participants
+
+
+class Output(_Model):
+    """The definition's ``output``: schema, ``render`` and optional ``presentationMeta``.
+    Without ``render`` the content is one text block holding ``JSON.stringify(value)``."""
+    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    render: Behavior | None = None
+    presentationMeta: Behavior | None = None
+
+
+class Tool(_Model):
+    """A tool definition. ``define`` makes it a ``defineTool`` tool whose body validates
+    the arguments against ``parameters`` first (P75); otherwise it is a raw definition."""
+    id: str | None = None
+    name: str
+    define: bool = False
+    description: str = "a scripted tool"
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output: Output = Field(default_factory=Output)
+    body: Behavior = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value=None)]))
+    finalizeContent: Behavior | None = None
+    concurrencySafe: Behavior | None = None
+    timeoutMs: int | None = Field(default=None, gt=0)
+    scope: str | None = None
+    registered: bool = True
+
+    @property
+    def ref(self) -> str:
+        return self.id or self.name
+
+
+EVENTS = ("tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
+          "approval/request")
+
+
+class Listener(_Model):
+    """A listener on a live event. Waterfall listeners default to delegating
+    (``next()`` then return its result); ``tools/result`` observers default to nothing."""
+    id: str
+    event: Literal["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
+                   "approval/request"]
+    scope: str | None = None
+    global_: bool = Field(default=False, alias="global")
+    prepend: bool = False
+    registered: bool = True
+    script: Behavior | None = None
+
+
+class Guard(_Model):
+    """A monotonic guard: synchronous; returns ``undefined`` to abstain (P46)."""
+    id: str
+    scope: str | None = None
+    registered: bool = True
+    script: Behavior = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
+
+
+class ShippedApproval(_Model):
+    """The shipped approval service (P43): answers through ``approval/request`` listeners."""
+    service: Literal["shipped"]
+    policy: Literal["ask", "never"] = "ask"
+
+
+class CustomApproval(_Model):
+    """A scripted approval service: its script returns the outcome (or throws)."""
+    service: Literal["custom"]
+    script: Behavior
+
+
+Approval = Annotated[Union[ShippedApproval, CustomApproval], Field(discriminator="service")]
+
+
+class Restriction(_Model):
+    allow: list[str] | None = None
+    deny: list[str] | None = None
+
+
+class Agent(_Model):
+    """An agent and its scope. ``parent`` forms the scope chain (P7, P45, P56)."""
+    id: str
+    parent: str | None = None
+    mode: Literal["native", "code", "both"] | None = None
+    openTurn: bool = True
+    restrict: Restriction | None = None
+
+
+# ----------------------------------------------------------------------------- runs
+
+class Call(_Model):
+    """One direct ``execute()`` call. ``parent`` gives the input a foreign execution token
+    (a nested call). ``aborted`` aborts the caller signal before the call enters."""
+    callId: str
+    name: str
+    arguments: JsValue = Field(default_factory=dict)
+    agent: str | None = None
+    rootCallId: str | None = None
+    parent: bool = False
+    aborted: bool = False
+
+
+class DirectRun(_Model):
+    """Direct calls, one after another, each with its own caller signal."""
+    kind: Literal["direct"]
+    calls: list[Call] = Field(min_length=1)
+
+
+class Block(_Model):
+    """A tool-call block of the assistant message; ``arguments`` is the raw string."""
+    id: str
+    name: str
+    arguments: str = ""
+
+
+class LoopRun(_Model):
+    """One agent-loop tool step: the assistant message's tool-call blocks, run as a batch,
+    then the next step's start where accepted contexts become ``user/message`` events."""
+    kind: Literal["loop"]
+    agent: str
+    blocks: list[Block] = Field(default_factory=list)
+    finish: Literal["tool-calls", "max-tokens"] = "tool-calls"
+    maxParallelToolCalls: int = Field(default=10, ge=1)
+    aborted: bool = False
+    release: list[str] = Field(default_factory=list)
+
+
+Run = Annotated[Union[DirectRun, LoopRun], Field(discriminator="kind")]
+
+
+class Scenario(_Model):
+    """A whole situation, declaratively. ``rules`` lists the rule ids the scenario checks."""
+    format: Literal["dsh-conformance/scenario/v1"] = Field(default=SCENARIO_FORMAT, alias="$format")
+    id: str | None = None
+    title: str | None = None
+    rules: list[str] = Field(default_factory=list)
+    mode: Literal["native", "code", "both"] = "native"
+    agents: list[Agent] = Field(default_factory=list)
+    tools: list[Tool] = Field(default_factory=list)
+    listeners: list[Listener] = Field(default_factory=list)
+    guards: list[Guard] = Field(default_factory=list)
+    approval: Approval | None = None
+    timeoutPolicy: bool = False
+    run: Run
+    expect: dict[str, Any] | None = Field(default=None, description=(
+        "assertions the corpus tests check on the oracle's trace (conformance.expect); "
+        "implementations ignore it"))
+
+    @model_validator(mode="after")
+    def _references(self) -> "Scenario":
+        _check_references(self)
+        return self
+
+
+# ----------------------------------------------------------------------------- checks
+
+class ScenarioError(ValueError):
+    """A scenario that does not parse or is inconsistent: ``path`` is a JSON path."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def _check_references(s: Scenario) -> None:
+    agents = {a.id for a in s.agents}
+    ids: dict[str, str] = {}
+
+    def need_agent(path: str, agent: str | None) -> None:
+        if agent is not None and agent not in agents:
+            raise ScenarioError(path, f"unknown agent {agent!r}")
+
+    for i, a in enumerate(s.agents):
+        if a.parent is not None and a.parent not in agents:
+            raise ScenarioError(f"$.agents[{i}].parent", f"unknown agent {a.parent!r}")
+    _check_acyclic(s)
+    for kind, items in (("tools", s.tools), ("listeners", s.listeners), ("guards", s.guards)):
+        for i, item in enumerate(items):
+            ref = item.ref if isinstance(item, Tool) else item.id
+            if ref in ids:
+                raise ScenarioError(f"$.{kind}[{i}]", f"duplicate participant id {ref!r} (also {ids[ref]})")
+            ids[ref] = f"$.{kind}[{i}]"
+            need_agent(f"$.{kind}[{i}].scope", item.scope)
+    for path, behavior, sync in _behaviors(s):
+        for where, step in behavior.all_steps():
+            if sync and step.do in ASYNC_ONLY:
+                raise ScenarioError(f"{path}.{where}", f"step {step.do!r} needs an asynchronous participant; this one is synchronous")
+            if step.do in ("register", "unregister") and step.ref not in ids:
+                raise ScenarioError(f"{path}.{where}.ref", f"no tool, listener or guard has id {step.ref!r}")
+            if step.do == "mutate" and step.target.split(".")[0] not in MUTATION_ROOTS:
+                raise ScenarioError(f"{path}.{where}.target", f"a target starts with one of {', '.join(MUTATION_ROOTS)}")
+    run = s.run
+    if isinstance(run, DirectRun):
+        seen: set[str] = set()
+        for i, c in enumerate(run.calls):
+            need_agent(f"$.run.calls[{i}].agent", c.agent)
+            if c.callId in seen:
+                raise ScenarioError(f"$.run.calls[{i}].callId", f"duplicate call id {c.callId!r}")
+            seen.add(c.callId)
+    else:
+        need_agent("$.run.agent", run.agent)
+        block_ids = [b.id for b in run.blocks]
+        for i, b in enumerate(run.blocks):
+            if block_ids.count(b.id) > 1:
+                raise ScenarioError(f"$.run.blocks[{i}].id", f"duplicate block id {b.id!r}")
+        for i, r in enumerate(run.release):
+            if r not in block_ids:
+                raise ScenarioError(f"$.run.release[{i}]", f"no block has id {r!r}")
+
+
+def _check_acyclic(s: Scenario) -> None:
+    parents = {a.id: a.parent for a in s.agents}
+    for i, a in enumerate(s.agents):
+        seen = {a.id}
+        p = a.parent
+        while p is not None:
+            if p in seen:
+                raise ScenarioError(f"$.agents[{i}].parent", "the agent parent chain has a cycle")
+            seen.add(p)
+            p = parents.get(p)
+
+
+def _behaviors(s: Scenario) -> list[tuple[str, Behavior, bool]]:
+    out: list[tuple[str, Behavior, bool]] = []
+    for i, t in enumerate(s.tools):
+        out.append((f"$.tools[{i}].body", t.body, False))
+        for name in ("finalizeContent", "concurrencySafe"):
+            b = getattr(t, name)
+            if b is not None:
+                out.append((f"$.tools[{i}].{name}", b, True))
+        for name in ("render", "presentationMeta"):
+            b = getattr(t.output, name)
+            if b is not None:
+                out.append((f"$.tools[{i}].output.{name}", b, True))
+    for i, l in enumerate(s.listeners):
+        if l.script is not None:
+            out.append((f"$.listeners[{i}].script", l.script, l.event == "tools/result"))
+    for i, g in enumerate(s.guards):
+        out.append((f"$.guards[{i}].script", g.script, True))
+    if isinstance(s.approval, CustomApproval):
+        out.append(("$.approval.script", s.approval.script, False))
+    return out
+
+
+_ADAPTER: TypeAdapter[Scenario] = TypeAdapter(Scenario)
+
+
+def _json_path(loc: tuple[Any, ...]) -> str:
+    path = "$"
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-after[_references(), Scenario]",):
+            continue
+        else:
+            path += f".{part}"
+    return path
+
+
+def parse_scenario(data: Any) -> Scenario:
+    """Validate a decoded scenario document. Raises ScenarioError naming the JSON path."""
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        ctx_error = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_error, ScenarioError):
+            raise ctx_error from None
+        raise ScenarioError(_json_path(_clean_loc(err["loc"])), err["msg"]) from None
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    # pydantic puts union tags ("do" values, "list[...]" branches) into locations; a JSON
+    # path names only keys and indices of the document.
+    out = []
+    for part in loc:
+        if isinstance(part, str) and (part.startswith(("list[", "function-", "Behavior")) or part in _TAGS):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+_TAGS = frozenset({
+    "next", "return", "return-next", "throw", "mutate", "set-signal", "abort", "defer-context",
+    "conclude-turn", "await-signal", "sleep", "gate", "register", "unregister", "inject", "steer",
+    "observe", "shipped", "custom", "direct", "loop",
+})
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; errors name the file and the JSON path."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScenarioFileError(str(p), "$", f"cannot read: {e.strerror or e}") from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise ScenarioFileError(str(p), "$", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except ValueError as e:
+        raise ScenarioFileError(str(p), "$", str(e)) from None
+    try:
+        return parse_scenario(data)
+    except ScenarioError as e:
+        raise ScenarioFileError(str(p), e.path, e.message) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON; write {{\"$js\":\"{name}\"}}")
+
+
+class ScenarioFileError(ValueError):
+    """A scenario file error: ``file: $.json.path: message`` on one line."""
+
+    def __init__(self, file: str, path: str, message: str) -> None:
+        super().__init__(f"{file}: {path}: {message}")
+        self.file, self.path, self.message = file, path, message
+
+
+def scenario_to_json(s: Scenario) -> dict[str, Any]:
+    return _ADAPTER.dump_python(s, mode="json", by_alias=True, exclude_defaults=True)
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    schema = _ADAPTER.json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "scenario.schema.json"
+    return schema

@@ -1,0 +1,184 @@
+"""A deterministic, single-threaded stand-in for the JavaScript event loop.
+
+Pipeline stages are ``async`` functions. Awaiting another coroutine never suspends; a
+task suspends only on a ``Deferred`` that is not settled yet: an abort signal, a timer
+of virtual time, a loop gate, or another task. Ready tasks run in FIFO order and virtual
+time only advances when nothing is ready, so a scenario always produces the same trace.
+A run in which every task waits and no timer is pending never settles in JavaScript
+either: it is reported as ``Deadlock`` (a bad scenario, not an oracle verdict).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
+
+from .jsvalue import JsValue, Thrown
+
+
+class Deadlock(Exception):
+    """Every task waits and nothing can wake them: the scenario never settles."""
+
+
+class Deferred:
+    """A one-shot settlement that tasks can wait on (a promise, in JS terms)."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        self.error: Thrown | None = None
+        self._callbacks: list[Callable[[Deferred], None]] = []
+
+    def resolve(self, value: Any = None) -> None:
+        if not self.done:
+            self.done, self.value = True, value
+            self._fire()
+
+    def reject(self, error: Thrown) -> None:
+        if not self.done:
+            self.done, self.error = True, error
+            self._fire()
+
+    def on_settle(self, fn: Callable[[Deferred], None]) -> None:
+        if self.done:
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def _fire(self) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn(self)
+
+    def __await__(self) -> Generator[Deferred, None, Any]:
+        if not self.done:
+            yield self
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class Task(Deferred):
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        super().__init__()
+        self.coro = coro
+
+
+class Scheduler:
+    def __init__(self) -> None:
+        self.now = 0
+        self._ready: deque[Task] = deque()
+        self._timers: list[tuple[int, int, Deferred]] = []
+        self._seq = 0
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> Task:
+        task = Task(coro)
+        self._ready.append(task)
+        return task
+
+    def timer(self, ms: int) -> Deferred:
+        d = Deferred()
+        self._seq += 1
+        heapq.heappush(self._timers, (self.now + ms, self._seq, d))
+        return d
+
+    def cancel(self, d: Deferred) -> None:
+        """Drop a pending timer: it never fires."""
+        d.done = True
+
+    def any_of(self, *ds: Deferred) -> Deferred:
+        """Settles with the index of the first of ``ds`` to settle."""
+        out = Deferred()
+        for i, d in enumerate(ds):
+            d.on_settle(lambda _d, i=i: out.resolve(i))
+        return out
+
+    def _step(self, task: Task) -> None:
+        try:
+            waited = task.coro.send(None)
+        except StopIteration as stop:
+            task.resolve(stop.value)
+            return
+        except Thrown as thrown:
+            task.reject(thrown)
+            return
+        assert isinstance(waited, Deferred), f"a task awaited {waited!r}"
+        waited.on_settle(lambda _d: self._ready.append(task))
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coro`` and every task it spawns until ``coro`` settles."""
+        main = self.spawn(coro)
+        while True:
+            while self._ready:
+                self._step(self._ready.popleft())
+            if main.done and not self._ready:
+                break
+            if not self._timers:
+                if main.done:
+                    break
+                raise Deadlock("every task waits on something that never happens")
+            when, _, d = heapq.heappop(self._timers)
+            if d.done:  # cancelled
+                continue
+            self.now = max(self.now, when)
+            d.resolve(None)
+        if main.error is not None:
+            raise main.error
+        return main.value
+
+
+class Signal:
+    """An AbortSignal. Abort listeners run synchronously, as DOM abort events do."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.aborted = False
+        self.reason: JsValue = None
+        self.on_abort = Deferred()
+        self._listeners: list[Callable[[Signal], None]] = []
+
+    def abort(self, reason: JsValue) -> None:
+        if self.aborted:
+            return
+        self.aborted, self.reason = True, reason
+        listeners, self._listeners = self._listeners, []
+        for fn in listeners:
+            fn(self)
+        self.on_abort.resolve(None)
+
+    def listen(self, fn: Callable[[Signal], None]) -> Callable[[], None]:
+        self._listeners.append(fn)
+
+        def dispose() -> None:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
+        return dispose
+
+
+def fuse(caller: Signal, current: Signal, name: str) -> tuple[Signal, Callable[[], None]]:
+    """P60: one signal that aborts when either source aborts; the record's reason wins
+    when both are already aborted. Returns the signal and its detach function."""
+    if caller is current:
+        return caller, lambda: None
+    fused = Signal(name)
+    if current.aborted:
+        fused.abort(current.reason)
+        return fused, lambda: None
+    if caller.aborted:
+        fused.abort(caller.reason)
+        return fused, lambda: None
+    disposers: list[Callable[[], None]] = []
+
+    def relay(source: Signal) -> None:
+        fused.abort(source.reason)
+        for d in disposers:
+            d()
+    disposers.append(caller.listen(relay))
+    disposers.append(current.listen(relay))
+
+    def detach() -> None:
+        for d in disposers:
+            d()
+    return fused, detach

@@ -1,0 +1,253 @@
+"""Running a participant's script (the steps of ``oracle.scenario``).
+
+One interpreter serves synchronous and asynchronous participants: a synchronous
+participant's script has no suspending step (the scenario check guarantees it), so its
+coroutine completes on the first ``send``. The interpreter records the participant's
+``call`` and its ``return`` or ``throw``, and what each ``mutate`` and ``observe`` step saw.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import texts
+from .jsvalue import UNDEFINED, JsValue, Thrown, js_error, type_error
+from .record import IDENTITY, Record
+from .registry import World
+from .scenario import Behavior, ScenarioError
+from .scheduler import Signal
+
+NOTHING = object()
+
+ABORT_REASON = {"$js": "error", "class": "DOMException", "name": "AbortError",
+                "message": "This operation was aborted"}
+
+
+@dataclass
+class Invocation:
+    """One invocation of a participant: who it is, what it was handed."""
+
+    who: str
+    stage: str
+    record: Record | None
+    rules: tuple[str, ...] = ()
+    next: Callable[[], Awaitable[JsValue]] | None = None
+    result: Any = NOTHING  # the result handed to it (wrappers: what next() returned)
+    args: Any = NOTHING  # the body's arguments parameter
+    request: dict[str, Any] | None = None
+    request_signal: Signal | None = None
+    input: dict[str, Any] | None = None
+    saved_signal: Signal | None = None
+    last_next: Any = NOTHING
+
+    @property
+    def call(self) -> str | None:
+        return self.record.callId if self.record is not None else None
+
+
+async def perform(w: World, inv: Invocation, behavior: Behavior) -> JsValue:
+    """Run the participant's script; returns its value or raises Thrown."""
+    steps = behavior.script_for(inv.call, w.next_invocation(inv.who))
+    w.obs(inv.call, inv.stage, "call", inv.who, rules=inv.rules)
+    try:
+        value = await _steps(w, inv, steps)
+    except Thrown as t:
+        w.obs(inv.call, inv.stage, "throw", inv.who, t.value, inv.rules)
+        raise
+    w.obs(inv.call, inv.stage, "return", inv.who, value, inv.rules)
+    return value
+
+
+def perform_sync(w: World, inv: Invocation, behavior: Behavior) -> JsValue:
+    """Run a synchronous participant (guard, finalizer, render, observer, classifier)."""
+    coro = perform(w, inv, behavior)
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise AssertionError(f"synchronous participant {inv.who} suspended")
+
+
+async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
+    for step in steps:
+        match step.do:
+            case "return":
+                return copy.deepcopy(step.value)
+            case "return-next":
+                return inv.last_next if inv.last_next is not NOTHING else UNDEFINED
+            case "throw":
+                raise Thrown(copy.deepcopy(step.value))
+            case "next":
+                if inv.next is None:
+                    raise ScenarioError(f"participant {inv.who}", "a 'next' step outside a waterfall")
+                if step.catch:
+                    try:
+                        inv.last_next = await inv.next()
+                    except Thrown:
+                        inv.last_next = UNDEFINED
+                else:
+                    inv.last_next = await inv.next()
+            case "mutate":
+                _mutate(w, inv, step)
+            case "set-signal":
+                rec = _need_record(inv)
+                if rec.frozen:
+                    raise Thrown(type_error(texts.frozen_set("signal")))
+                if step.signal == "restore":
+                    if inv.saved_signal is not None:
+                        rec.signal = inv.saved_signal
+                else:
+                    if inv.saved_signal is None:
+                        inv.saved_signal = rec.signal
+                    rec.signal = w.signal(step.signal)
+            case "abort":
+                target = _need_record(inv).caller if step.signal == "caller" else w.signal(step.signal)
+                assert target is not None
+                reason = ABORT_REASON if step.reason is None else copy.deepcopy(step.reason)
+                w.obs(inv.call, inv.stage, "abort", inv.who, step.signal)
+                target.abort(reason)
+            case "defer-context":
+                _need_record(inv).deferred.append(copy.deepcopy(step.message))
+                w.obs(inv.call, inv.stage, "defer", inv.who, step.message, ("P67",))
+            case "conclude-turn":
+                _need_record(inv).concluded = True
+                w.obs(inv.call, inv.stage, "conclude", inv.who, None, ("P67",))
+            case "await-signal":
+                sig = inv.request_signal or _need_record(inv).signal
+                await sig.on_abort
+            case "sleep":
+                await w.sched.timer(step.ms)
+            case "gate":
+                await gate(w, inv.call)
+            case "register":
+                w.obs(inv.call, inv.stage, "register", inv.who, step.ref)
+                w.register(step.ref)
+            case "unregister":
+                w.obs(inv.call, inv.stage, "unregister", inv.who, step.ref)
+                w.unregister(step.ref)
+            case "inject" | "steer":
+                if w.loop_agent is None:
+                    raise ScenarioError(f"participant {inv.who}", f"'{step.do}' needs a loop run")
+                w.obs(inv.call, inv.stage, "inject", inv.who, step.message, ("P111",))
+                from .loop import splice_append  # the loop owns the inbox
+                splice_append(w, copy.deepcopy(step.message))
+            case "observe":
+                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what))
+    return UNDEFINED
+
+
+def _need_record(inv: Invocation) -> Record:
+    if inv.record is None:
+        raise ScenarioError(f"participant {inv.who}", "this step needs an execution record")
+    return inv.record
+
+
+async def gate(w: World, call: str | None) -> None:
+    """Loop gates: a body waits until every call released before it has finished."""
+    release = getattr(w.scenario.run, "release", [])
+    if call is None or call not in release:
+        return
+    for earlier in release[: release.index(call)]:
+        await w.gates.setdefault(earlier, _new_deferred())
+
+
+def _new_deferred() -> Any:
+    from .scheduler import Deferred
+    return Deferred()
+
+
+def _observe(w: World, inv: Invocation, what: str) -> JsValue:
+    match what:
+        case "record":
+            return _need_record(inv).view(w.signals)
+        case "result":
+            if inv.result is NOTHING:
+                return {"result": UNDEFINED, "frozen": False}
+            return {"result": inv.result, "frozen": w.is_deeply_frozen(inv.result)}
+        case "args":
+            if inv.args is NOTHING:
+                return {"args": UNDEFINED, "isRecordArguments": False}
+            rec = _need_record(inv)
+            return {"args": inv.args, "isRecordArguments": inv.args is rec.arguments,
+                    "frozen": w.is_deeply_frozen(inv.args)}
+        case "request":
+            req = dict(inv.request or {})
+            sig = inv.request_signal
+            req["signal"] = {"aborted": bool(sig and sig.aborted)}
+            return req
+    return UNDEFINED
+
+
+def _mutate(w: World, inv: Invocation, step: Any) -> None:
+    """A write attempt (P11, P24, P25, P99). Frozen targets refuse; others apply."""
+    root, *path = step.target.split(".")
+    failure = _refusal(w, inv, root, path, step.op)
+    outcome = "failed" if failure else "applied"
+    w.obs(inv.call, inv.stage, "mutate", inv.who,
+          {"target": step.target, "op": step.op, "outcome": outcome}, _MUTATION_RULES[root])
+    if failure:
+        if not step.catch:
+            raise Thrown(type_error(failure))
+        return
+    if root == "record" and len(path) == 1:
+        rec = _need_record(inv)
+        if step.op == "delete":
+            rec.extra.pop(path[0], None)
+        else:
+            rec.extra[path[0]] = copy.deepcopy(step.value)
+
+
+_MUTATION_RULES = {
+    "record": ("P24", "P99"),
+    "args": ("P25",),
+    "result": ("P11",),
+    "input": ("P23",),
+}
+
+
+def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> str | None:
+    """The TypeError message a write raises, or None when the write is allowed."""
+    key = path[-1] if path else root
+    if root == "record":
+        rec = _need_record(inv)
+        if not path:
+            return texts.frozen_set(root)
+        head = path[0]
+        if len(path) == 1:
+            if rec.frozen or head in IDENTITY:
+                return _message(op, key, rec.has(head))
+            return None
+        if head == "arguments" or head in ("callId", "rootCallId", "name", "token"):
+            return _message(op, key, True)  # deep-frozen snapshot, or a primitive
+        if rec.frozen and head not in ("agent", "signal"):
+            return _message(op, key, True)
+        return None  # the agent and signal objects themselves are not frozen (P24)
+    if root == "args":
+        return _message(op, key, True)
+    if root == "result":
+        target = inv.result
+        if target is NOTHING or not isinstance(target, (dict, list)):
+            return f"Cannot set properties of undefined (setting '{key}')"
+        node: Any = target
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if path and isinstance(node, (dict, list)) and not w.is_frozen(node):
+            return None
+        exists = isinstance(node, dict) and path and path[-1] in node
+        return _message(op, key, bool(exists))
+    return None  # the caller's input object is the caller's: writes apply, unread (P23)
+
+
+def _message(op: str, key: str, exists: bool) -> str:
+    if op == "delete":
+        return texts.frozen_delete(key)
+    if op == "define":
+        return texts.frozen_define(key) if exists else texts.frozen_add(key)
+    return texts.frozen_set(key) if exists else texts.frozen_add(key)
+
+
+__all__ = ["Invocation", "perform", "perform_sync", "gate", "ABORT_REASON", "NOTHING", "js_error"]

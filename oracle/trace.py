@@ -1,0 +1,118 @@
+"""The trace language: what running a scenario shows, in order.
+
+A trace holds:
+
+- ``observations``: every stage boundary and every participant invocation, as a probe
+  installed outermost on each seam would see it (stage ``start``/``end``), plus what each
+  scripted participant did (``call``, ``return``, ``throw``, ``mutate``, ``observe``).
+  Observations of the *internal* stages (entry, route, checkpoint, materialize) explain
+  the oracle's reasoning; an implementation under test may omit them.
+- ``events``: the session-log events written to agents' sessions.
+- ``results``: each call's final result, whether it is deeply frozen and whether it is
+  the very object the ``tools/result`` observers received (P98).
+- ``warnings``: contained failures reported as warnings (P101).
+
+Every observation names the rules behind it, so reports can group verdicts by rule.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+TRACE_FORMAT = "dsh-conformance/trace/v1"
+
+Stage = Literal[
+    "entry", "pre-execute", "approval", "guards", "checkpoint", "execute", "dispatch", "body",
+    "post-execute", "materialize", "finalize", "result", "route", "classify", "render",
+    "presentationMeta", "loop",
+]
+INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch"})
+
+What = Literal[
+    "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
+    "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
+    "unregister", "inject", "commit", "synthetic",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Observation(_Model):
+    call: str | None = None
+    stage: Stage
+    what: What
+    who: str | None = None
+    value: Any = None
+    rules: list[str] = Field(default_factory=list)
+
+
+class Event(_Model):
+    """A session-log event. ``seq`` numbers the events of one agent's session from 1."""
+    agent: str
+    seq: int
+    type: str
+    data: Any
+    sourceEventSeqs: list[int] | None = None
+
+
+class CallResult(_Model):
+    callId: str
+    result: Any
+    frozen: bool
+    observed: bool = Field(description="the returned object is the one tools/result observers received (P98)")
+
+
+class Trace(_Model):
+    format: Literal["dsh-conformance/trace/v1"] = Field(default=TRACE_FORMAT, alias="$format")
+    scenario: str | None = None
+    observations: list[Observation] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+    results: list[CallResult] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return _ADAPTER.dump_python(self, mode="json", by_alias=True, exclude_unset=False)
+
+    def dumps(self) -> str:
+        """The canonical text of the trace: same trace, same bytes. Valid JSON with one
+        list item per line, so that a diff of two traces points at the step that differs."""
+        doc = self.to_json()
+        lines = ["{"]
+        keys = list(doc)
+        for n, key in enumerate(keys):
+            comma = "," if n < len(keys) - 1 else ""
+            value = doc[key]
+            if isinstance(value, list) and value:
+                lines.append(f" {_dump(key)}: [")
+                lines += [f"  {_dump(item)}{',' if i < len(value) - 1 else ''}" for i, item in enumerate(value)]
+                lines.append(f" ]{comma}")
+            else:
+                lines.append(f" {_dump(key)}: {_dump(value)}{comma}")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def rules(self) -> set[str]:
+        return {r for o in self.observations for r in o.rules}
+
+
+_ADAPTER: TypeAdapter[Trace] = TypeAdapter(Trace)
+
+
+def _dump(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_trace(data: Any) -> Trace:
+    return _ADAPTER.validate_python(data)
+
+
+def trace_json_schema() -> dict[str, Any]:
+    schema = _ADAPTER.json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "trace.schema.json"
+    return schema

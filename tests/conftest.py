@@ -1,0 +1,26 @@
+"""Shared fixtures, and the bookkeeping of which rules the tests cite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+CITED: set[str] = set()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Every worker collects the whole session, so each one sees every citation.
+    for item in items:
+        for mark in item.iter_markers("rules"):
+            CITED.update(mark.args)
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared is not beside this clone")
+    return SHARED

@@ -39,3 +39,33 @@ def load_case(path: Path) -> Case:
 
 def load_corpus(directory: Path = CASES) -> list[Case]:
     return [load_case(p) for p in sorted(directory.glob("*.json"))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m conformance.corpus [CASE.json ...]``: run cases through the oracle and
+    print each one's unmet expectations (all cases when none are named)."""
+    import sys
+
+    from oracle import ScenarioRunError, run_scenario
+
+    from .expect import check
+
+    paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)] or sorted(CASES.glob("*.json"))
+    bad = 0
+    for path in paths:
+        try:
+            case = load_case(path)
+            problems = check(case.scenario.expect or {}, run_scenario(case.scenario))
+        except (ScenarioFileError, ScenarioRunError) as e:
+            problems = [f"error: {e}"]
+        status = "ok" if not problems else "FAIL"
+        print(f"{status:4} {path.stem}")
+        for p in problems:
+            print(f"     - {p}")
+        bad += bool(problems)
+    print(f"{len(paths) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -169,19 +169,23 @@ def _snap(v: JsValue, depth: int) -> JsValue:
     if kind is None:
         return {k: _snap(v[k], depth + 1) for k in js_keys(v)}
     match kind:
-        case "object":
+        case "object" | "null-proto":
             if v.get("symbolKeys") or v.get("hidden"):
                 raise NotLossless()
             entries = v.get("entries", {})
-            return {k: _snap(entries[k], depth + 1) for k in js_keys(entries)}
-        case "null-proto":
-            entries = v.get("entries", {})
-            return {k: _snap(entries[k], depth + 1) for k in js_keys(entries)}
+            return _plain_object({k: _snap(entries[k], depth + 1) for k in js_keys(entries)})
         case "getter-throws":
             raise Thrown(getter_thrown(v))
         case _:
             # hole, array-with-extras, cycle, class instances, non-finite numbers, ...
             raise NotLossless()
+
+
+def _plain_object(props: dict[str, Any]) -> dict[str, Any]:
+    """A plain object in wire form: one with its own ``"$js"`` key stays escaped (3.11)."""
+    if "$js" in props:
+        return {"$js": "object", "entries": props}
+    return props
 
 
 def is_lossless(v: JsValue) -> bool:

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 SCENARIO_FORMAT = "dsh-conformance/scenario/v1"
 
@@ -182,6 +182,13 @@ class Behavior(_Model):
         return out
 
 
+def _as_behavior(v: Any) -> "Behavior":
+    return Behavior(steps=v) if isinstance(v, list) else v
+
+
+Script = Annotated[Union[list[Step], Behavior], AfterValidator(_as_behavior)]
+"""A participant's behavior: a list of steps, or a ``Behavior`` object."""
+
 DELEGATE: list[dict[str, str]] = [{"do": "next"}, {"do": "return-next"}]
 
 # ----------------------------------------------------------------------------- participants
@@ -191,8 +198,8 @@ class Output(_Model):
     """The definition's ``output``: schema, ``render`` and optional ``presentationMeta``.
     Without ``render`` the content is one text block holding ``JSON.stringify(value)``."""
     schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
-    render: Behavior | None = None
-    presentationMeta: Behavior | None = None
+    render: Script | None = None
+    presentationMeta: Script | None = None
 
 
 class Tool(_Model):
@@ -204,9 +211,9 @@ class Tool(_Model):
     description: str = "a scripted tool"
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
     output: Output = Field(default_factory=Output)
-    body: Behavior = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value=None)]))
-    finalizeContent: Behavior | None = None
-    concurrencySafe: Behavior | None = None
+    body: Script = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value=None)]))
+    finalizeContent: Script | None = None
+    concurrencySafe: Script | None = None
     timeoutMs: int | None = Field(default=None, gt=0)
     scope: str | None = None
     registered: bool = True
@@ -230,7 +237,7 @@ class Listener(_Model):
     global_: bool = Field(default=False, alias="global")
     prepend: bool = False
     registered: bool = True
-    script: Behavior | None = None
+    script: Script | None = None
 
 
 class Guard(_Model):
@@ -238,7 +245,7 @@ class Guard(_Model):
     id: str
     scope: str | None = None
     registered: bool = True
-    script: Behavior = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
+    script: Script = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
 
 
 class ShippedApproval(_Model):
@@ -250,7 +257,7 @@ class ShippedApproval(_Model):
 class CustomApproval(_Model):
     """A scripted approval service: its script returns the outcome (or throws)."""
     service: Literal["custom"]
-    script: Behavior
+    script: Script
 
 
 Approval = Annotated[Union[ShippedApproval, CustomApproval], Field(discriminator="service")]

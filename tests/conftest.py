@@ -10,13 +10,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 
 CITED: set[str] = set()
+COLLECTED_FILES: set[str] = set()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every worker collects the whole session, so each one sees every citation.
+    # Runs before -k/-m deselection, and every xdist worker collects the whole session,
+    # so each one sees every citation.
     for item in items:
+        COLLECTED_FILES.add(item.path.name)
         for mark in item.iter_markers("rules"):
             CITED.update(mark.args)
+
+
+def whole_suite_collected() -> bool:
+    return {p.name for p in Path(__file__).parent.glob("test_*.py")} <= COLLECTED_FILES
 
 
 @pytest.fixture

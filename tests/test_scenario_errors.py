@@ -1,0 +1,91 @@
+"""Bad scenario files get one line naming the file and the JSON path, and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from oracle import ScenarioFileError, load_scenario
+from oracle.__main__ import main
+
+GOOD = {"tools": [{"name": "t"}], "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "t"}]}}
+
+
+def _with(**changes):
+    doc = json.loads(json.dumps(GOOD))
+    doc.update(changes)
+    return doc
+
+
+BAD = [
+    ("not-json", "{", "$", "not JSON"),
+    ("nan-literal", '{"run": NaN}', "$", "NaN is not JSON"),
+    ("top-level-array", "[]", "$", ""),
+    ("no-run", {"tools": []}, "$.run", "Field required"),
+    ("unknown-key", _with(extra=1), "$.extra", "Extra inputs are not permitted"),
+    ("bad-run-kind", _with(run={"kind": "batch"}), "$.run", ""),
+    ("no-calls", _with(run={"kind": "direct", "calls": []}), "$.run.calls", ""),
+    ("bad-step", _with(tools=[{"name": "t", "body": [{"do": "explode"}]}]), "$.tools[0].body[0]", "explode"),
+    ("step-missing-field", _with(tools=[{"name": "t", "body": [{"do": "mutate"}]}]), "$.tools[0].body[0].target", "Field required"),
+    ("bad-event", _with(listeners=[{"id": "l", "event": "tools/nope"}]), "$.listeners[0].event", ""),
+    ("unknown-agent", _with(guards=[{"id": "g", "scope": "ghost"}]), "$.guards[0].scope", "unknown agent"),
+    ("agent-cycle", _with(agents=[{"id": "a", "parent": "b"}, {"id": "b", "parent": "a"}]), "$.agents[0].parent", "cycle"),
+    ("dup-participant", _with(guards=[{"id": "g"}, {"id": "g"}]), "$.guards[1]", "duplicate"),
+    ("dup-call", _with(run={"kind": "direct", "calls": [{"callId": "c", "name": "t"}, {"callId": "c", "name": "t"}]}),
+     "$.run.calls[1].callId", "duplicate call id"),
+    ("sync-next", _with(guards=[{"id": "g", "script": [{"do": "next"}]}]), "$.guards[0].script.steps[0]",
+     "synchronous"),
+    ("register-unknown", _with(tools=[{"name": "t", "body": [{"do": "register", "ref": "zz"}]}]),
+     "$.tools[0].body.steps[0].ref", "no tool, listener or guard"),
+    ("mutate-bad-root", _with(tools=[{"name": "t", "body": [{"do": "mutate", "target": "window.x"}]}]),
+     "$.tools[0].body.steps[0].target", "a target starts with"),
+    ("release-unknown", _with(agents=[{"id": "a"}], run={"kind": "loop", "agent": "a", "release": ["x"]}),
+     "$.run.release[0]", "no block"),
+    ("negative-timeout", _with(tools=[{"name": "t", "timeoutMs": 0}]), "$.tools[0].timeoutMs", ""),
+]
+
+
+@pytest.mark.parametrize("name,doc,path,needle", BAD, ids=[b[0] for b in BAD])
+def test_bad_scenario_names_file_and_path(tmp_path, name, doc, path, needle):
+    f = tmp_path / f"{name}.json"
+    f.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    with pytest.raises(ScenarioFileError) as err:
+        load_scenario(f)
+    assert err.value.file == str(f)
+    assert err.value.path == path
+    assert needle in err.value.message
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(f"{f}: {path}: ")
+
+
+def test_cli_exit_2_one_line(tmp_path, capsys):
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(_with(guards=[{"id": "g", "scope": "ghost"}])))
+    assert main(["run", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {f}: $.guards[0].scope: unknown agent 'ghost'"]
+
+
+def test_cli_missing_file(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "nope.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_cli_scenario_that_never_settles(tmp_path, capsys):
+    doc = _with(tools=[{"name": "t", "body": [{"do": "await-signal"}]}])
+    f = tmp_path / "hang.json"
+    f.write_text(json.dumps(doc))
+    assert main(["run", str(f)]) == 2
+    assert "never settles" in capsys.readouterr().err
+
+
+def test_cli_prints_trace_as_a_process(tmp_path):
+    f = tmp_path / "ok.json"
+    f.write_text(json.dumps(GOOD))
+    out = subprocess.run([sys.executable, "-m", "oracle", "run", str(f)], capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    assert doc["$format"] == "dsh-conformance/trace/v1"
+    assert doc["results"][0]["result"]["isError"] is False

@@ -1,0 +1,1 @@
+"""Generators and checkers of dsh-conformance (catalogs, docs) and the Node adapter."""

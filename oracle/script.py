@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import texts
-from .jsvalue import UNDEFINED, JsValue, Thrown, js_error, type_error
+from .jsvalue import UNDEFINED, JsValue, Thrown, js_error, token, type_error
 from .record import IDENTITY, Record
 from .registry import World
 from .scenario import Behavior, ScenarioError
@@ -48,12 +48,20 @@ class Invocation:
         return self.record.callId if self.record is not None else None
 
 
-async def perform(w: World, inv: Invocation, behavior: Behavior) -> JsValue:
-    """Run the participant's script; returns its value or raises Thrown."""
+async def perform(w: World, inv: Invocation, behavior: Behavior, awaited: bool = True) -> JsValue:
+    """Run the participant's script; returns its value or raises Thrown.
+
+    An asynchronous participant's returned promise is awaited (P5: ``await listener()``;
+    the body: ``await tool.execute()``); a synchronous participant's is used as returned
+    (``awaited=False``: P50, P94)."""
     steps = behavior.script_for(inv.call, w.next_invocation(inv.who))
     w.obs(inv.call, inv.stage, "call", inv.who, rules=inv.rules)
     try:
         value = await _steps(w, inv, steps)
+        while awaited and token(value) == "promise":
+            if "rejects" in value:
+                raise Thrown(value["rejects"])
+            value = value.get("resolves", UNDEFINED)
     except Thrown as t:
         w.obs(inv.call, inv.stage, "throw", inv.who, t.value, inv.rules)
         raise
@@ -63,7 +71,7 @@ async def perform(w: World, inv: Invocation, behavior: Behavior) -> JsValue:
 
 def perform_sync(w: World, inv: Invocation, behavior: Behavior) -> JsValue:
     """Run a synchronous participant (guard, finalizer, render, observer, classifier)."""
-    coro = perform(w, inv, behavior)
+    coro = perform(w, inv, behavior, awaited=False)
     try:
         coro.send(None)
     except StopIteration as stop:

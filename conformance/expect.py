@@ -17,8 +17,10 @@ plain forms (all optional):
 ``warnings``     ``[text, ...]``: exactly these warnings.
 
 A pattern matches a value when it is equal to it, except that a pattern object matches
-any object having at least its keys with matching values, and ``{"$absent": true}`` as a
-key's pattern requires the key to be absent.
+any object having at least its keys with matching values; ``{"$absent": true}`` as a
+key's pattern requires the key to be absent, ``{"$present": true}`` only present, and
+``{"$prefix": "text"}`` matches a string that starts with the text (for messages whose
+tail is implementation-defined).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ STAGES = ("pre-execute", "approval", "guards", "execute", "body", "post-execute"
 
 
 def matches(pattern: Any, value: Any) -> bool:
+    if isinstance(pattern, dict) and set(pattern) == {"$prefix"}:
+        return isinstance(value, str) and value.startswith(pattern["$prefix"])
+    if isinstance(pattern, dict) and set(pattern) == {"$present"}:
+        return True  # used as a key's pattern: the key exists, with any value
     if isinstance(pattern, dict) and "$js" not in pattern:
         if not isinstance(value, dict):
             return False

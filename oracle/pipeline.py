@@ -372,6 +372,7 @@ async def _ask(w: World, rec: Record, reason: JsValue) -> tuple[str, JsValue, bo
     if isinstance(reason, str):
         request["reason"] = reason  # P39
     signal = rec.signal  # P39: the record's signal at this moment
+    w.obs(rec.callId, "approval", "start", None, None, ("P36",))
     w.obs(rec.callId, "approval", "request", None, request, ("P36", "P39"))
     try:
         if isinstance(approval, CustomApproval):
@@ -745,6 +746,7 @@ def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
         f = m
     rec.frozen = True  # F3: P99
     w.obs(rec.callId, "result", "start", None, f, ("P98", "P99"))
+    rejections = []
     for l in w.selected("tools/result", rec.agent):  # P100
         inv = Invocation(who=l.id, stage="result", record=rec, rules=("P100",), result=f)
         try:
@@ -753,7 +755,10 @@ def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
             w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(t.value)))  # P101
             continue
         if token(returned) == "promise" and "rejects" in returned:
-            w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(returned["rejects"])))
+            rejections.append(returned["rejects"])
+    # P101: a rejection is reported asynchronously, after the notification's synchronous part.
+    for x in rejections:
+        w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(x)))
     w.obs(rec.callId, "result", "end", None, None, ("P98",))
     return f  # F4: the very object the observers received
 

@@ -50,11 +50,17 @@ class Record:
             "hasAgent": self.agent is not None,
             "hasParent": self.parent is not None,
             "arguments": self.arguments,
-            "signal": {"is": which, "aborted": self.signal.aborted},
+            "signal": self.signal_view(which),
             "frozen": self.frozen,
         }
         if self.agent is not None:
             out["agent"] = self.agent
+        return out
+
+    def signal_view(self, which: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"is": which, "aborted": self.signal.aborted}
+        if self.signal.aborted:
+            out["reason"] = self.signal.reason
         return out
 
     def has(self, key: str) -> bool:

@@ -215,6 +215,8 @@ class Tool(_Model):
     finalizeContent: Script | None = None
     concurrencySafe: Script | None = None
     timeoutMs: int | None = Field(default=None, gt=0)
+    presentCall: Script | None = Field(default=None, description="UI projection: never called by the pipeline (P14)")
+    presentResult: Script | None = Field(default=None, description="UI projection: never called by the pipeline (P14)")
     scope: str | None = None
     registered: bool = True
 
@@ -416,7 +418,7 @@ def _behaviors(s: Scenario) -> list[tuple[str, Behavior, bool]]:
     out: list[tuple[str, Behavior, bool]] = []
     for i, t in enumerate(s.tools):
         out.append((f"$.tools[{i}].body", t.body, False))
-        for name in ("finalizeContent", "concurrencySafe"):
+        for name in ("finalizeContent", "concurrencySafe", "presentCall", "presentResult"):
             b = getattr(t, name)
             if b is not None:
                 out.append((f"$.tools[{i}].{name}", b, True))

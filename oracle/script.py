@@ -99,6 +99,8 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                         inv.last_next = UNDEFINED
                 else:
                     inv.last_next = await inv.next()
+                if inv.stage == "execute":
+                    inv.result = inv.last_next  # what a wrapper is handed is next()'s value (P11)
             case "mutate":
                 _mutate(w, inv, step)
             case "set-signal":
@@ -179,9 +181,8 @@ def _observe(w: World, inv: Invocation, what: str) -> JsValue:
         case "args":
             if inv.args is NOTHING:
                 return {"args": UNDEFINED, "isRecordArguments": False}
-            rec = _need_record(inv)
-            return {"args": inv.args, "isRecordArguments": inv.args is rec.arguments,
-                    "frozen": w.is_deeply_frozen(inv.args)}
+            same = inv.record is not None and inv.args is inv.record.arguments
+            return {"args": inv.args, "isRecordArguments": same, "frozen": w.is_deeply_frozen(inv.args)}
         case "request":
             req = dict(inv.request or {})
             sig = inv.request_signal

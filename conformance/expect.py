@@ -50,7 +50,7 @@ def matches(pattern: Any, value: Any) -> bool:
         return True
     if isinstance(pattern, list):
         return isinstance(value, list) and len(pattern) == len(value) and all(
-            matches(p, v) for p, v in zip(pattern, value))
+            matches(p, v) for p, v in zip(pattern, value, strict=False))
     return same_value(pattern, value)
 
 

@@ -22,7 +22,7 @@ from .pipeline import (Input, Route, dispatch, finalize, get, prepare)
 from .record import Record
 from .registry import World
 from .scenario import LoopRun
-from .scheduler import Deferred, Task
+from .scheduler import Task
 from .script import ABORT_REASON, Invocation, perform_sync
 
 NEG_ZERO = {"$js": "-0"}
@@ -147,11 +147,7 @@ def _synthetic(w: World, st: Step, block: Any) -> None:
                                 "content": [{"type": "text", "text": "Error: " + texts.ABORTED_BEFORE_DISPATCH}],
                                 "error": {"message": texts.ABORTED_BEFORE_DISPATCH,
                                           "info": {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}}})
-    _open_gate(w, block.id)
-
-
-def _open_gate(w: World, call_id: str) -> None:
-    w.gates.setdefault(call_id, Deferred()).resolve(None)
+    w.open_gate(block.id)
 
 
 # ---------------------------------------------------------------------------- the batch
@@ -233,7 +229,7 @@ async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]
 
     async def dispatch_one(index: int, rec: Record) -> int:
         slots[index] = (rec, await dispatch(w, rec))
-        _open_gate(w, rec.callId)
+        w.open_gate(rec.callId)
         return index
 
     async def start(index: int) -> None:
@@ -246,7 +242,7 @@ async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]
             in_flight[index] = w.sched.spawn(dispatch_one(index, rec))
         else:
             slots[index] = (rec, route)  # never dispatched: occupies no pool slot (P20)
-            _open_gate(w, rec.callId)
+            w.open_gate(rec.callId)
 
     async def fill_pool() -> None:
         nonlocal next_to_start, aborted

@@ -532,12 +532,7 @@ async def body(w: World, rec: Record, tool: Tool) -> JsValue:
     try:
         return await perform(w, inv, tool.body)
     finally:
-        w.gates.setdefault(rec.callId, _deferred()).resolve(None)
-
-
-def _deferred() -> Any:
-    from .scheduler import Deferred
-    return Deferred()
+        w.open_gate(rec.callId)
 
 
 def schema_violations(schema: dict[str, Any], value: JsValue, label: str) -> list[str]:

@@ -9,7 +9,7 @@ guards a pass reaches (P45). Registrations change only through scripted ``regist
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .jsvalue import JsValue, Thrown, js_error
@@ -137,11 +137,11 @@ class World:
             table = self.listeners.get(item.event, [])
             table[:] = [e for e in table if e.listener is not item]
         else:
+            # Inactive entries stay in place, so that a pass in progress keeps its position
+            # and still reaches guards appended after it (P45).
             for entry in self.guard_layers.get(item.scope, []):
                 if entry.guard is item:
                     entry.active = False
-            layer = self.guard_layers.get(item.scope, [])
-            # Inactive entries stay in place so that a pass in progress keeps its position.
 
     # ------------------------------------------------------------------ scopes
 
@@ -201,6 +201,13 @@ class World:
         if name not in self.signals:
             self.signals[name] = Signal(name)
         return self.signals[name]
+
+    def gate(self, call_id: str) -> Deferred:
+        """Settles when the call's body is done, or when the call will never run one."""
+        return self.gates.setdefault(call_id, Deferred())
+
+    def open_gate(self, call_id: str) -> None:
+        self.gate(call_id).resolve(None)
 
     def next_invocation(self, who: str) -> int:
         n = self.invocations.get(who, 0)

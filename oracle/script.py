@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import texts
@@ -118,7 +118,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 target = _need_record(inv).caller if step.signal == "caller" else w.signal(step.signal)
                 assert target is not None
                 reason = ABORT_REASON if step.reason is None else copy.deepcopy(step.reason)
-                w.obs(inv.call, inv.stage, "abort", inv.who, step.signal)
+                w.obs(inv.call, inv.stage, "abort", inv.who, step.signal, inv.rules + ("P52",))
                 target.abort(reason)
             case "defer-context":
                 _need_record(inv).deferred.append(copy.deepcopy(step.message))
@@ -134,10 +134,10 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
             case "gate":
                 await gate(w, inv.call)
             case "register":
-                w.obs(inv.call, inv.stage, "register", inv.who, step.ref)
+                w.obs(inv.call, inv.stage, "register", inv.who, step.ref, inv.rules + _TABLE_RULES)
                 w.register(step.ref)
             case "unregister":
-                w.obs(inv.call, inv.stage, "unregister", inv.who, step.ref)
+                w.obs(inv.call, inv.stage, "unregister", inv.who, step.ref, inv.rules + _TABLE_RULES)
                 w.unregister(step.ref)
             case "inject" | "steer":
                 if w.loop_agent is None:
@@ -146,8 +146,13 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 from .loop import splice_append  # the loop owns the inbox
                 splice_append(w, copy.deepcopy(step.message))
             case "observe":
-                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what))
+                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), inv.rules + _OBSERVE_RULES[step.what])
     return UNDEFINED
+
+
+# What each kind of step shows about the spec, beyond the participant's own stage rules.
+_TABLE_RULES = ("P5", "P26", "P45", "P56")  # tables are read live at the points the spec names
+_OBSERVE_RULES = {"record": ("P22", "P24", "P60"), "result": ("P11",), "args": ("P25",), "request": ("P39",)}
 
 
 def _need_record(inv: Invocation) -> Record:
@@ -162,12 +167,7 @@ async def gate(w: World, call: str | None) -> None:
     if call is None or call not in release:
         return
     for earlier in release[: release.index(call)]:
-        await w.gates.setdefault(earlier, _new_deferred())
-
-
-def _new_deferred() -> Any:
-    from .scheduler import Deferred
-    return Deferred()
+        await w.gate(earlier)
 
 
 def _observe(w: World, inv: Invocation, what: str) -> JsValue:

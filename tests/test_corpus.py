@@ -35,3 +35,12 @@ def test_corpus_size():
 def test_every_case_has_expectations():
     bare = [c.id for c in CORPUS if not c.scenario.expect]
     assert bare == [], f"cases without semantic expectations: {bare}"
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CORPUS])
+def test_every_observation_names_known_rules(case):
+    from conformance.rules import rules
+
+    known = set(rules())
+    for o in run_scenario(case.scenario).observations:
+        assert o.rules and set(o.rules) <= known, o

@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     cat = sub.add_parser("catalogs", help="generate or check the generated catalogs")
     cat.add_argument("action", choices=["generate", "check"])
     cat.set_defaults(func=_catalogs)
+    from tools import docs_cli
+
+    docs_cli.register(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

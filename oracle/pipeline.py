@@ -527,7 +527,7 @@ async def body(w: World, rec: Record, tool: Tool) -> JsValue:
     if tool.define:
         violations = schema_violations(tool.parameters, rec.arguments, "arguments")
         if violations:
-            w.obs(rec.callId, "body", "throw", tool.ref, "INVALID_ARGS", ("P75",))
+            w.obs(rec.callId, "body", "throw", None, "INVALID_ARGS", ("P75",))  # before the script runs
             raise Thrown(harness_error("ToolArgsError", "INVALID_ARGS", texts.invalid_args(violations)))
     try:
         return await perform(w, inv, tool.body)

@@ -102,6 +102,26 @@ class Trace(_Model):
 
 _ADAPTER: TypeAdapter[Trace] = TypeAdapter(Trace)
 
+# The stage boundaries an outermost probe on each seam can see in any implementation. An
+# IUT reports these and every observation of a scripted participant; the oracle's other
+# observations (entry, routes, checkpoints, materialization, resolution, classification,
+# loop bookkeeping) explain its reasoning and are never compared.
+PROBE_POINTS = frozenset({
+    ("pre-execute", "start"), ("pre-execute", "end"), ("pre-execute", "throw"),
+    ("approval", "request"), ("approval", "outcome"), ("approval", "throw"),
+    ("execute", "start"), ("execute", "end"), ("execute", "throw"),
+    ("post-execute", "start"), ("post-execute", "end"), ("post-execute", "throw"),
+    ("result", "start"),
+})
+BUILTIN_PARTICIPANTS = frozenset({"timeout-policy"})  # shipped code: not instrumented
+
+
+def is_portable(o: Observation) -> bool:
+    """Whether an implementation under test reports this observation (protocol v1)."""
+    if o.who is not None:
+        return o.who not in BUILTIN_PARTICIPANTS
+    return (o.stage, o.what) in PROBE_POINTS
+
 
 def _dump(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))

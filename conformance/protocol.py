@@ -1,0 +1,125 @@
+"""The IUT protocol, version 1: JSON lines over a child process's stdin and stdout.
+
+The runner starts the implementation under test (IUT) as a process and talks to it one
+message per line, each a JSON object (Bowtie's shape):
+
+1. runner -> IUT ``{"cmd": "start", "version": 1}``
+   IUT -> runner ``{"version": 1, "implementation": {"name", "version", "language", ...},
+   "profiles": ["core", ...], "features": [...]}`` (the handshake).
+2. runner -> IUT ``{"cmd": "run", "seq": N, "scenario": {...}}``
+   IUT -> runner exactly one of
+   ``{"seq": N, "trace": {...}}`` (the trace language of ``oracle.trace``),
+   ``{"seq": N, "skipped": true, "reason": "..."}`` (a scenario feature it cannot express;
+   never approximate one silently),
+   ``{"seq": N, "errored": true, "message": "...", "details": ...}`` (it broke on this one).
+3. runner -> IUT ``{"cmd": "stop"}``; the IUT exits with status 0.
+
+Anything an IUT writes to stderr is kept as its log. A line on stdout that is not a JSON
+object, an answer with another ``seq``, or a message that breaks its schema is a protocol
+violation. The runner owns timeouts and restarts a crashed IUT.
+
+What an IUT reports in a trace is the *portable* part of the trace language: see
+``oracle.trace.is_portable``. The oracle's other observations explain its reasoning and are
+not compared.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from oracle.trace import Trace
+
+PROTOCOL_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# ------------------------------------------------------------------ runner -> IUT
+
+class Start(_Model):
+    cmd: Literal["start"]
+    version: Literal[1] = 1
+
+
+class Run(_Model):
+    cmd: Literal["run"]
+    seq: int = Field(ge=0)
+    scenario: dict[str, Any]
+
+
+class Stop(_Model):
+    cmd: Literal["stop"]
+
+
+# ------------------------------------------------------------------ IUT -> runner
+
+class Implementation(_Open):
+    name: str
+    version: str
+    language: str
+    homepage: str | None = None
+
+
+class Started(_Model):
+    version: Literal[1]
+    implementation: Implementation
+    profiles: list[Literal["core", "reference", "loop", "code-mode"]] = Field(min_length=1)
+    features: list[str] = Field(default_factory=list)
+
+
+class Traced(_Model):
+    seq: int
+    trace: Trace
+
+
+class Skipped(_Model):
+    seq: int
+    skipped: Literal[True]
+    reason: str
+
+
+class Errored(_Model):
+    seq: int
+    errored: Literal[True]
+    message: str
+    details: Any = None
+
+
+Answer = Traced | Skipped | Errored
+
+_ANSWER: TypeAdapter[Answer] = TypeAdapter(Answer)
+_STARTED: TypeAdapter[Started] = TypeAdapter(Started)
+
+
+def parse_started(line: dict[str, Any]) -> Started:
+    return _STARTED.validate_python(line)
+
+
+def parse_answer(line: dict[str, Any]) -> Answer:
+    return _ANSWER.validate_python(line)
+
+
+def dumps(message: BaseModel | dict[str, Any]) -> str:
+    doc = message.model_dump(mode="json", by_alias=True, exclude_none=True) if isinstance(message, BaseModel) else message
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def message_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schemas of every protocol message, by catalog file name."""
+    out = {}
+    for name, model in (("protocol-start", Start), ("protocol-run", Run), ("protocol-stop", Stop),
+                        ("protocol-started", Started), ("protocol-answer", Answer)):
+        schema = TypeAdapter(model).json_schema(by_alias=True)
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        schema["$id"] = f"{name}.schema.json"
+        out[f"{name}.schema.json"] = schema
+    return out

@@ -1,7 +1,11 @@
-"""``python -m oracle run SCENARIO.json``: print the oracle's trace (same input, same bytes).
+"""The oracle on the command line.
 
+``python -m oracle run SCENARIO.json`` prints the oracle's trace (same input, same bytes).
 Exit codes: 0 trace printed; 2 bad input (the scenario file does not parse, or cannot be
 run to an end), with one line on stderr naming the file and the JSON path.
+
+``python -m oracle serve`` speaks the IUT protocol v1 on stdin/stdout (see
+``conformance.protocol``), so that the suite can test the oracle like any implementation.
 """
 
 from __future__ import annotations
@@ -17,7 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="print the trace of one scenario file")
     run.add_argument("scenario", help="a scenario file (JSON)")
+    sub.add_parser("serve", help="speak the IUT protocol v1 on stdin/stdout")
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        from .serve import serve
+        return serve(sys.stdin, sys.stdout)
     if args.command == "run":
         try:
             trace = run_scenario(load_scenario(args.scenario))

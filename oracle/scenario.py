@@ -327,6 +327,7 @@ class Scenario(_Model):
     id: str | None = None
     title: str | None = None
     rules: list[str] = Field(default_factory=list)
+    seed: int | None = Field(default=None, description="the seed of the property run that generated it (informative)")
     mode: Literal["native", "code", "both"] = "native"
     agents: list[Agent] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)

@@ -1,0 +1,118 @@
+"""Expectations: the failures an implementation is known to have, with their reasons.
+
+An expectations file (YAML) lists expected failures by rule id and/or by case id::
+
+    implementation: dsh-tools 0.1.0-rc.8
+    rules:
+      P24: identity fields stay writable until the record is frozen before tools/result
+    cases:
+      entry-args-cycle-not-lossless: the adapter cannot build this value
+
+A failing case is expected when its id is listed, or when every rule it fails (the rules
+of its first divergence and of its broken invariants) is listed. An unexpected failure
+fails the run; so does a listed entry that no longer fails (*stale*): a listed case that
+passed, or a listed rule that some scored case exercised without any case failing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .report import CaseRecord, Outcome
+from .rules import rules
+
+
+class ExpectationsError(ValueError):
+    pass
+
+
+@dataclass
+class Expectations:
+    implementation: str = ""
+    rules: dict[str, str] = field(default_factory=dict)
+    cases: dict[str, str] = field(default_factory=dict)
+
+    def reason(self, case_id: str, failing_rules: list[str]) -> str | None:
+        """Why this failure is expected, or None when it is not."""
+        if case_id in self.cases:
+            return self.cases[case_id]
+        if failing_rules and all(r in self.rules for r in failing_rules):
+            return "; ".join(dict.fromkeys(self.rules[r] for r in failing_rules))
+        return None
+
+    def stale(self, records: list[CaseRecord]) -> list[str]:
+        """Listed entries that no longer fail, as sentences."""
+        out = []
+        by_id = {c.id: c for c in records}
+        for case_id in self.cases:
+            c = by_id.get(case_id)
+            if c is not None and c.outcome == Outcome.PASS:
+                out.append(f"case {case_id} is listed as failing but passed")
+        failed_rules = {r for c in records if c.outcome in (Outcome.FAIL, Outcome.XFAIL) for r in c.failing_rules}
+        scored_rules = {r for c in records if c.outcome in (Outcome.PASS, Outcome.FAIL, Outcome.XFAIL) for r in c.rules}
+        for rule in self.rules:
+            if rule in scored_rules and rule not in failed_rules:
+                out.append(f"rule {rule} is listed as failing but no case failed it")
+        return out
+
+
+def load_expectations(path: str | Path) -> Expectations:
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except OSError as e:
+        raise ExpectationsError(f"{p}: cannot read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise ExpectationsError(f"{p}: not YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(doc, dict):
+        raise ExpectationsError(f"{p}: $: expected a mapping")
+    unknown = set(doc) - {"implementation", "rules", "cases"}
+    if unknown:
+        raise ExpectationsError(f"{p}: $.{sorted(unknown)[0]}: unknown key (expected implementation, rules, cases)")
+    exp = Expectations(str(doc.get("implementation", "")))
+    for key in ("rules", "cases"):
+        section = doc.get(key) or {}
+        if not isinstance(section, dict):
+            raise ExpectationsError(f"{p}: $.{key}: expected a mapping of id to reason")
+        for k, v in section.items():
+            if not isinstance(v, str) or not v.strip():
+                raise ExpectationsError(f"{p}: $.{key}.{k}: the reason must be a non-empty string")
+            if key == "rules" and k not in rules():
+                raise ExpectationsError(f"{p}: $.rules.{k}: unknown rule id")
+        getattr(exp, key).update({str(k): v for k, v in section.items()})
+    return exp
+
+
+def from_records(implementation: str, records: list[CaseRecord], previous: Expectations | None = None) -> str:
+    """An expectations file listing the failures of a report, keeping earlier reasons."""
+    previous = previous or Expectations()
+    rule_reasons: dict[str, str] = {}
+    case_reasons: dict[str, str] = {}
+    for c in records:
+        if c.outcome not in (Outcome.FAIL, Outcome.XFAIL):
+            continue
+        if c.failing_rules:
+            for r in c.failing_rules:
+                rule_reasons.setdefault(r, previous.rules.get(r, _describe(c)))
+        else:
+            case_reasons.setdefault(c.id, previous.cases.get(c.id, _describe(c)))
+    doc: dict[str, Any] = {"implementation": implementation}
+    if rule_reasons:
+        doc["rules"] = dict(sorted(rule_reasons.items(), key=lambda kv: int(kv[0][1:])))
+    if case_reasons:
+        doc["cases"] = dict(sorted(case_reasons.items()))
+    header = ("# Expected failures of this implementation, by rule id and by case id, each with the\n"
+              "# observed behavior. Written by `dsh-conformance expectations update`; edit the reasons.\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _describe(c: CaseRecord) -> str:
+    if c.divergence:
+        return f"TODO explain: first diverges at {c.divergence.get('where')} in case {c.id}"
+    if c.violations:
+        return f"TODO explain: {c.violations[0].get('message', '')}"
+    return f"TODO explain: case {c.id}"

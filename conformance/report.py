@@ -1,0 +1,343 @@
+"""Reports: a JSON-lines record of a run, and the views made from it.
+
+A report file has one JSON object per line: a ``header`` (suite, spec revision, protocol,
+IUT identity, profiles, seed, machine), one ``case`` record per case as soon as it is
+decided (so a killed run leaves a valid partial report), and a ``footer`` with the counts
+and the exit code. ``report_schemas()`` gives their JSON Schemas (``catalogs/``).
+
+Views: the compliance matrix (rules grouped by profile x implementations) in Markdown,
+HTML or JSON, and JUnit XML for CI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal, TextIO
+from xml.etree import ElementTree as ET
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from . import __version__
+from .protocol import PROTOCOL_VERSION
+from .rules import INDEX, rules
+
+REPORT_FORMAT = "dsh-conformance/report/v1"
+
+
+class Outcome(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    XFAIL = "expected-fail"  # a failure the expectations file lists
+    SKIP = "skip"  # the IUT said it cannot express the scenario
+    ERROR = "error"  # the IUT answered an error, crashed, or broke the protocol
+    TIMEOUT = "timeout"
+    INVALID = "invalid"  # the IUT sent data that breaks the protocol schemas (--validate)
+    NOT_SCORED = "not-scored"  # the case needs a profile the IUT does not support
+
+
+BROKEN = frozenset({Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID})
+# How a rule's cases combine into the rule's outcome: the first that any case has wins.
+RULE_PRECEDENCE = (Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID, Outcome.XFAIL,
+                   Outcome.PASS, Outcome.SKIP, Outcome.NOT_SCORED)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Header(_Model):
+    kind: Literal["header"] = "header"
+    format: Literal["dsh-conformance/report/v1"] = REPORT_FORMAT
+    suite: dict[str, str]
+    spec: dict[str, str]
+    protocol: int
+    implementation: dict[str, Any]
+    profiles: list[str]
+    seed: int | None = None
+    examples: int = 0
+    machine: dict[str, str]
+    started: str
+
+
+class CaseRecord(_Model):
+    kind: Literal["case"] = "case"
+    id: str
+    source: Literal["corpus", "property", "replay"]
+    rules: list[str]
+    outcome: Outcome
+    failing_rules: list[str] = Field(default_factory=list)
+    divergence: dict[str, Any] | None = None
+    violations: list[dict[str, str]] = Field(default_factory=list)
+    message: str | None = None
+    expected_reason: str | None = None
+    case_file: str | None = None
+    duration_ms: int = 0
+
+
+class Footer(_Model):
+    kind: Literal["footer"] = "footer"
+    counts: dict[str, int]
+    rules: dict[str, str]
+    stale: list[str] = Field(default_factory=list)
+    exit: int
+    finished: str
+
+
+Record = Header | CaseRecord | Footer
+_RECORD: TypeAdapter[Record] = TypeAdapter(Record)
+
+
+def report_schemas() -> dict[str, dict[str, Any]]:
+    schema = _RECORD.json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "report-record.schema.json"
+    schema["description"] = "One line of a dsh-conformance JSON-lines report."
+    return {"report-record.schema.json": schema}
+
+
+def spec_revision() -> dict[str, str]:
+    digest = hashlib.sha256(INDEX.read_bytes()).hexdigest()[:12]
+    return {"rules": f"sha256:{digest}", "upstream": "b150a551b8"}
+
+
+def machine() -> dict[str, str]:
+    return {"python": platform.python_version(), "platform": platform.platform(), "processor": platform.machine()}
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class ReportWriter:
+    """Writes records as they come, flushed line by line."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def write(self, record: BaseModel) -> None:
+        if self.stream is None:
+            return
+        self.stream.write(json.dumps(record.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
+                                     separators=(",", ":")) + "\n")
+        self.stream.flush()
+
+
+@dataclass
+class Report:
+    path: str
+    header: Header
+    cases: list[CaseRecord] = field(default_factory=list)
+    footer: Footer | None = None
+
+    @property
+    def name(self) -> str:
+        impl = self.header.implementation
+        return f"{impl.get('name', '?')} {impl.get('version', '')}".strip()
+
+
+class ReportError(ValueError):
+    pass
+
+
+def read_report(path: str | Path) -> Report:
+    """Read a report; a partial one (no footer) is fine. Errors name the file and line."""
+    header: Header | None = None
+    cases: list[CaseRecord] = []
+    footer: Footer | None = None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ReportError(f"{path}: cannot read: {e.strerror or e}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = _RECORD.validate_json(line)
+        except ValueError as e:
+            if n == len(lines):
+                break  # a run killed mid-write leaves a torn last line
+            raise ReportError(f"{path}:{n}: not a report record: {str(e).splitlines()[0]}") from None
+        if isinstance(rec, Header):
+            header = rec
+        elif isinstance(rec, CaseRecord):
+            cases.append(rec)
+        else:
+            footer = rec
+    if header is None:
+        raise ReportError(f"{path}: no header record")
+    return Report(str(path), header, cases, footer)
+
+
+def rule_outcomes(cases: list[CaseRecord]) -> dict[str, Outcome]:
+    """Each rule's outcome over the cases citing it."""
+    seen: dict[str, set[Outcome]] = {}
+    for c in cases:
+        for r in c.rules:
+            seen.setdefault(r, set()).add(c.outcome)
+    return {r: next(o for o in RULE_PRECEDENCE if o in outs) for r, outs in seen.items()}
+
+
+# ------------------------------------------------------------------------------- matrix
+
+def matrix(reports: list[Report]) -> list[dict[str, Any]]:
+    """Rows of the compliance matrix: one per rule, a cell per report."""
+    per = [rule_outcomes(r.cases) for r in reports]
+    failing: list[dict[str, list[CaseRecord]]] = []
+    for r in reports:
+        index: dict[str, list[CaseRecord]] = {}
+        for c in r.cases:
+            if c.outcome in (Outcome.FAIL, Outcome.XFAIL) or c.outcome in BROKEN:
+                for rule in (c.failing_rules or c.rules):
+                    index.setdefault(rule, []).append(c)
+        failing.append(index)
+    rows = []
+    for rule in rules().values():
+        cells = []
+        for outcomes, index in zip(per, failing):
+            cases = index.get(rule.id, [])
+            cells.append({"outcome": outcomes.get(rule.id, "no case"),
+                          "cases": [{"id": c.id, "file": c.case_file, "outcome": c.outcome.value,
+                                     "divergence": c.divergence, "reason": c.expected_reason} for c in cases]})
+        rows.append({"rule": rule.id, "profile": rule.profile, "title": rule.title, "cells": cells})
+    return rows
+
+
+def _section(rule_id: str) -> str:
+    """The spec section (5.x) a rule sits in, for grouping."""
+    n = int(rule_id[1:])
+    bounds = [(14, "5.1 Whole pipeline"), (21, "5.2 Loop: block to registry"), (29, "5.3 Entry"),
+              (35, "5.4 tools/pre-execute"), (43, "5.5 Approval"), (51, "5.6 Guards"), (53, "5.7 Before dispatch"),
+              (71, "5.8 tools/execute and dispatch"), (75, "5.9 Output contract"), (89, "5.10 tools/post-execute"),
+              (92, "5.11 Outer normalization"), (97, "5.12 finalizeContent"), (102, "5.13 tools/result"),
+              (113, "5.14 Loop: results, batches, contexts"), (128, "5.15 Code Mode")]
+    return next(name for last, name in bounds if n <= last)
+
+
+def render_markdown(reports: list[Report], title: str = "Compliance matrix") -> str:
+    rows = matrix(reports)
+    out = [f"# {title}", ""]
+    for r in reports:
+        h = r.header
+        counts = r.footer.counts if r.footer else {}
+        out.append(f"- **{r.name}** ({h.implementation.get('language', '?')}), profiles {', '.join(h.profiles)}; "
+                   f"report `{Path(r.path).name}`; {len(r.cases)} cases"
+                   + (": " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else " (partial run)"))
+    out.append("")
+    names = [r.name for r in reports]
+    for profile in ("core", "reference", "loop", "code-mode"):
+        prow = [row for row in rows if row["profile"] == profile]
+        if not prow:
+            continue
+        out += [f"## Profile `{profile}`", ""]
+        section = None
+        for row in prow:
+            if _section(row["rule"]) != section:
+                section = _section(row["rule"])
+                out += ["", f"### {section}", "", "| rule | title | " + " | ".join(names) + " |",
+                        "|---|---|" + "---|" * len(names)]
+            cells = [_md_cell(c) for c in row["cells"]]
+            out.append(f"| {row['rule']} | {row['title']} | " + " | ".join(cells) + " |")
+        out.append("")
+    details = [(row, i, c) for row in rows for i, c in enumerate(row["cells"]) if c["cases"]]
+    if details:
+        out += ["## Failures", ""]
+        for row, i, cell in details:
+            out.append(f"### {row['rule']} {row['title']} ({names[i]})")
+            out.append("")
+            for case in cell["cases"]:
+                link = f"[`{case['id']}`]({case['file']})" if case["file"] else f"`{case['id']}`"
+                line = f"- {link}: {case['outcome']}"
+                if case["reason"]:
+                    line += f" (expected: {case['reason']})"
+                out.append(line)
+                d = case["divergence"]
+                if d:
+                    out.append(f"  - first divergence at `{d['where']}`")
+                    out.append(f"  - expected: `{_compact(d['expected'])}`")
+                    out.append(f"  - actual: `{_compact(d['actual'])}`")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _compact(v: Any, limit: int = 300) -> str:
+    text = "(nothing)" if v is None else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    text = text.replace("`", "'").replace("|", "\\|")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _md_cell(cell: dict[str, Any]) -> str:
+    outcome = cell["outcome"]
+    text = outcome.value if isinstance(outcome, Outcome) else outcome
+    if cell["cases"]:
+        first = cell["cases"][0]
+        target = first["file"] or ""
+        return f"[{text}]({target})" if target else text
+    return text
+
+
+def render_html(reports: list[Report], title: str = "Compliance matrix") -> str:
+    rows = matrix(reports)
+    names = [r.name for r in reports]
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    body = []
+    for row in rows:
+        cells = []
+        for cell in row["cells"]:
+            outcome = cell["outcome"].value if isinstance(cell["outcome"], Outcome) else cell["outcome"]
+            links = "".join(f'<br><a href="{html.escape(c["file"] or "#")}">{html.escape(c["id"])}</a>'
+                            for c in cell["cases"])
+            cells.append(f'<td class="{html.escape(outcome)}">{html.escape(outcome)}{links}</td>')
+        body.append(f"<tr><td>{row['profile']}</td><td>{row['rule']}</td><td>{html.escape(row['title'])}</td>"
+                    + "".join(cells) + "</tr>")
+    style = ("table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+             ".pass{background:#dfd}.fail,.error,.timeout,.invalid{background:#fdd}"
+             ".expected-fail{background:#ffd}.skip,.not-scored{color:#777}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1><table><tr><th>profile</th>"
+            f"<th>rule</th><th>title</th>{head}</tr>{''.join(body)}</table></body></html>\n")
+
+
+def render_json(reports: list[Report]) -> str:
+    doc = {"implementations": [{"name": r.name, "report": r.path, "header": r.header.model_dump(mode="json")}
+                               for r in reports],
+           "rules": [{**row, "cells": [{**c, "outcome": c["outcome"].value if isinstance(c["outcome"], Outcome)
+                                        else c["outcome"]} for c in row["cells"]]} for row in matrix(reports)]}
+    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+
+
+def render_junit(report: Report) -> str:
+    suite = ET.Element("testsuite", name=f"dsh-conformance {report.name}", tests=str(len(report.cases)))
+    counts = {"failures": 0, "errors": 0, "skipped": 0}
+    for c in report.cases:
+        tc = ET.SubElement(suite, "testcase", classname=c.source, name=f"{c.id} [{' '.join(c.rules)}]",
+                           time=f"{c.duration_ms / 1000:.3f}")
+        text = c.message or (json.dumps(c.divergence, ensure_ascii=False) if c.divergence else "")
+        if c.outcome == Outcome.FAIL:
+            counts["failures"] += 1
+            ET.SubElement(tc, "failure", message=f"rules {', '.join(c.failing_rules or c.rules)}").text = text
+        elif c.outcome in BROKEN:
+            counts["errors"] += 1
+            ET.SubElement(tc, "error", message=c.outcome.value).text = text
+        elif c.outcome in (Outcome.SKIP, Outcome.NOT_SCORED, Outcome.XFAIL):
+            counts["skipped"] += 1
+            ET.SubElement(tc, "skipped", message=c.expected_reason or c.message or c.outcome.value)
+    for k, v in counts.items():
+        suite.set(k, str(v))
+    return ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def new_header(implementation: dict[str, Any], profiles: list[str], seed: int | None, examples: int) -> Header:
+    return Header(suite={"name": "dsh-conformance", "version": __version__}, spec=spec_revision(),
+                  protocol=PROTOCOL_VERSION, implementation=implementation, profiles=profiles, seed=seed,
+                  examples=examples, machine=machine(), started=now())
+
+
+__all__ = ["Outcome", "Header", "CaseRecord", "Footer", "ReportWriter", "read_report", "render_markdown",
+           "render_html", "render_json", "render_junit", "report_schemas"]

@@ -1,0 +1,53 @@
+"""The conformance suite as pytest tests (collected by the plugin with ``--dsh-impl``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.cli import make_iut
+from conformance.corpus import CASES
+from conformance.expectations import load_expectations, Expectations
+from conformance.report import Outcome
+from conformance.rules import ORACLE_PROFILES
+from conformance.runner import Runner, corpus_items
+
+ITEMS = corpus_items(CASES)
+
+
+@pytest.fixture(scope="session")
+def dsh_runner(request: pytest.FixtureRequest):
+    opt = request.config.getoption
+    if not opt("--dsh-impl"):
+        pytest.skip("no --dsh-impl given")
+    iut = make_iut(opt("--dsh-impl"), opt("--dsh-timeout"), validate=True)
+    iut.start()
+    path = opt("--dsh-expectations")
+    runner = Runner(iut, set(opt("--dsh-profile") or ORACLE_PROFILES),
+                    load_expectations(path) if path else Expectations())
+    yield runner
+    iut.close()
+
+
+def _verdict(rec):
+    if rec.outcome == Outcome.PASS:
+        return
+    if rec.outcome == Outcome.XFAIL:
+        pytest.xfail(rec.expected_reason or "expected failure")
+    if rec.outcome in (Outcome.SKIP, Outcome.NOT_SCORED):
+        pytest.skip(rec.message or rec.outcome.value)
+    pytest.fail(f"{rec.outcome.value}: {rec.message}", pytrace=False)
+
+
+@pytest.mark.parametrize("item", [pytest.param(i, id=i[0]) for i in ITEMS])
+def test_case(item, dsh_runner, request):
+    case_id, doc, path = item
+    for r in doc.get("rules", []):
+        request.node.add_marker(pytest.mark.rules(r))
+    _verdict(dsh_runner.decide(case_id, doc, "corpus", path))
+
+
+def test_generated_scenarios(dsh_runner, request):
+    opt = request.config.getoption
+    rec = dsh_runner.run_properties(opt("--dsh-examples"), opt("--dsh-seed"), frozenset(dsh_runner.iut_profiles))
+    if rec is not None:
+        _verdict(rec)

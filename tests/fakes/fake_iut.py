@@ -1,0 +1,112 @@
+"""Deliberately wrong implementations under test, one per mode, for the suite's own tests.
+
+``python tests/fakes/fake_iut.py MODE`` serves the IUT protocol with the oracle changed in
+one way. Behavioral modes patch the oracle's pipeline, so they are real (wrong)
+implementations; protocol modes misbehave on the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from oracle import loop, pipeline, serve  # noqa: E402
+from oracle.jsvalue import UNDEFINED  # noqa: E402
+
+MODE = sys.argv[1]
+# Modes that break one run do it once: a restarted process finds this file and behaves.
+ONCE = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def once() -> bool:
+    if ONCE is None:
+        return True
+    if os.path.exists(ONCE):
+        return False
+    open(ONCE, "w").close()
+    return True
+
+
+def body_after_guard_denial() -> None:
+    """Ignores guard denials: the body runs after a guard denied (P3, P46, P48)."""
+    original = pipeline._guards
+
+    def guards(w, rec):
+        original(w, rec)
+        return UNDEFINED
+    pipeline._guards = guards
+
+
+def finalize_before_post() -> None:
+    """Runs finalizeContent before post-execute (P1 stage order)."""
+    async def finalize(w, rec, route):
+        f = pipeline.finish(w, rec, route.result)
+        if route.kind == "post":
+            await pipeline.post(w, rec, f)
+        return f
+    pipeline.finalize = finalize
+    loop.finalize = finalize
+
+
+def call_without_result() -> None:
+    """Drops the tool/result of the first call of a batch (P105)."""
+    original = loop._tool_result
+    seen = set()
+
+    def tool_result(w, st, block, result):
+        if not seen:
+            seen.add(block.id)
+            return
+        original(w, st, block, result)
+    loop._tool_result = tool_result
+
+
+PATCHES = {"guard-bypass": body_after_guard_denial, "finalize-first": finalize_before_post,
+           "no-tool-result": call_without_result}
+
+
+def main() -> int:
+    if MODE in PATCHES:
+        PATCHES[MODE]()
+    runs = 0
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg["cmd"] == "stop":
+            return 0
+        if msg["cmd"] == "start":
+            reply = serve.started()
+            reply["implementation"]["name"] = f"fake-{MODE}"
+            if MODE == "bad-handshake":
+                reply = {"hello": "world"}
+        else:
+            runs += 1
+            reply = serve.answer(msg["seq"], msg["scenario"])
+            if MODE == "mutable-result" and "trace" in reply:
+                for r in reply["trace"]["results"]:
+                    r["frozen"] = False
+            elif MODE == "crash" and runs == 2 and once():
+                os._exit(70)
+            elif MODE == "hang" and runs == 2 and once():
+                time.sleep(3600)
+            elif MODE == "garbage" and runs == 2 and once():
+                sys.stdout.write("Traceback (most recent call last): oops\n")
+                sys.stdout.flush()
+                continue
+            elif MODE == "wrong-seq":
+                reply["seq"] = msg["seq"] + 1
+            elif MODE == "invalid-trace" and "trace" in reply:
+                for o in reply["trace"]["observations"]:
+                    o.pop("stage", None)
+            elif MODE == "skip-all":
+                reply = {"seq": msg["seq"], "skipped": True, "reason": "this fake cannot express anything"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

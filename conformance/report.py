@@ -176,10 +176,11 @@ def read_report(path: str | Path) -> Report:
 
 
 def rule_outcomes(cases: list[CaseRecord]) -> dict[str, Outcome]:
-    """Each rule's outcome over the cases citing it."""
+    """Each rule's outcome over the cases citing it, and over the failures attributed to it
+    (the rules of a failing case's first divergence and broken invariants)."""
     seen: dict[str, set[Outcome]] = {}
     for c in cases:
-        for r in c.rules:
+        for r in dict.fromkeys([*c.rules, *c.failing_rules]):
             seen.setdefault(r, set()).add(c.outcome)
     return {r: next(o for o in RULE_PRECEDENCE if o in outs) for r, outs in seen.items()}
 
@@ -194,7 +195,7 @@ def matrix(reports: list[Report]) -> list[dict[str, Any]]:
         index: dict[str, list[CaseRecord]] = {}
         for c in r.cases:
             if c.outcome in (Outcome.FAIL, Outcome.XFAIL) or c.outcome in BROKEN:
-                for rule in (c.failing_rules or c.rules):
+                for rule in dict.fromkeys([*c.failing_rules, *c.rules]):
                     index.setdefault(rule, []).append(c)
         failing.append(index)
     rows = []

@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// dsh-conformance IUT adapter for the real DeepSeek Harness tool pipeline
+// (@deepseek-ai/dsh-tools 0.1.0-rc.8) and agent loop (@deepseek-ai/dsh-agent-loop).
+//
+// Speaks the IUT protocol v1 (conformance/protocol.py) on stdin/stdout, one JSON object a
+// line:
+//   <- {"cmd":"start","version":1}        -> the handshake
+//   <- {"cmd":"run","seq":N,"scenario":S} -> {"seq":N,"trace":T} | {"seq":N,"skipped":true,"reason":R}
+//                                           | {"seq":N,"errored":true,"message":M,"details":D}
+//   <- {"cmd":"stop"}                     -> exit 0
+// Runs are handled one at a time, in order. Anything else goes to stderr (the IUT's log).
+//
+// Usage: node tools/dsh-adapter/adapter.mjs   (after `npm ci` in tools/dsh-adapter)
+
+import { createRequire } from 'node:module'
+import { createInterface } from 'node:readline'
+import { Unsupported } from './lib/faults.mjs'
+import { runScenario } from './lib/run.mjs'
+
+const require = createRequire(import.meta.url)
+const version = (name) => require(`${name}/package.json`).version
+const self = require('./package.json')
+
+const PROFILES = ['core', 'reference', 'loop']
+const FEATURES = ['direct', 'loop', 'shipped-approval', 'custom-approval', 'timeout-policy', 'define-tool', 'virtual-time']
+
+function handshake() {
+  return {
+    version: 1,
+    implementation: {
+      name: '@deepseek-ai/dsh-tools',
+      version: version('@deepseek-ai/dsh-tools'),
+      language: 'javascript',
+      homepage: 'https://github.com/deepseek-ai/deepseek-harness',
+      agentLoop: version('@deepseek-ai/dsh-agent-loop'),
+      adapter: `${self.name} ${self.version}`,
+      node: process.version,
+    },
+    profiles: PROFILES,
+    features: FEATURES,
+  }
+}
+
+function send(message) {
+  process.stdout.write(`${JSON.stringify(message)}\n`)
+}
+
+function log(...parts) {
+  process.stderr.write(`dsh-adapter: ${parts.join(' ')}\n`)
+}
+
+async function answer(seq, scenario) {
+  try {
+    return { seq, trace: await runScenario(scenario) }
+  } catch (e) {
+    if (e instanceof Unsupported) return { seq, skipped: true, reason: e.message }
+    return {
+      seq,
+      errored: true,
+      message: `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}`,
+      details: { stack: typeof e?.stack === 'string' ? e.stack : null },
+    }
+  }
+}
+
+async function handle(line) {
+  if (line.trim() === '') return true
+  let message
+  try {
+    message = JSON.parse(line)
+  } catch (e) {
+    log('not JSON:', e.message)
+    return true
+  }
+  switch (message?.cmd) {
+    case 'start':
+      if (message.version !== undefined && message.version !== 1) log(`asked for protocol version ${message.version}; speaking 1`)
+      send(handshake())
+      return true
+    case 'run':
+      send(await answer(message.seq, message.scenario))
+      return true
+    case 'stop':
+      return false
+    default:
+      log('unknown command:', JSON.stringify(message?.cmd))
+      return true
+  }
+}
+
+// A participant may leave a rejection nobody awaits, or throw from a timer: that belongs to
+// the run in progress, never to the adapter.
+process.on('unhandledRejection', (reason) => log('unhandled rejection:', reason?.stack ?? String(reason)))
+process.on('uncaughtException', (error) => log('uncaught exception:', error?.stack ?? String(error)))
+
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })
+let queue = Promise.resolve(true)
+lines.on('line', (line) => {
+  queue = queue.then((going) => (going ? handle(line) : false)).then((going) => {
+    if (!going) {
+      lines.close()
+      process.stdout.write('', () => process.exit(0))
+    }
+    return going
+  }, (e) => {
+    log('internal error:', e?.stack ?? String(e))
+    return true
+  })
+})
+lines.on('close', () => {
+  queue.then(() => process.stdout.write('', () => process.exit(0)))
+})

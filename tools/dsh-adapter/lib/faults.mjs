@@ -1,0 +1,23 @@
+// Failures of the adapter or of the scenario, as opposed to JS throws that belong to the
+// run (a participant's scripted throw, a failed write to a frozen object, ...).
+
+/** The scenario cannot be expressed with the real package: answered `skipped`. */
+export class Unsupported extends Error {
+  constructor(message) {
+    super(message)
+    this.name = 'Unsupported'
+  }
+}
+
+/**
+ * The scenario cannot be run to an end, or the adapter broke inside a participant: answered
+ * `errored`. A fault raised inside a participant would otherwise be swallowed by the
+ * pipeline as an ordinary participant throw, so the world remembers the first one and the
+ * run is answered `errored` whatever trace it produced.
+ */
+export class AdapterFault extends Error {
+  constructor(message) {
+    super(message)
+    this.name = 'AdapterFault'
+  }
+}

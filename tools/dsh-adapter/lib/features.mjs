@@ -1,0 +1,126 @@
+// Which scenario features the adapter can express with the real package. Anything else is
+// answered `skipped` with the place and the reason: never approximated silently. Unknown
+// fields (a newer scenario language) are unsupported too.
+
+import { Unsupported } from './faults.mjs'
+
+const KEYS = {
+  scenario: ['$format', 'id', 'title', 'rules', 'seed', 'mode', 'agents', 'tools', 'listeners', 'guards', 'approval',
+    'timeoutPolicy', 'run', 'expect'],
+  agent: ['id', 'parent', 'mode', 'openTurn', 'restrict'],
+  restrict: ['allow', 'deny'],
+  tool: ['id', 'name', 'define', 'description', 'parameters', 'output', 'body', 'finalizeContent', 'concurrencySafe',
+    'timeoutMs', 'presentCall', 'presentResult', 'scope', 'registered'],
+  output: ['schema', 'render', 'presentationMeta'],
+  listener: ['id', 'event', 'scope', 'global', 'prepend', 'registered', 'script'],
+  guard: ['id', 'scope', 'registered', 'script'],
+  shipped: ['service', 'policy'],
+  custom: ['service', 'script'],
+  direct: ['kind', 'calls'],
+  call: ['callId', 'name', 'arguments', 'agent', 'rootCallId', 'parent', 'aborted'],
+  loop: ['kind', 'agent', 'blocks', 'finish', 'maxParallelToolCalls', 'aborted', 'release'],
+  block: ['id', 'name', 'arguments'],
+  behavior: ['steps', 'byCall', 'perInvocation'],
+}
+
+const STEP_KEYS = {
+  next: ['catch'],
+  return: ['value'],
+  'return-next': [],
+  throw: ['value'],
+  mutate: ['target', 'op', 'value', 'catch'],
+  'set-signal': ['signal'],
+  abort: ['signal', 'reason'],
+  'defer-context': ['message'],
+  'conclude-turn': [],
+  'await-signal': [],
+  sleep: ['ms'],
+  gate: [],
+  register: ['ref'],
+  unregister: ['ref'],
+  inject: ['message'],
+  steer: ['message'],
+  observe: ['what'],
+}
+
+const EVENTS = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result', 'approval/request']
+
+function keys(obj, kind, path) {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new Unsupported(`${path}: expected an object`)
+  for (const key of Object.keys(obj)) {
+    if (!KEYS[kind].includes(key)) throw new Unsupported(`${path}.${key}: unknown scenario field (a newer scenario language?)`)
+  }
+}
+
+function behavior(b, path) {
+  if (b === undefined || b === null) return
+  if (Array.isArray(b)) {
+    b.forEach((step, i) => stepKeys(step, `${path}[${i}]`))
+    return
+  }
+  keys(b, 'behavior', path)
+  ;(b.steps ?? []).forEach((step, i) => stepKeys(step, `${path}.steps[${i}]`))
+  for (const [call, steps] of Object.entries(b.byCall ?? {})) steps.forEach((step, i) => stepKeys(step, `${path}.byCall.${call}[${i}]`))
+  ;(b.perInvocation ?? []).forEach((steps, n) => steps.forEach((step, i) => stepKeys(step, `${path}.perInvocation[${n}][${i}]`)))
+}
+
+function stepKeys(step, path) {
+  if (step === null || typeof step !== 'object' || !Object.hasOwn(STEP_KEYS, step.do)) {
+    throw new Unsupported(`${path}: unknown step ${JSON.stringify(step?.do)}`)
+  }
+  for (const key of Object.keys(step)) {
+    if (key !== 'do' && !STEP_KEYS[step.do].includes(key)) throw new Unsupported(`${path}.${key}: unknown field of a '${step.do}' step`)
+  }
+}
+
+/** Throws Unsupported when the scenario uses something this adapter cannot express. */
+export function checkFeatures(s) {
+  keys(s, 'scenario', '$')
+  if ((s.mode ?? 'native') !== 'native') {
+    throw new Unsupported(`$.mode: Code Mode presentation ("${s.mode}") belongs to the code-mode profile, which this adapter does not cover (it needs a code runtime)`)
+  }
+  ;(s.agents ?? []).forEach((a, i) => {
+    keys(a, 'agent', `$.agents[${i}]`)
+    if (a.restrict) keys(a.restrict, 'restrict', `$.agents[${i}].restrict`)
+    if ((a.mode ?? 'native') !== 'native') {
+      throw new Unsupported(`$.agents[${i}].mode: Code Mode presentation ("${a.mode}") belongs to the code-mode profile, which this adapter does not cover (it needs a code runtime)`)
+    }
+  })
+  ;(s.tools ?? []).forEach((t, i) => {
+    const path = `$.tools[${i}]`
+    keys(t, 'tool', path)
+    if (t.output) keys(t.output, 'output', `${path}.output`)
+    for (const name of ['body', 'finalizeContent', 'concurrencySafe', 'presentCall', 'presentResult']) behavior(t[name], `${path}.${name}`)
+    for (const name of ['render', 'presentationMeta']) behavior(t.output?.[name], `${path}.output.${name}`)
+  })
+  ;(s.listeners ?? []).forEach((l, i) => {
+    keys(l, 'listener', `$.listeners[${i}]`)
+    if (!EVENTS.includes(l.event)) throw new Unsupported(`$.listeners[${i}].event: unknown event ${JSON.stringify(l.event)}`)
+    behavior(l.script, `$.listeners[${i}].script`)
+  })
+  ;(s.guards ?? []).forEach((g, i) => {
+    keys(g, 'guard', `$.guards[${i}]`)
+    behavior(g.script, `$.guards[${i}].script`)
+  })
+  if (s.approval) {
+    if (s.approval.service === 'shipped') keys(s.approval, 'shipped', '$.approval')
+    else if (s.approval.service === 'custom') {
+      keys(s.approval, 'custom', '$.approval')
+      behavior(s.approval.script, '$.approval.script')
+    } else throw new Unsupported(`$.approval.service: unknown service ${JSON.stringify(s.approval.service)}`)
+  }
+  const run = s.run
+  if (run?.kind === 'direct') {
+    keys(run, 'direct', '$.run')
+    ;(run.calls ?? []).forEach((c, i) => keys(c, 'call', `$.run.calls[${i}]`))
+  } else if (run?.kind === 'loop') {
+    keys(run, 'loop', '$.run')
+    ;(run.blocks ?? []).forEach((b, i) => keys(b, 'block', `$.run.blocks[${i}]`))
+    const agent = (s.agents ?? []).find((a) => a.id === run.agent)
+    if (agent?.openTurn === false) {
+      throw new Unsupported('$.agents: the loop agent runs its tool step inside a turn the real loop opens; "openTurn": false cannot be expressed there')
+    }
+  } else {
+    throw new Unsupported(`$.run.kind: unknown run kind ${JSON.stringify(run?.kind)}`)
+  }
+}

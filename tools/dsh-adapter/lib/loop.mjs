@@ -1,0 +1,162 @@
+// The agent-loop driver: one tool step of the real @deepseek-ai/dsh-agent-loop, with a
+// scripted model in place of an LLM.
+//
+// The scripted adapter answers the first request with the scenario's tool-call blocks
+// (finish "tool-calls" or "max-tokens") and every later request with one text block
+// ("done", finish "stop"). The trace reports the session events of the tool step, from its
+// assistant/message up to (not including) the next step's assistant/message or the turn's
+// end, restricted to the event types of the trace language and normalized to the oracle's
+// shapes (oracle/loop.py):
+// - assistant/message data is {turn, step, content};
+// - the tool-result message of tool/result loses its random id;
+// - approval request ids are renumbered approval-1, approval-2, ... in order;
+// - events are renumbered from 1 and sourceEventSeqs follow the renumbering.
+// Streaming chunks and request bookkeeping (assistant/chunk, request/header,
+// request/context) are the model transport's, not the pipeline's, and are not reported.
+
+import { LlmAdapter, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { TOOL_RUNTIME_SCHEDULER } from '@deepseek-ai/dsh-tools'
+
+export const REPORTED_EVENTS = new Set([
+  'assistant/message', 'tool/call', 'tool/result', 'agent/inbox/spliced', 'step/start', 'step/end',
+  'user/message', 'approval/asked', 'approval/decided',
+])
+
+export class ScriptedModel extends LlmAdapter {
+  constructor(blocks, finish) {
+    super()
+    this.requests = 0
+    this.blocks = blocks
+    this.finish = finish
+  }
+
+  async * stream(_options) {
+    this.requests += 1
+    if (this.requests === 1) {
+      let index = 0
+      for (const b of this.blocks) {
+        yield { type: 'block-start', index, blockType: 'tool-call' }
+        yield { type: 'tool-call-delta', index, id: b.id, name: b.name, argumentsDelta: b.arguments ?? '' }
+        yield { type: 'block-end', index, block: { type: 'tool-call', id: b.id, name: b.name, arguments: b.arguments ?? '' } }
+        index += 1
+      }
+      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+      yield { type: 'finish', reason: { kind: this.finish === 'max-tokens' ? 'max-tokens' : 'tool-calls' } }
+      return
+    }
+    yield { type: 'block-start', index: 0, blockType: 'text' }
+    yield { type: 'text-delta', index: 0, text: 'done' }
+    yield { type: 'block-end', index: 0, block: { type: 'text', text: 'done' } }
+    yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+    yield { type: 'finish', reason: { kind: 'stop' } }
+  }
+}
+
+/**
+ * Instrument the registry's staged scheduler, through which the loop runs every call:
+ * - `prepare` keeps the caller's input (for `input` mutations and the `caller` signal
+ *   name) and opens the call's loop gate when it will never dispatch;
+ * - `dispatch` opens the gate when the dispatch settles;
+ * - `finalize`/`finish` record the final result the loop commits.
+ * Each wrapper returns exactly what the scheduler returns (the same promise), and runs the
+ * stage inside the call's async context so that synchronous projections know their call.
+ */
+export function instrumentScheduler(w, tools) {
+  const scheduler = tools[TOOL_RUNTIME_SCHEDULER]
+  const { prepare, dispatch, finalize, finish } = scheduler
+  const settled = (promise, onValue, onError = onValue) => {
+    promise.then(onValue, onError)
+    return promise
+  }
+  scheduler.prepare = (input) => {
+    w.inputs.set(input.callId, input)
+    return settled(w.within(input.callId, () => prepare(input)), (prepared) => {
+      if (prepared?.kind !== 'dispatch') w.openGate(input.callId)
+    }, () => w.openGate(input.callId))
+  }
+  scheduler.dispatch = (exec) => {
+    const call = w.callOf(exec)
+    return settled(w.within(call, () => dispatch(exec)), () => w.openGate(call))
+  }
+  scheduler.finalize = (exec, result) => {
+    const call = w.callOf(exec)
+    return settled(w.within(call, () => finalize(exec, result)), (out) => w.recordResult(call, out), () => {})
+  }
+  scheduler.finish = (exec, result) => {
+    const call = w.callOf(exec)
+    const out = w.within(call, () => finish(exec, result))
+    w.recordResult(call, out)
+    return out
+  }
+}
+
+/** Run the loop scenario's one tool step on `agent` and return when the agent is idle. */
+export async function runLoop(w, agent, run) {
+  w.loopAgent = agent
+  if (run.aborted) {
+    // The step's signal is aborted right after the assistant message is recorded, before
+    // the batch starts (oracle: st.signal.abort after assistant/message).
+    const session = agent.session
+    const append = session.append
+    let done = false
+    session.append = function (type, data, ...rest) {
+      const event = append.call(this, type, data, ...rest)
+      if (!done && type === 'assistant/message') {
+        done = true
+        agent.cancel(undefined, { keepInbox: true })
+      }
+      return event
+    }
+  }
+  agent.followup(createUserMessage({ content: [{ type: 'text', text: 'go' }], source: { kind: 'user' } }))
+  await agent.whenIdle()
+}
+
+/** The reported session events of the tool step, normalized (see the module comment). */
+export function loopEvents(w, agentId, sessionEvents) {
+  const first = sessionEvents.findIndex((e) => e.type === 'assistant/message')
+  if (first < 0) return []
+  const window = []
+  for (let i = first; i < sessionEvents.length; i++) {
+    const e = sessionEvents[i]
+    if (i > first && (e.type === 'assistant/message' || e.type === 'turn/end')) break
+    window.push(e)
+  }
+  const renumbered = new Map()
+  const out = []
+  for (const e of window) {
+    if (!REPORTED_EVENTS.has(e.type)) continue
+    const seq = out.length + 1
+    renumbered.set(e.seq, seq)
+    const sources = e.sourceEventSeqs
+    out.push({
+      agent: agentId,
+      seq,
+      type: e.type,
+      data: eventData(w, e.type, e.data),
+      sourceEventSeqs: Array.isArray(sources) && e.type !== 'assistant/message' ? sources.map((s) => renumbered.get(s) ?? s) : null,
+    })
+  }
+  return out
+}
+
+/** Event data in the oracle's shapes. */
+export function eventData(w, type, data) {
+  switch (type) {
+    case 'assistant/message':
+      return { turn: data.turn, step: data.step, content: w.enc(data.message?.content) }
+    case 'tool/result': {
+      const out = {}
+      for (const key of Object.keys(data)) {
+        if (key !== 'message') { out[key] = data[key]; continue }
+        const { id: _id, ...message } = data.message
+        out.message = message
+      }
+      return w.enc(out)
+    }
+    case 'approval/asked':
+    case 'approval/decided':
+      return w.enc({ ...data, id: w.approvalId(data.id) })
+  }
+  return w.enc(data)
+}

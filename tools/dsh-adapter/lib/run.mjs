@@ -1,0 +1,191 @@
+// Running one scenario against the real packages: a fresh cordis Context, the real
+// registrations, the probes, then the direct calls or the loop's tool step. Returns the
+// trace (oracle/trace.py's language, portable part only).
+
+import './polyfill.mjs'
+import { Context } from '@deepseek-ai/cordis'
+import AgentRegistry from '@deepseek-ai/dsh-agent'
+import AgentLoop from '@deepseek-ai/dsh-agent-loop'
+import LlmRuntime, { HarnessError } from '@deepseek-ai/dsh-llm'
+import { bindScopeParent, createScope } from '@deepseek-ai/dsh-scope'
+import SessionStore, { SessionId } from '@deepseek-ai/dsh-session'
+import SystemPrompt from '@deepseek-ai/dsh-system-prompt'
+import * as TimeoutPolicy from '@deepseek-ai/dsh-tool-call-timeout-policy'
+import ToolRuntime from '@deepseek-ai/dsh-tools'
+import { Clock, settle } from './clock.mjs'
+import { checkFeatures } from './features.mjs'
+import { Unsupported } from './faults.mjs'
+import { ScriptedModel, instrumentScheduler, loopEvents, runLoop, eventData } from './loop.mjs'
+import { approvalPlugin, toolDefinition } from './participants.mjs'
+import { installProbes } from './probes.mjs'
+import { World } from './world.mjs'
+
+export const REALM = { HarnessError }
+
+/**
+ * The trace of `scenario` on the real package.
+ * @throws {Unsupported} a feature the adapter cannot express (answer `skipped`).
+ * @throws {AdapterFault|Error} the run broke (answer `errored`).
+ */
+export async function runScenario(scenario) {
+  checkFeatures(scenario)
+  const clock = new Clock()
+  const w = new World(scenario, REALM, clock)
+  const restore = clock.install()
+  const ctx = new Context()
+  try {
+    await settle(drive(w, ctx, scenario), clock)
+  } finally {
+    restore()
+    dispose(ctx)
+  }
+  if (w.fatal !== null) throw w.fatal
+  return {
+    $format: 'dsh-conformance/trace/v1',
+    scenario: scenario.id ?? null,
+    observations: w.trace.observations,
+    events: w.trace.events,
+    results: w.trace.results,
+    warnings: w.trace.warnings,
+  }
+}
+
+function dispose(ctx) {
+  try {
+    const done = ctx.fiber?.dispose?.()
+    if (done && typeof done.catch === 'function') done.catch(() => {})
+  } catch { /* a broken teardown must not break the next run */ }
+}
+
+async function drive(w, ctx, scenario) {
+  const run = scenario.run
+  const loop = run.kind === 'loop'
+  ctx.logger.exporter({
+    levels: { default: 2 },
+    export: (message) => {
+      if (message.type === 'warn') w.trace.warnings.push(message.args.map((a) => (typeof a === 'string' ? a : String(a))).join(' '))
+    },
+  })
+  if (loop) {
+    await ctx.plugin(LlmRuntime)
+    await ctx.plugin(SessionStore)
+  }
+  await ctx.plugin(SystemPrompt)
+  await ctx.plugin(ToolRuntime, { mode: 'native' })
+  if (scenario.approval) {
+    const { plugin, config } = approvalPlugin(w, scenario.approval)
+    await ctx.plugin(plugin, config)
+  }
+  // P70: the shipped timeout policy is a plugin's tools/execute listener, installed before
+  // the scenario's own listeners.
+  if (scenario.timeoutPolicy) await ctx.plugin(TimeoutPolicy)
+  if (loop) {
+    await ctx.plugin(AgentRegistry)
+    await ctx.plugin(AgentLoop, { agents: [], maxParallelToolCalls: run.maxParallelToolCalls ?? 10 })
+    ctx.llm.registerAdapter(['scripted'], new ScriptedModel(run.blocks ?? [], run.finish ?? 'tool-calls'))
+  }
+  await ctx.plugin({ name: 'dsh-conformance-adapter', inject: ['tools'], apply(c) { w.host = c } })
+  if (w.host === null || ctx.tools === undefined) throw new Error('the tool runtime did not start')
+
+  const loopAgent = makeAgents(w, ctx, scenario)
+  // Every tool definition is built once up front, so that one the adapter cannot express
+  // is a skip here and not a participant throw in the middle of a run.
+  for (const t of scenario.tools ?? []) toolDefinition(w, t)
+  for (const [ref, { item }] of w.decl) {
+    if (item.registered === false) continue
+    try {
+      w.register(ref)
+    } catch (e) {
+      if (e instanceof Unsupported) throw e
+      throw new Unsupported(`the package refuses the registration of ${JSON.stringify(ref)} (registration-time validation is out of scope, spec 1.3): ${e?.message ?? e}`)
+    }
+  }
+  for (const a of scenario.agents ?? []) {
+    if (!a.restrict) continue
+    const filter = {}
+    if (a.restrict.allow) filter.allow = a.restrict.allow
+    if (a.restrict.deny) filter.deny = a.restrict.deny
+    try {
+      w.agents.get(a.id).ctx.tools.restrict(filter)
+    } catch (e) {
+      throw new Unsupported(`the package refuses the restriction of agent ${JSON.stringify(a.id)} (registration-time validation is out of scope, spec 1.3): ${e?.message ?? e}`)
+    }
+  }
+  w.probes = installProbes(w, w.host)
+
+  if (loop) {
+    instrumentScheduler(w, ctx.tools)
+    await runLoop(w, loopAgent, run)
+    w.trace.events.push(...loopEvents(w, run.agent, loopAgent.session.events))
+    return
+  }
+  for (const call of run.calls) {
+    const controller = new AbortController()
+    w.callers.set(call.callId, controller)
+    if (call.aborted) controller.abort()
+    const input = {
+      callId: call.callId,
+      name: call.name,
+      arguments: w.dec(call.arguments === undefined ? {} : call.arguments),
+      signal: controller.signal,
+    }
+    if (call.agent !== undefined && call.agent !== null) input.agent = w.agents.get(call.agent).key
+    if (call.rootCallId !== undefined && call.rootCallId !== null) input.rootCallId = call.rootCallId
+    if (call.parent) input.parent = Symbol('foreign execution token')
+    w.inputs.set(call.callId, input)
+    const result = await w.within(call.callId, () => ctx.tools.execute(input))
+    w.recordResult(call.callId, result)
+  }
+}
+
+/**
+ * Make the scenario's agents, parents first. Each is a scope key (dsh-scope) with a scoped
+ * context for its registrations. In a loop run the loop agent is the real agent the loop
+ * creates; the others (in a direct run, all) are stand-ins with a session that records
+ * what the shipped approval service appends (the upstream specs use the same stand-in).
+ */
+function makeAgents(w, ctx, scenario) {
+  const specs = new Map((scenario.agents ?? []).map((a) => [a.id, a]))
+  const run = scenario.run
+  let loopAgent = null
+  const make = (id, seen = new Set()) => {
+    if (w.agents.has(id)) return w.agents.get(id)
+    const spec = specs.get(id)
+    if (spec === undefined) throw new Unsupported(`unknown agent ${JSON.stringify(id)}`)
+    if (seen.has(id)) throw new Unsupported(`the parent chain of agent ${JSON.stringify(id)} has a cycle`)
+    seen.add(id)
+    const parent = spec.parent === undefined || spec.parent === null ? undefined : make(spec.parent, seen).key
+    let entry
+    if (run.kind === 'loop' && id === run.agent) {
+      const agent = ctx.agentLoop.create(SessionId(`dsh-conformance-${id}`), { provider: 'scripted', model: 'scripted' })
+      if (parent !== undefined) bindScopeParent(agent, parent)
+      loopAgent = agent
+      entry = { id, key: agent, ctx: agent.ctx, session: agent.session }
+    } else {
+      const key = { id }
+      key.session = standInSession(w, id, spec.openTurn !== false)
+      entry = { id, key, ctx: createScope(w.host, key, parent === undefined ? undefined : { parent }).ctx, session: key.session }
+    }
+    w.agents.set(id, entry)
+    w.agentIds.set(entry.key, id)
+    return entry
+  }
+  for (const id of specs.keys()) make(id)
+  if (run.kind === 'loop' && loopAgent === null) throw new Unsupported(`$.run.agent: unknown agent ${JSON.stringify(run.agent)}`)
+  return loopAgent
+}
+
+function standInSession(w, agentId, openTurn) {
+  const events = openTurn ? [{ seq: 0, type: 'turn/start', data: { turn: 1 } }] : []
+  let seq = 0
+  return {
+    events,
+    append(type, data, options) {
+      seq += 1
+      const event = { seq, type, data, ...(options?.sourceEventSeqs ? { sourceEventSeqs: options.sourceEventSeqs } : {}) }
+      events.push(event)
+      w.trace.events.push({ agent: agentId, seq, type, data: eventData(w, type, data), sourceEventSeqs: options?.sourceEventSeqs ?? null })
+      return event
+    },
+  }
+}

@@ -1,0 +1,264 @@
+// The state of one scenario run: the real context and the registrations made in it, the
+// agents (scope keys), named signals, loop gates, and the trace being recorded.
+
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { decode, encode, isDeeplyFrozen } from './codec.mjs'
+import { AdapterFault, Unsupported } from './faults.mjs'
+import { guardFunction, listenerFunction, toolDefinition } from './participants.mjs'
+
+/** The call a synchronous projection (render, presentationMeta) runs for. */
+const current = new AsyncLocalStorage()
+
+export class World {
+  constructor(scenario, realm, clock) {
+    this.scenario = scenario
+    this.realm = realm
+    this.clock = clock
+    this.trace = { observations: [], events: [], results: [], warnings: [] }
+    this.fatal = null
+    this.host = null // the adapter's plugin context (injects tools)
+    this.invocations = new Map()
+    this.agents = new Map() // scenario id -> { id, key, ctx, session }
+    this.agentIds = new Map() // scope key -> scenario id
+    this.decl = new Map() // ref -> { kind, item }
+    this.disposers = new Map() // ref -> [disposer]
+    this.named = new Map() // signal name -> AbortController
+    this.callers = new Map() // call id -> AbortController (direct runs)
+    this.inputs = new Map() // call id -> the caller's input object
+    this.execs = new Map() // call id -> the execution record the probes saw
+    this.execCalls = new WeakMap() // execution record -> call id
+    this.observed = new Map() // call id -> the result tools/result observers received
+    this.gates = new Map()
+    this.loopAgent = null
+    this.probes = null
+    this.approvalIds = new Map()
+    this.origins = new WeakMap() // decoded object -> the wire form the scenario wrote
+    for (const t of scenario.tools ?? []) this.declare(t.id ?? t.name, 'tool', t)
+    for (const l of scenario.listeners ?? []) this.declare(l.id, 'listener', l)
+    for (const g of scenario.guards ?? []) this.declare(g.id, 'guard', g)
+  }
+
+  declare(ref, kind, item) {
+    if (this.decl.has(ref)) throw new Unsupported(`duplicate participant id ${JSON.stringify(ref)}`)
+    this.decl.set(ref, { kind, item })
+  }
+
+  // ----------------------------------------------------------------------------- trace
+
+  obs(call, stage, what, who, value) {
+    this.trace.observations.push({ call: call ?? null, stage, what, who: who ?? null, value: value ?? null })
+  }
+
+  enc(value) {
+    return encode(value, this.realm, this.origins)
+  }
+
+  dec(wire) {
+    try {
+      return decode(wire, this.realm, this.origins)
+    } catch (e) {
+      throw this.fault(`cannot decode ${JSON.stringify(wire)}: ${e.message}`)
+    }
+  }
+
+  isDeeplyFrozen(value) {
+    return isDeeplyFrozen(value)
+  }
+
+  /** Remember the first adapter/scenario fault (see faults.mjs) and return it to throw. */
+  fault(message) {
+    const e = new AdapterFault(message)
+    this.fatal ??= e
+    return e
+  }
+
+  nextInvocation(who) {
+    const n = this.invocations.get(who) ?? 0
+    this.invocations.set(who, n + 1)
+    return n
+  }
+
+  /** Approval request ids are random UUIDs: renumbered approval-1, approval-2, ... in order. */
+  approvalId(id) {
+    if (!this.approvalIds.has(id)) this.approvalIds.set(id, `approval-${this.approvalIds.size + 1}`)
+    return this.approvalIds.get(id)
+  }
+
+  // ----------------------------------------------------------------------------- agents
+
+  agentId(key) {
+    if (this.agentIds.has(key)) return this.agentIds.get(key)
+    return this.enc(key)
+  }
+
+  ctxFor(scope) {
+    if (scope === undefined || scope === null) return this.host
+    const agent = this.agents.get(scope)
+    if (agent === undefined) throw new Unsupported(`unknown agent ${JSON.stringify(scope)}`)
+    return agent.ctx
+  }
+
+  // ----------------------------------------------------------------------------- registration
+
+  /** (Re-)register a declared tool, listener or guard. The package's throws propagate. */
+  register(ref) {
+    const d = this.decl.get(ref)
+    if (d === undefined) throw this.fault(`no tool, listener or guard has id ${JSON.stringify(ref)}`)
+    const { kind, item } = d
+    const ctx = this.ctxFor(item.scope)
+    let dispose
+    if (kind === 'tool') {
+      dispose = ctx.tools.register(toolDefinition(this, item))
+    } else if (kind === 'guard') {
+      dispose = ctx.tools.guard(guardFunction(this, item))
+    } else {
+      dispose = ctx.on(item.event, listenerFunction(this, item), { prepend: Boolean(item.prepend), global: Boolean(item.global) })
+      // The probes stay outermost: a prepended listener goes in front of every earlier one,
+      // so the probe is moved in front of it again.
+      if (item.prepend) this.probes?.reseat(item.event)
+    }
+    if (!this.disposers.has(ref)) this.disposers.set(ref, [])
+    this.disposers.get(ref).push(dispose)
+  }
+
+  unregister(ref) {
+    if (!this.decl.has(ref)) throw this.fault(`no tool, listener or guard has id ${JSON.stringify(ref)}`)
+    for (const dispose of this.disposers.get(ref) ?? []) dispose()
+    this.disposers.set(ref, [])
+  }
+
+  // ----------------------------------------------------------------------------- calls
+
+  /** Run `fn` as part of call `callId` (so projections know their record). */
+  within(callId, fn) {
+    return current.run({ callId }, fn)
+  }
+
+  /** The scenario call whose pipeline is running now (its async context), or null. */
+  currentCall() {
+    return current.getStore()?.callId ?? null
+  }
+
+  currentExec() {
+    const call = this.currentCall()
+    return call === null ? null : this.execs.get(call) ?? null
+  }
+
+  /**
+   * The scenario call an execution record belongs to. Observations are attributed to the
+   * call, not to whatever `record.callId` holds now: a participant may have rewritten it.
+   */
+  callOf(exec) {
+    if (exec === null || exec === undefined) return null
+    if (this.execCalls.has(exec)) return this.execCalls.get(exec)
+    return this.currentCall() ?? exec.callId
+  }
+
+  /** First sight of a record (the pre-execute probe, before any participant ran). */
+  adopt(exec) {
+    const call = this.currentCall() ?? exec.callId
+    this.execCalls.set(exec, call)
+    this.execs.set(call, exec)
+    return call
+  }
+
+  /** The call an approval request is made for. */
+  requestCall(req) {
+    return this.currentCall() ?? req.callId ?? null
+  }
+
+  // ----------------------------------------------------------------------------- signals
+
+  namedController(name) {
+    if (!this.named.has(name)) this.named.set(name, new AbortController())
+    return this.named.get(name)
+  }
+
+  namedSignal(name) {
+    return this.namedController(name).signal
+  }
+
+  namedAbort(name) {
+    const controller = this.namedController(name)
+    return (...reason) => controller.abort(...reason)
+  }
+
+  /** Abort "caller": the call's own caller signal; in a loop run, the step's signal. */
+  callerAbort(rec) {
+    const call = this.callOf(rec)
+    if (this.loopAgent !== null) {
+      const agent = this.loopAgent
+      return (...reason) => agent.cancel(reason[0], { keepInbox: true })
+    }
+    const controller = this.callers.get(call)
+    if (controller === undefined) throw this.fault(`no caller signal for call ${JSON.stringify(call)}`)
+    return (...reason) => controller.abort(...reason)
+  }
+
+  /** How an `observe record` step names the record's signal (oracle Record.view). */
+  signalName(rec, signal) {
+    if (signal !== undefined && signal === this.inputs.get(this.callOf(rec))?.signal) return 'caller'
+    for (const [name, controller] of this.named) if (controller.signal === signal) return name
+    return 'fused'
+  }
+
+  // ----------------------------------------------------------------------------- gates
+
+  gate(callId) {
+    if (!this.gates.has(callId)) {
+      let open
+      const promise = new Promise((resolve) => { open = resolve })
+      this.gates.set(callId, { promise, open })
+    }
+    return this.gates.get(callId)
+  }
+
+  openGate(callId) {
+    this.gate(callId).open()
+  }
+
+  /** Loop gates: a body waits until every call released before it has finished; null when it need not wait. */
+  gateFor(callId) {
+    const release = this.scenario.run?.release ?? []
+    if (callId === null || !release.includes(callId)) return null
+    const earlier = release.slice(0, release.indexOf(callId))
+    if (earlier.length === 0) return null
+    return (async () => {
+      for (const c of earlier) await this.gate(c).promise
+    })()
+  }
+
+  // ----------------------------------------------------------------------------- results
+
+  recordResult(callId, result) {
+    this.trace.results.push({
+      callId,
+      result: this.enc(result),
+      frozen: isDeeplyFrozen(result),
+      observed: this.observed.has(callId) && this.observed.get(callId) === result,
+    })
+  }
+
+  /** The approval probe: what the registry asks `ctx.approval`, and its outcome or throw. */
+  probeApproval(req, ask) {
+    const call = this.requestCall(req)
+    const request = {}
+    for (const key of Object.keys(req)) {
+      if (key === 'signal') continue
+      request[key] = key === 'agent' ? this.agentId(req.agent) : this.enc(req[key])
+    }
+    this.obs(call, 'approval', 'request', null, request)
+    let answer
+    try {
+      answer = ask()
+    } catch (x) {
+      this.obs(call, 'approval', 'throw', null, this.enc(x))
+      throw x
+    }
+    Promise.resolve(answer).then(
+      (outcome) => this.obs(call, 'approval', 'outcome', null, this.enc(outcome)),
+      (x) => this.obs(call, 'approval', 'throw', null, this.enc(x)),
+    )
+    return answer
+  }
+}

@@ -1,33 +1,118 @@
-"""Generated catalogs: JSON Schemas of the project's own languages, and the rule index.
+"""Generated catalogs: JSON Schemas, the catalog index, its Markdown page, and the rule index.
 
 ``generate()`` renders every catalog file in memory; ``write`` puts them in ``catalogs/``
 and ``check`` compares them byte for byte with what is committed (the drift check).
-Rendering is pure: the same code gives the same bytes.
+Rendering is pure: the same code gives the same bytes. ``check`` also loads the curated
+flow model (catalogs/*.flow.yaml), which is not generated but must stay valid.
+
+The schemas come from typed sources: the oracle's scenario and trace languages, the
+protocol's message models (``conformance.protocol``), the report record (``conformance.report``,
+when present), and the DSH vocabulary typed in tools/ (session events, decisions, results,
+tool definitions), whose names and vocabularies are the oracle's own.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
 
 from conformance import rules as rule_index
+from conformance.protocol import message_schemas
 from oracle.scenario import scenario_json_schema
 from oracle.trace import trace_json_schema
 
+from . import decisions, results, session_events
+from .catalog_index import INDEX_FILE, build_index, index_json, index_json_schema
+from .catalog_page import render_catalog_page
+from .flow_model import FLOW_FILE, FlowModelError, flow_model_json_schema, load_flow_model
+from .tool_definitions import ToolSchema
+
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "catalogs"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def _dump(doc: dict) -> str:
+def _dump(doc: dict[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+
+
+def _schema(file: str, title: str, tp: Any) -> dict[str, Any]:
+    schema = TypeAdapter(tp).json_schema(ref_template="#/$defs/{model}")
+    return {"$schema": DRAFT, "$id": file, "title": title, **schema}
+
+
+def _defs_schema(file: str, title: str, types: dict[str, Any]) -> dict[str, Any]:
+    """One schema file naming several types: each is ``#/$defs/<name>``; the root accepts
+    any of them."""
+    defs: dict[str, Any] = {}
+    for name, tp in types.items():
+        schema = TypeAdapter(tp).json_schema(ref_template="#/$defs/{model}")
+        for key, sub in schema.pop("$defs", {}).items():
+            if key in defs and defs[key] != sub:
+                raise ValueError(f"{file}: two different definitions named {key!r}")
+            defs[key] = sub
+        defs[name] = schema
+    return {"$schema": DRAFT, "$id": file, "title": title,
+            "anyOf": [{"$ref": f"#/$defs/{name}"} for name in types], "$defs": dict(sorted(defs.items()))}
+
+
+def _report_schemas() -> dict[str, dict[str, Any]]:
+    # The report module is written by another part of the project; its schemas join the
+    # catalogs whenever it offers them.
+    try:
+        report = importlib.import_module("conformance.report")
+    except ImportError:
+        return {}
+    fn = getattr(report, "report_schemas", None)
+    return fn() if callable(fn) else {}
+
+
+def schemas() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every generated JSON Schema by file name, with a one-line description."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {
+        "scenario.schema.json": ("a scenario: registry, participants' scripts, calls (oracle.scenario)",
+                                 scenario_json_schema()),
+        "trace.schema.json": ("a trace: observations, session events, results (oracle.trace)", trace_json_schema()),
+        "session-events.schema.json": ("session-log events by `type`, with their payloads",
+                                       _schema("session-events.schema.json", "Session-log event",
+                                               session_events.SessionEvent)),
+        "decisions.schema.json": ("pre-execute and post-execute decisions, the approval request and outcome",
+                                  _defs_schema("decisions.schema.json", "Decisions", {
+                                      "PreExecuteDecision": decisions.PreExecuteDecision,
+                                      "PostExecuteDecision": decisions.PostExecuteDecision,
+                                      "ApprovalRequest": decisions.ApprovalRequest,
+                                      "ApprovalOutcome": decisions.ApprovalOutcome})),
+        "results.schema.json": ("tool execution results, content blocks, user messages",
+                                _defs_schema("results.schema.json", "Results", {
+                                    "ToolExecutionResult": results.ToolExecutionResult,
+                                    "ContentBlock": results.ContentBlock,
+                                    "UserMessage": results.UserMessage})),
+        "tool-definition.schema.json": ("the part of a tool definition offered to the model",
+                                        _schema("tool-definition.schema.json", "Tool definition", ToolSchema)),
+        "pipeline.catalog.schema.json": ("the catalog index's own schema", index_json_schema()),
+        "flow-model.schema.json": ("the flow model's own schema (tools.flow_model)", flow_model_json_schema()),
+    }
+    for name, schema in {**message_schemas(), **_report_schemas()}.items():
+        what = "an IUT protocol message" if name.startswith("protocol-") else "a report message"
+        out[name] = (f"{what} ({name.removesuffix('.schema.json')})", schema)
+    return out
 
 
 def generate() -> dict[Path, str]:
     """Every generated file and its text."""
-    out = {
-        CATALOGS / "scenario.schema.json": _dump(scenario_json_schema()),
-        CATALOGS / "trace.schema.json": _dump(trace_json_schema()),
-    }
+    all_schemas = schemas()
+    index = build_index()
+    files = {name: desc for name, (desc, _) in all_schemas.items()}
+    files[INDEX_FILE] = "the catalog index: every name the docs use, with kind and facts"
+    files[FLOW_FILE.name] = "the flow model of the pipeline graph (curated, not generated)"
+    out = {CATALOGS / name: _dump(schema) for name, (_, schema) in all_schemas.items()}
+    out[CATALOGS / INDEX_FILE] = _dump(index_json(index))
+    out[CATALOGS / "catalog.md"] = render_catalog_page(
+        index, load_flow_model(FLOW_FILE), files, {name: s for name, (_, s) in all_schemas.items()})
     if rule_index.SPEC_RULES.is_file():
         # The project's copy of the rule index follows the spec whenever the spec is at hand.
         out[rule_index.INDEX] = rule_index.dumps_index(rule_index.index_from_spec())
@@ -45,8 +130,13 @@ def write() -> list[Path]:
 
 
 def check() -> list[str]:
-    """The stale or missing generated files, as messages (empty when all are fresh)."""
+    """The stale or missing generated files and an invalid flow model, as messages (empty
+    when all is well)."""
     problems = []
+    try:
+        load_flow_model(FLOW_FILE)
+    except FlowModelError as e:
+        return [str(e)]
     for path, text in generate().items():
         rel = path.relative_to(ROOT)
         if not path.is_file():

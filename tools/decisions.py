@@ -1,0 +1,79 @@
+"""What participants decide (spec section 3.6): pre-execute and post-execute decisions, the
+approval request and outcome, and a guard's verdict.
+
+The vocabularies are the oracle's own (``oracle.pipeline.PRE_KINDS`` and ``OUTCOMES``):
+the ``Literal`` types below are built from them, so a change in the oracle changes the
+generated schema (catalogs/decisions.schema.json).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oracle.pipeline import OUTCOMES, PRE_KINDS
+
+from .results import ContentBlock, UserMessage
+
+assert PRE_KINDS == ("allow", "deny", "ask"), "the decision types below name each kind"
+
+
+class _Decision(BaseModel):
+    # A well-formed decision may carry extra properties; the registry ignores them (P31).
+    model_config = ConfigDict(extra="allow")
+
+
+class Allow(_Decision):
+    kind: Literal["allow"]
+
+
+class Deny(_Decision):
+    kind: Literal["deny"]
+    reason: str
+
+
+class Ask(_Decision):
+    kind: Literal["ask"]
+    reason: str | None = Field(default=None, description="absent or a string")
+
+
+PreExecuteDecision = Annotated[Union[Allow, Deny, Ask], Field(discriminator="kind")]
+"""What the ``tools/pre-execute`` waterfall resolves to (P31); anything else is not well formed."""
+
+ApprovalOutcome = Literal[OUTCOMES]  # type: ignore[valid-type]
+"""The closed vocabulary of ``ctx.approval`` (P40); any other value is a throw."""
+
+
+class ApprovalRequest(BaseModel):
+    """What ``ctx.approval.request`` receives (P39); ``signal`` is the record's signal then."""
+    model_config = ConfigDict(extra="forbid")
+    agent: str = Field(description="the agent (an object; named by its id on the wire)")
+    toolName: str
+    callId: str
+    reason: str | None = None
+
+
+class Accept(_Decision):
+    """Accept the result: with ``content`` (replaces the content only, P80), with ``value``
+    (recomputed through the output contract, P81), or neither (unchanged, P77)."""
+    kind: Literal["accept"]
+    content: Any = None
+    value: Any = None
+    additionalContexts: list[UserMessage] | None = None
+
+
+class Block(_Decision):
+    """Block: a failure whose content is ``feedback`` (P83, P84)."""
+    kind: Literal["block"]
+    feedback: list[ContentBlock]
+    additionalContexts: list[UserMessage] | None = None
+
+
+PostExecuteDecision = Annotated[Union[Accept, Block], Field(discriminator="kind")]
+"""What the ``tools/post-execute`` waterfall resolves to (P78)."""
+
+GuardVerdict = Any
+"""A guard returns ``undefined`` to abstain; any other value denies and becomes the denial's
+``error.message`` (P46, P47). JSON has no ``undefined``: on the wire it is the token
+``{"$js":"undefined"}``."""

@@ -1,0 +1,98 @@
+"""Every trace of the corpus is a walk on the flow model, and every drawn edge the oracle
+can produce is walked by some case (`dsh-conformance docs coverage`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.cli import main
+from oracle.trace import Event, Observation, Trace
+from tools.flow_model import load_flow_model
+from tools.flow_walk import corpus_traces, coverage, walks
+
+MODEL = load_flow_model()
+
+
+@pytest.fixture(scope="module")
+def corpus_coverage():
+    return coverage(MODEL, corpus_traces())
+
+
+def test_every_corpus_trace_walks_the_graph(corpus_coverage):
+    assert [f"{c}: {w.call}: {s}" for c, w, s in corpus_coverage.off_graph] == []
+    assert [f"{c}: {w.call} stops at {w.nodes[-1]}" for c, w in corpus_coverage.unfinished] == []
+
+
+def test_every_drawn_edge_is_covered_or_explicitly_out_of_reach(corpus_coverage):
+    assert [e.id for e in corpus_coverage.uncovered(MODEL)] == []
+    assert [e.id for e in corpus_coverage.stale_exemptions(MODEL)] == []
+    for e in MODEL.drawn_edges:
+        assert bool(corpus_coverage.by_edge[e.id]) != (e.coverage is not None), e.id
+    assert corpus_coverage.problems(MODEL) == []
+
+
+def test_every_extension_edge_is_walked(corpus_coverage):
+    # An extension edge no trace needs would be dead weight in the model.
+    assert [e.id for e in MODEL.edges if not e.drawn and not corpus_coverage.by_edge[e.id]] == []
+
+
+def _obs(call, stage, what, value=None, who=None):
+    return Observation(call=call, stage=stage, what=what, who=who, value=value, rules=["P1"])
+
+
+def test_a_direct_call_walk():
+    t = Trace(observations=[
+        _obs("c", "entry", "start"), _obs("c", "pre-execute", "start"), _obs("c", "pre-execute", "end", {"kind": "deny", "reason": "no"}),
+        _obs("c", "pre-execute", "deny", "no"), _obs("c", "route", "to", "denied"),
+        _obs("c", "post-execute", "start"), _obs("c", "post-execute", "end", {"kind": "accept"}),
+        _obs("c", "result", "start"), _obs("c", "result", "end")])
+    [w] = walks(MODEL, t)
+    assert w.nodes == ["caller", "pre", "denied", "post", "finalize", "final"]
+    assert [e.id for e in w.edges] == ["X1", "S31", "S36", "S45", "S47"]
+    assert w.complete and not w.off_graph
+
+
+def test_a_transition_off_the_graph_is_reported():
+    # The body cannot run straight after pre-execute: no such edge.
+    t = Trace(observations=[_obs("c", "pre-execute", "start"), _obs("c", "pre-execute", "end", {"kind": "allow"}),
+                            _obs("c", "body", "call", who="t"), _obs("c", "result", "start")])
+    cov = coverage(MODEL, {"fixture": t})
+    case, walk, step = cov.off_graph[0]
+    assert (case, step.source, step.target) == ("fixture", "pre", "toolBody")
+    assert "fixture: call c: pre -> toolBody (evidence 'allow') is no edge of the flow model" in cov.problems(MODEL)
+
+
+def test_a_loop_call_walks_to_the_next_steps_contexts():
+    ev = lambda seq, type_, data: Event(agent="a", seq=seq, type=type_, data=data)
+    t = Trace(observations=[
+        _obs("L", "entry", "start"), _obs("L", "route", "to", "final"), _obs("L", "result", "start"),
+        _obs("L", "loop", "commit"), _obs(None, "loop", "end", "next-step")],
+        events=[ev(1, "assistant/message", {}), ev(2, "tool/call", {"callId": "L"}),
+                ev(3, "tool/result", {"message": {"source": {"callId": "L"}}})])
+    [w] = walks(MODEL, t)
+    assert w.nodes == ["model", "toolCall", "normalized", "finalize", "final", "toolResult", "allResults", "context"]
+    assert [e.id for e in w.edges] == ["S23", "X3", "S46", "S47", "S48", "S50", "S51"]
+
+
+def test_coverage_command_lists_edges_with_cases_and_reasons(capsys):
+    assert main(["docs", "coverage"]) == 0
+    out = capsys.readouterr().out
+    assert "S26  pre -->|allow| guards  [drawn]" in out
+    assert "S38  toolBody --> fsGate  [drawn] OUT OF THE ORACLE'S REACH" in out
+    assert "checked by: ui-projections-never-called" in out
+    assert "X2   caller -.-> normalized  [extension (not drawn)]" in out
+    assert "0 uncovered; 0 step(s) off the graph" in out
+
+
+def test_coverage_command_fails_on_an_uncovered_edge(tmp_path, capsys):
+    from conformance.corpus import CASES
+
+    # A corpus of one direct case covers few drawn edges: the command names the rest.
+    (tmp_path / "pre-deny-skips-body.json").write_bytes((CASES / "pre-deny-skips-body.json").read_bytes())
+    assert main(["docs", "coverage", "--cases", str(tmp_path)]) == 1
+    assert "error: drawn edge S23 model -> toolCall: no corpus case walks it" in capsys.readouterr().out
+
+
+def test_coverage_command_bad_input(tmp_path, capsys):
+    assert main(["docs", "coverage", "--catalogs", str(tmp_path)]) == 2
+    assert "cannot read" in capsys.readouterr().err

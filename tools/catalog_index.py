@@ -126,17 +126,13 @@ class CatalogIndex(_Model):
         return kinds
 
 
-def _class_name(name: str) -> str:
-    return session_events._class_name(name)
-
-
 def build_index() -> CatalogIndex:
     return CatalogIndex(
         format=INDEX_FORMAT,
         sessionEvents=[SessionEventEntry(
             name=e.name, badge=e.badge, writtenBy=e.written_by,
             writtenByOracle=e.written_by in session_events.WRITTEN_BY_ORACLE, rules=list(e.rules),
-            summary=e.summary, schema=f"session-events.schema.json#/$defs/{_class_name(e.name)}")
+            summary=e.summary, schema=f"session-events.schema.json#/$defs/{session_events.event_class_name(e.name)}")
             for e in session_events.EVENTS],
         liveEvents=[LiveEventEntry(
             name=e.name, mode=e.mode, signature=e.signature,

@@ -52,7 +52,10 @@ def render_catalog_page(index: CatalogIndex, model: FlowModel, files: dict[str, 
     for e in index.sessionEvents:
         out += ["", f"### `{e.name}` — {e.badge}", "", e.summary[:1].upper() + e.summary[1:] + ".", "",
                 f"Schema: `{e.schema_}`", ""]
-        out += _json_fence(_pointer(schemas, e.schema_)["properties"]["data"])
+        data = _pointer(schemas, e.schema_)["properties"]["data"]
+        if "$ref" in data:  # show the payload's own definition, not a pointer to it
+            data = _pointer(schemas, "session-events.schema.json" + data["$ref"])
+        out += _json_fence(data)
 
     out += ["", "## Live events", "",
             "A `waterfall` passes a value through its listeners (each may call `next()` and transform the "

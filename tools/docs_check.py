@@ -34,8 +34,8 @@ from typing import Literal
 from .catalog_index import INDEX_FILE, CatalogError, CatalogIndex, load_index
 from .flow_model import FLOW_FILE, FlowModel, FlowModelError, load_flow_model
 from .md_structure import Fence, Item, Structure, hard_wrapped, parse
-from .mermaid_flow import render_mermaid
-from .mermaid_parse import Flowchart, parse_flowchart
+from .mermaid_flow import label_text, render_mermaid
+from .mermaid_parse import Flowchart, PageEdge, parse_flowchart
 from .pairing import blob_hash, parse_record
 from .tree_catalogs import TreeCatalogs, read_tree_catalogs
 
@@ -124,17 +124,13 @@ def _read(r: _Report, path: Path) -> str | None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        r.error(path, text_line(data[: e.start]), f"not UTF-8 ({e.reason} at byte {e.start})")
+        r.error(path, data[: e.start].count(b"\n") + 1, f"not UTF-8 ({e.reason} at byte {e.start})")
         return None
     if "\r" in text:
         r.error(path, text[: text.index("\r")].count("\n") + 1, "CR line ending; pages use LF only")
     if not text.endswith("\n") or text.endswith("\n\n"):
         r.error(path, text.count("\n") + 1, "the file must end with exactly one newline")
     return text
-
-
-def text_line(prefix: bytes) -> int:
-    return prefix.count(b"\n") + 1
 
 
 def _check_pair(r: _Report, docs: Path, en: Path, sources: list[Path]) -> None:
@@ -408,8 +404,6 @@ def _first_line_difference(r: _Report, x: Block, y: Block, what: str) -> None:
 
 
 def _match_model(r: _Report, block: Block, chart: Flowchart, model: FlowModel) -> None:
-    from .mermaid_flow import label_text
-
     flow = f"the flow model ({model.page}.flow.yaml)"
     page_nodes = {n.id: n for n in chart.nodes}
     model_nodes = {n.id: n for n in model.drawn_nodes}
@@ -452,10 +446,8 @@ def _match_model(r: _Report, block: Block, chart: Flowchart, model: FlowModel) -
                                            f"{xl[i] if i < len(xl) else '<end>'!r} vs {yl[i] if i < len(yl) else '<end>'!r}")
 
 
-def _near(e: object, model: FlowModel) -> str:
-    from .mermaid_parse import PageEdge
-
-    assert isinstance(e, PageEdge)
+def _near(e: PageEdge, model: FlowModel) -> str:
+    """A hint when the model joins the same two nodes with another style or label."""
     same_ends = [m for m in model.drawn_edges if (m.source, m.target) == (e.source, e.target)]
     if same_ends:
         m = same_ends[0]

@@ -173,12 +173,13 @@ EVENTS: tuple[EventSpec, ...] = (
 WRITTEN_BY_ORACLE = frozenset({"loop", "approval-service", "agent-inbox"})
 
 
-def _class_name(name: str) -> str:
+def event_class_name(name: str) -> str:
+    """The schema definition name of an event: ``tool/call`` -> ``ToolCallEvent``."""
     return "".join(p[:1].upper() + p[1:] for p in name.replace("-", "/").split("/")) + "Event"
 
 
 SessionEvent = Annotated[
-    Union[tuple(_event(e.name, e.payload, _class_name(e.name)) for e in EVENTS)],  # type: ignore[misc]
+    Union[tuple(_event(e.name, e.payload, event_class_name(e.name)) for e in EVENTS)],  # type: ignore[misc]
     Field(discriminator="type"),
 ]
 """A session-log event, as a trace carries it: ``type`` and ``data``."""

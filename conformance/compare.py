@@ -18,7 +18,7 @@ from typing import Any
 
 from oracle import texts
 from oracle.jsvalue import same_value
-from oracle.trace import Observation, Trace, is_portable
+from oracle.trace import ANY, Observation, Trace, is_portable
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
@@ -74,13 +74,19 @@ def _loose(s: str) -> str | None:
 
 def agree(expected: Any, actual: Any, exact: bool) -> bool:
     """Whether ``actual`` is what ``expected`` requires. ``exact`` (reference) compares
-    texts; otherwise (core) every failure message and ``Error: ...`` text is masked."""
+    texts; otherwise (core) every failure message and ``Error: ...`` text is masked. Where
+    the oracle's trace holds ``oracle.trace.ANY`` the spec leaves the value open."""
+    if expected == ANY:
+        return True
     if isinstance(expected, str) and isinstance(actual, str):
         if exact:
-            if expected == texts.NULLISH_WRAPPER_RESULT:
+            e, a = expected, actual
+            if e.startswith("Error: ") and a.startswith("Error: "):
+                e, a = e[7:], a[7:]  # failure content repeats the message (E(m), section 3.1)
+            if e == texts.NULLISH_WRAPPER_RESULT:
                 return True  # P63: the message of a nullish wrapper result is implementation-defined
-            prefix = _loose(expected)
-            return actual.startswith(prefix) if prefix is not None else expected == actual
+            prefix = _loose(e)
+            return a.startswith(prefix) if prefix is not None else e == a
         return _mask_text(expected) == _mask_text(actual)
     if isinstance(expected, dict) and isinstance(actual, dict):
         if expected.keys() != actual.keys():
@@ -121,7 +127,16 @@ def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
         types |= LOOP_EVENTS
     if "reference" in profiles:
         types |= APPROVAL_EVENTS
-    return [e.model_dump(mode="json", exclude_none=True) for e in trace.events if e.type in types]
+    out = []
+    for e in trace.events:
+        if e.type not in types:
+            continue
+        doc = e.model_dump(mode="json", exclude_none=True)
+        if e.type == "assistant/message" and isinstance(doc.get("data"), dict):
+            # The model's message comes from the scenario; only its place in the log is the loop's.
+            doc["data"] = {k: v for k, v in doc["data"].items() if k in ("turn", "step")}
+        out.append(doc)
+    return out
 
 
 # --------------------------------------------------------------------------- first divergence

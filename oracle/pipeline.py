@@ -21,6 +21,7 @@ from .record import Record
 from .registry import World
 from .scenario import DELEGATE, Behavior, Call, CustomApproval, Listener, Tool
 from .scheduler import fuse
+from .trace import ANY
 from .script import NOTHING, Invocation, perform, perform_sync
 
 RouteKind = Literal["dispatch", "post", "final"]
@@ -206,7 +207,7 @@ async def timeout_wrapper(w: World, rec: Record, next_: Any) -> JsValue:
         nonlocal fired
         if not deadline.aborted:
             fired = True
-            deadline.abort(js_error(texts.timed_out(tool.timeoutMs), "ToolTimeoutError"))
+            deadline.abort(ANY)  # P70 does not say what the deadline's abort reason is
     timer.on_settle(expire)
     detach = prev.listen(lambda s: deadline.abort(s.reason))
     if prev.aborted:

@@ -102,6 +102,11 @@ class Trace(_Model):
 
 _ADAPTER: TypeAdapter[Trace] = TypeAdapter(Trace)
 
+ANY: dict[str, str] = {"$js": "any"}
+"""In the oracle's trace only: a value the spec leaves to the implementation (for example
+the abort reason of the timeout policy's deadline signal). Comparisons accept anything
+there; an implementation never sends it."""
+
 # The stage boundaries an outermost probe on each seam can see in any implementation. An
 # IUT reports these and every observation of a scripted participant; the oracle's other
 # observations (entry, routes, checkpoints, materialization, resolution, classification,

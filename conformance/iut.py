@@ -31,11 +31,13 @@ class IUTFailure(Exception):
     """The IUT broke the protocol or its promises. ``kind``: ``start`` (cannot start or
     handshake), ``timeout``, ``crash``, ``invalid`` (schema-invalid data), ``protocol``."""
 
-    def __init__(self, kind: str, message: str, stderr: str = "") -> None:
+    def __init__(self, kind: str, message: str, stderr: str = "", restart: bool = True) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.stderr = stderr
+        # A well-framed answer with bad content leaves the stream in step: no restart needed.
+        self.restart = restart
 
 
 _SCHEMAS: dict[str, jsonschema.protocols.Validator] = {}
@@ -154,12 +156,17 @@ class ProcessIUT:
         if doc.get("seq") != seq:
             raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", self.stderr_text())
         if self.validate:
-            _validate("protocol-answer", doc)
+            try:
+                _validate("protocol-answer", doc)
+            except IUTFailure as e:
+                e.restart = False
+                raise
         try:
             return parse_answer(doc)
         except ValidationError as e:
             kind = "invalid" if self.validate else "protocol"
-            raise IUTFailure(kind, f"IUT sent invalid data: {_first_error(e)}", self.stderr_text()) from None
+            raise IUTFailure(kind, f"IUT sent invalid data: {_first_error(e)}", self.stderr_text(),
+                             restart=False) from None
 
     def restart(self) -> Started:
         self.close()

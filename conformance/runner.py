@@ -103,7 +103,7 @@ class Runner:
         except IUTFailure as e:
             self.broken = True
             outcome = _IUT_KIND.get(e.kind, Outcome.ERROR)
-            if e.kind != "invalid":
+            if e.restart:
                 self._restart()
             message = f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else "")
             return CaseRecord(**base, outcome=outcome, message=message, duration_ms=_ms(t0))

@@ -116,9 +116,12 @@ export function checkFeatures(s) {
   } else if (run?.kind === 'loop') {
     keys(run, 'loop', '$.run')
     ;(run.blocks ?? []).forEach((b, i) => keys(b, 'block', `$.run.blocks[${i}]`))
+    // Only the shipped approval service reads openTurn (its audit pair must be turn-enclosed,
+    // P43); the real loop runs its tool step inside the turn it opened, so a closed turn
+    // cannot be arranged there. Without the shipped service the field has no effect.
     const agent = (s.agents ?? []).find((a) => a.id === run.agent)
-    if (agent?.openTurn === false) {
-      throw new Unsupported('$.agents: the loop agent runs its tool step inside a turn the real loop opens; "openTurn": false cannot be expressed there')
+    if (agent?.openTurn === false && s.approval?.service === 'shipped') {
+      throw new Unsupported('$.agents: the loop agent runs its tool step inside the turn the real loop opened; "openTurn": false with the shipped approval service cannot be expressed there')
     }
   } else {
     throw new Unsupported(`$.run.kind: unknown run kind ${JSON.stringify(run?.kind)}`)

@@ -5,7 +5,8 @@
 // (finish "tool-calls" or "max-tokens") and every later request with one text block
 // ("done", finish "stop"). The trace reports the session events of the tool step, from its
 // assistant/message up to (not including) the next step's assistant/message or the turn's
-// end, restricted to the event types of the trace language and normalized to the oracle's
+// end (turn/end; or turn/start, since rc.8 writes no turn/end for an aborted turn),
+// restricted to the event types of the trace language and normalized to the oracle's
 // shapes (oracle/loop.py):
 // - assistant/message data is {turn, step, content};
 // - the tool-result message of tool/result loses its random id;
@@ -119,7 +120,7 @@ export function loopEvents(w, agentId, sessionEvents) {
   const window = []
   for (let i = first; i < sessionEvents.length; i++) {
     const e = sessionEvents[i]
-    if (i > first && (e.type === 'assistant/message' || e.type === 'turn/end')) break
+    if (i > first && (e.type === 'assistant/message' || e.type === 'turn/end' || e.type === 'turn/start')) break
     window.push(e)
   }
   const renumbered = new Map()

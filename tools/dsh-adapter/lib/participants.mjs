@@ -15,12 +15,6 @@ import { Unsupported } from './faults.mjs'
 import { Invocation, NOTHING, delegateBehavior, perform, performSync } from './script.mjs'
 
 const RETURN_UNDEFINED = [{ do: 'return', value: { $js: 'undefined' } }]
-const STAGES = {
-  'tools/pre-execute': 'pre-execute',
-  'tools/execute': 'execute',
-  'tools/post-execute': 'post-execute',
-  'approval/request': 'approval',
-}
 
 // ------------------------------------------------------------------------------- tools
 
@@ -180,8 +174,12 @@ export function listenerFunction(w, l) {
   const script = l.script ?? (l.event === 'tools/result' ? [] : delegateBehavior())
   switch (l.event) {
     case 'tools/pre-execute':
+      return (exec, next) => perform(w, new Invocation({ who: l.id, stage: 'pre-execute', call: w.callOf(exec), record: exec, next }), script)
     case 'tools/execute':
-      return (exec, next) => perform(w, new Invocation({ who: l.id, stage: STAGES[l.event], call: w.callOf(exec), record: exec, next }), script)
+      return (exec, next) => {
+        w.noticeDeadline(exec)
+        return perform(w, new Invocation({ who: l.id, stage: 'execute', call: w.callOf(exec), record: exec, next }), script)
+      }
     case 'tools/post-execute':
       return (exec, result, next) => perform(w, new Invocation({ who: l.id, stage: 'post-execute', call: w.callOf(exec), record: exec, next, result }), script)
     case 'approval/request':

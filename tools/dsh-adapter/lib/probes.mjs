@@ -46,6 +46,7 @@ export function installProbes(w, ctx) {
       const next = args[args.length - 1]
       const call = event === 'tools/pre-execute' ? w.adopt(exec) : w.callOf(exec)
       w.obs(call, stage, 'start', null, event === 'tools/post-execute' ? w.enc(args[1]) : null)
+      if (event === 'tools/execute') w.executeEntry.set(exec, exec.signal)
       let returned
       try {
         returned = next()

@@ -23,6 +23,8 @@ export class World {
     this.decl = new Map() // ref -> { kind, item }
     this.disposers = new Map() // ref -> [disposer]
     this.named = new Map() // signal name -> AbortController
+    this.signalNames = new WeakMap() // other signals the trace names (the timeout policy's deadline)
+    this.executeEntry = new WeakMap() // record -> its signal when the tools/execute waterfall started
     this.callers = new Map() // call id -> AbortController (direct runs)
     this.inputs = new Map() // call id -> the caller's input object
     this.execs = new Map() // call id -> the execution record the probes saw
@@ -199,7 +201,24 @@ export class World {
   signalName(rec, signal) {
     if (signal !== undefined && signal === this.inputs.get(this.callOf(rec))?.signal) return 'caller'
     for (const [name, controller] of this.named) if (controller.signal === signal) return name
+    if (signal !== null && typeof signal === 'object' && this.signalNames.has(signal)) return this.signalNames.get(signal)
     return 'fused'
+  }
+
+  /**
+   * Name the shipped timeout policy's deadline signal as the oracle does
+   * (`deadline:<call>:<virtual ms>`). The policy is the outermost tools/execute listener
+   * after the probe and puts its deadline on the record before it calls next(); scenario
+   * listeners can only put named signals there. So an unnamed signal a scenario wrapper
+   * finds on the record, other than the one the record entered the waterfall with, is the
+   * policy's deadline.
+   */
+  noticeDeadline(exec) {
+    if (!this.scenario.timeoutPolicy) return
+    const signal = exec.signal
+    if (signal === null || typeof signal !== 'object' || signal === this.executeEntry.get(exec) || this.signalNames.has(signal)) return
+    for (const controller of this.named.values()) if (controller.signal === signal) return
+    this.signalNames.set(signal, `deadline:${this.callOf(exec)}:${this.clock.now}`)
   }
 
   // ----------------------------------------------------------------------------- gates

@@ -165,7 +165,7 @@ function decodeError(wire, realm, stack, origins) {
   let error
   if (wire.harness) {
     const Harness = realm.HarnessError
-    const C = cls === 'HarnessError' ? Harness : (realm.harnessClasses?.[cls] ?? namedClass(cls, Harness))
+    const C = cls === 'HarnessError' ? Harness : namedClass(cls, Harness)
     error = new C(message, wire.code === undefined ? undefined : decodeIn(wire.code, realm, stack, origins))
     if (wire.name !== undefined) error.name = decodeIn(wire.name, realm, stack, origins)
     return error

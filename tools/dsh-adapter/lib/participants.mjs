@@ -12,7 +12,7 @@ import { Service } from '@deepseek-ai/cordis'
 import ApprovalService from '@deepseek-ai/dsh-user-approval'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import { Unsupported } from './faults.mjs'
-import { Invocation, NOTHING, delegateBehavior, perform, performSync } from './script.mjs'
+import { Invocation, delegateBehavior, perform, performSync } from './script.mjs'
 
 const RETURN_UNDEFINED = [{ do: 'return', value: { $js: 'undefined' } }]
 
@@ -235,4 +235,3 @@ export function approvalPlugin(w, approval) {
   }
 }
 
-export { NOTHING }

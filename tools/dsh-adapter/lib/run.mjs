@@ -129,7 +129,11 @@ async function drive(w, ctx, scenario) {
       arguments: w.dec(call.arguments === undefined ? {} : call.arguments),
       signal: controller.signal,
     }
-    if (call.agent !== undefined && call.agent !== null) input.agent = w.agents.get(call.agent).key
+    if (call.agent !== undefined && call.agent !== null) {
+      const agent = w.agents.get(call.agent)
+      if (agent === undefined) throw w.fault(`$.run.calls: unknown agent ${JSON.stringify(call.agent)}`)
+      input.agent = agent.key
+    }
     if (call.rootCallId !== undefined && call.rootCallId !== null) input.rootCallId = call.rootCallId
     if (call.parent) input.parent = Symbol('foreign execution token')
     w.inputs.set(call.callId, input)

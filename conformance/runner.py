@@ -164,7 +164,7 @@ class Runner:
             return rec.outcome in (Outcome.FAIL, *BROKEN)
 
         cfg = settings(max_examples=examples, database=None, deadline=None,
-                       suppress_health_check=list(HealthCheck), phases=None)
+                       suppress_health_check=list(HealthCheck))
         try:
             minimal = find(scenarios(profiles), fails, settings=cfg, random=random.Random(seed))
         except NoSuchExample:

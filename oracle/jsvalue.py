@@ -279,6 +279,9 @@ def message_of(x: JsValue) -> str:
             raise Thrown(x)
         if kind == "error":
             return str(x.get("message", ""))
+        if kind == "symbol":
+            # String(x) describes a symbol where other string conversions throw.
+            return f"Symbol({x.get('description', '')})"
         if isinstance(x, dict):
             props = x.get("entries", {}) if kind in ("object", "null-proto") else (x if kind is None else {})
             if "message" in props:

@@ -74,17 +74,17 @@ def _object(pairs: list[tuple[str, Any]]) -> JsValue:
 
 # ---------------------------------------------------------------------------- the inbox
 
-def splice_append(w: World, message: JsValue) -> None:
-    """Append one message to the next-step queue, recorded as ``agent/inbox/spliced`` (P109).
-    A message id that is already queued throws (P113)."""
+def splice_append(w: World, message: JsValue, target: str = "next-step") -> None:
+    """Append one message to a pending queue, recorded as ``agent/inbox/spliced`` (P109).
+    A message id that is already pending in either queue throws (P113)."""
     agent = w.loop_agent
     assert agent is not None
     mid = get(message, "id")
-    if any(get(m, "id") == mid for m in w.inbox):
+    if any(get(m, "id") == mid for m in (*w.inbox, *w.inbox_next_turn)):
         raise Thrown(js_error(f'message "{mid}" is already pending'))
-    w.append_event(agent, "agent/inbox/spliced", {"target": "next-step", "start": len(w.inbox),
-                                                  "inserted": [message]})
-    w.inbox.append(message)
+    queue = w.inbox if target == "next-step" else w.inbox_next_turn
+    w.append_event(agent, "agent/inbox/spliced", {"target": target, "start": len(queue), "inserted": [message]})
+    queue.append(message)
 
 
 # ---------------------------------------------------------------------------- P19

@@ -63,6 +63,7 @@ class World:
         self.frozen: dict[int, Any] = {}  # id -> object: everything the registry deep-froze
         self.gates: dict[str, Deferred] = {}
         self.inbox: list[JsValue] = []  # the loop agent's next-step queue
+        self.inbox_next_turn: list[JsValue] = []  # waking input after an abort starts a new turn
         self.loop_agent: str | None = None
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed

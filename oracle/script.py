@@ -142,9 +142,12 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
             case "inject" | "steer":
                 if w.loop_agent is None:
                     raise ScenarioError(f"participant {inv.who}", f"'{step.do}' needs a loop run")
-                w.obs(inv.call, inv.stage, "inject", inv.who, step.message, ("P111",))
+                w.obs(inv.call, inv.stage, "inject", inv.who, step.message, ("P111", "P112"))
                 from .loop import splice_append  # the loop owns the inbox
-                splice_append(w, copy.deepcopy(step.message))
+                # steer() wakes the agent: once the step is aborted, waking input cannot join
+                # the aborted activity and goes to the next turn instead (P112).
+                late = step.do == "steer" and w.signal("step").aborted
+                splice_append(w, copy.deepcopy(step.message), "next-turn" if late else "next-step")
             case "observe":
                 w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), inv.rules + _OBSERVE_RULES[step.what])
     return UNDEFINED
@@ -194,10 +197,9 @@ def _observe(w: World, inv: Invocation, what: str) -> JsValue:
 def _mutate(w: World, inv: Invocation, step: Any) -> None:
     """A write attempt (P11, P24, P25, P99). Frozen targets refuse; others apply."""
     root, *path = step.target.split(".")
-    failure = _refusal(w, inv, root, path, step.op)
-    outcome = "failed" if failure else "applied"
+    failure, rules = _refusal(w, inv, root, path, step.op)
     w.obs(inv.call, inv.stage, "mutate", inv.who,
-          {"target": step.target, "op": step.op, "outcome": outcome}, _MUTATION_RULES[root])
+          {"target": step.target, "op": step.op, "outcome": "failed" if failure else "applied"}, rules)
     if failure:
         if not step.catch:
             raise Thrown(type_error(failure))
@@ -210,45 +212,56 @@ def _mutate(w: World, inv: Invocation, step: Any) -> None:
             rec.extra[path[0]] = copy.deepcopy(step.value)
 
 
-_MUTATION_RULES = {
-    "record": ("P24", "P99"),
-    "args": ("P25",),
-    "result": ("P11",),
-    "input": ("P23",),
-}
-
-
-def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> str | None:
-    """The TypeError message a write raises, or None when the write is allowed."""
-    key = path[-1] if path else root
+def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> tuple[str | None, tuple[str, ...]]:
+    """The TypeError message a write raises (None when it is allowed), and the rules that
+    decide it. As in strict-mode JavaScript, deleting a key that is absent succeeds."""
+    if root == "input":
+        return None, ("P23",)  # the caller's object: writes apply and are never read again
+    if not path:
+        return texts.frozen_set(root), ("P24",)
+    key = path[-1]
     if root == "record":
         rec = _need_record(inv)
-        if not path:
-            return texts.frozen_set(root)
         head = path[0]
         if len(path) == 1:
-            if rec.frozen or head in IDENTITY:
-                return _message(op, key, rec.has(head))
-            return None
-        if head == "arguments" or head in ("callId", "rootCallId", "name", "token"):
-            return _message(op, key, True)  # deep-frozen snapshot, or a primitive
-        if rec.frozen and head not in ("agent", "signal"):
-            return _message(op, key, True)
-        return None  # the agent and signal objects themselves are not frozen (P24)
+            exists = rec.has(head)
+            rule = ("P24",) if head in IDENTITY else ("P99",) if rec.frozen else ("P24", "P60")
+            if (head in IDENTITY or rec.frozen) and not (op == "delete" and not exists):
+                return _message(op, key, exists), rule
+            return None, rule
+        if head == "arguments":
+            return _frozen_write(w, rec.arguments, path[1:], op), ("P24", "P25")
+        if head in ("callId", "rootCallId", "name", "token"):
+            return f"Cannot create property '{key}' on string", ("P24",)  # a primitive has no properties
+        if head in ("agent", "signal"):
+            return None, ("P24",)  # the agent and signal objects themselves are not frozen
+        return (_message(op, key, True) if rec.frozen else None), ("P99",)
     if root == "args":
-        return _message(op, key, True)
-    if root == "result":
-        target = inv.result
-        if target is NOTHING or not isinstance(target, (dict, list)):
-            return f"Cannot set properties of undefined (setting '{key}')"
-        node: Any = target
-        for part in path[:-1]:
-            node = node.get(part) if isinstance(node, dict) else None
-        if path and isinstance(node, (dict, list)) and not w.is_frozen(node):
-            return None
-        exists = isinstance(node, dict) and path and path[-1] in node
-        return _message(op, key, bool(exists))
-    return None  # the caller's input object is the caller's: writes apply, unread (P23)
+        return _frozen_write(w, inv.args, path, op), ("P25",)
+    target = inv.result if inv.result is not NOTHING else UNDEFINED
+    return _frozen_write(w, target, path, op), ("P11",)
+
+
+def _frozen_write(w: World, value: Any, path: list[str], op: str) -> str | None:
+    """Write ``path`` inside ``value``: refused where the container is frozen."""
+    node = value
+    for part in path[:-1]:
+        node = _child(node, part)
+    key = path[-1]
+    if not isinstance(node, (dict, list)):
+        return f"Cannot set properties of undefined (setting '{key}')"
+    exists = _child(node, key) is not NOTHING
+    if not w.is_frozen(node) or (op == "delete" and not exists):
+        return None
+    return _message(op, key, exists)
+
+
+def _child(node: Any, key: str) -> Any:
+    if isinstance(node, dict):
+        return node.get(key, NOTHING)
+    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        return node[int(key)]
+    return NOTHING
 
 
 def _message(op: str, key: str, exists: bool) -> str:

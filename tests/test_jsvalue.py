@@ -43,7 +43,9 @@ def test_to_string_throws(value):
     ({"message": 42}, "[object Object]"),
     ("text", "text"), (U, "undefined"), (None, "null"), (["a", "b"], "a,b"), (7, "7"),
     ({"$js": "hostile"}, "<unprintable thrown value>"),
-    ({"$js": "symbol"}, "<unprintable thrown value>"),
+    ({"$js": "symbol"}, "Symbol()"),  # String(x) describes a symbol
+    ({"$js": "symbol", "description": "s"}, "Symbol(s)"),
+    ([{"$js": "symbol"}], "<unprintable thrown value>"),  # joining an array converts with ToString
     ({"message": {"$js": "getter-throws", "message": "x"}}, "<unprintable thrown value>"),
     ({"$js": "object", "entries": {"message": "escaped"}}, "escaped"),
 ])

@@ -122,8 +122,7 @@ def _print_summary(impl: dict[str, Any], records: list[CaseRecord], stale: list[
         if rule.profile not in profiles:
             continue
         o = outcomes.get(rule.id)
-        print(f"{rule.profile:<10} {rule.id:<5} {rule.title[:56]:<56} {cited.get(rule.id, 0):>5}  "
-              f"{o.value if o else 'no case'}")
+        print(f"{rule.profile:<10} {rule.id:<5} {rule.title[:56]:<56} {cited.get(rule.id, 0):>5}  {o or 'no case'}")
     bad = [r for r in records if r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID)]
     for r in bad[:20]:
         print(f"\n{r.outcome.value.upper()} {r.id}" + (f" ({r.case_file})" if r.case_file else ""))
@@ -165,7 +164,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     reports = [read_report(p) for p in args.reports]
     render = {"md": render_markdown, "html": render_html, "json": render_json}[args.format]
-    text = render(reports)
+    base = Path(args.output).resolve().parent if args.output else Path.cwd()
+    text = render(reports, args.title, base)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
@@ -268,6 +268,7 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("reports", nargs="+")
     rep.add_argument("--format", choices=["md", "html", "json"], default="md")
     rep.add_argument("-o", "--output")
+    rep.add_argument("--title", default="Compliance matrix")
     rep.set_defaults(func=cmd_report)
 
     exp = sub.add_parser("expectations", help="write an expectations file from a report")

@@ -175,14 +175,24 @@ def read_report(path: str | Path) -> Report:
     return Report(str(path), header, cases, footer)
 
 
-def rule_outcomes(cases: list[CaseRecord]) -> dict[str, Outcome]:
-    """Each rule's outcome over the cases citing it, and over the failures attributed to it
-    (the rules of a failing case's first divergence and broken invariants)."""
+INCONCLUSIVE = "inconclusive"  # a rule whose every case failed first on another rule
+
+
+def rule_outcomes(cases: list[CaseRecord]) -> dict[str, str]:
+    """Each rule's outcome. A case that failed counts for the rules its failure is put down
+    to (its first divergence's and broken invariants'), not for the other rules it cites:
+    those were not reached. A rule only such cases cite is ``inconclusive``."""
     seen: dict[str, set[Outcome]] = {}
+    cited: set[str] = set()
     for c in cases:
-        for r in dict.fromkeys([*c.rules, *c.failing_rules]):
+        cited.update(c.rules)
+        failed = c.outcome in (Outcome.FAIL, Outcome.XFAIL) and c.failing_rules
+        for r in (c.failing_rules if failed else c.rules):
             seen.setdefault(r, set()).add(c.outcome)
-    return {r: next(o for o in RULE_PRECEDENCE if o in outs) for r, outs in seen.items()}
+    out = {r: next(o for o in RULE_PRECEDENCE if o in outs).value for r, outs in seen.items()}
+    for r in cited - set(out):
+        out[r] = INCONCLUSIVE
+    return out
 
 
 # ------------------------------------------------------------------------------- matrix
@@ -195,7 +205,7 @@ def matrix(reports: list[Report]) -> list[dict[str, Any]]:
         index: dict[str, list[CaseRecord]] = {}
         for c in r.cases:
             if c.outcome in (Outcome.FAIL, Outcome.XFAIL) or c.outcome in BROKEN:
-                for rule in dict.fromkeys([*c.failing_rules, *c.rules]):
+                for rule in (c.failing_rules or c.rules):
                     index.setdefault(rule, []).append(c)
         failing.append(index)
     rows = []
@@ -221,14 +231,28 @@ def _section(rule_id: str) -> str:
     return next(name for last, name in bounds if n <= last)
 
 
-def render_markdown(reports: list[Report], title: str = "Compliance matrix") -> str:
+def _relative(rows: list[dict[str, Any]], base: Path | None) -> None:
+    """Make case-file links relative to where the rendered page lives."""
+    import os
+
+    if base is None:
+        return
+    for row in rows:
+        for cell in row["cells"]:
+            for case in cell["cases"]:
+                if case["file"]:
+                    case["file"] = os.path.relpath(case["file"], base)
+
+
+def render_markdown(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None) -> str:
     rows = matrix(reports)
+    _relative(rows, base)
     out = [f"# {title}", ""]
     for r in reports:
         h = r.header
         counts = r.footer.counts if r.footer else {}
         out.append(f"- **{r.name}** ({h.implementation.get('language', '?')}), profiles {', '.join(h.profiles)}; "
-                   f"report `{Path(r.path).name}`; {len(r.cases)} cases"
+                   f"{len(r.cases)} cases"
                    + (": " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else " (partial run)"))
     out.append("")
     names = [r.name for r in reports]
@@ -275,7 +299,7 @@ def _compact(v: Any, limit: int = 300) -> str:
 
 def _md_cell(cell: dict[str, Any]) -> str:
     outcome = cell["outcome"]
-    text = outcome.value if isinstance(outcome, Outcome) else outcome
+    text = outcome
     if cell["cases"]:
         first = cell["cases"][0]
         target = first["file"] or ""
@@ -283,15 +307,16 @@ def _md_cell(cell: dict[str, Any]) -> str:
     return text
 
 
-def render_html(reports: list[Report], title: str = "Compliance matrix") -> str:
+def render_html(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None) -> str:
     rows = matrix(reports)
+    _relative(rows, base)
     names = [r.name for r in reports]
     head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
     body = []
     for row in rows:
         cells = []
         for cell in row["cells"]:
-            outcome = cell["outcome"].value if isinstance(cell["outcome"], Outcome) else cell["outcome"]
+            outcome = cell["outcome"]
             links = "".join(f'<br><a href="{html.escape(c["file"] or "#")}">{html.escape(c["id"])}</a>'
                             for c in cell["cases"])
             cells.append(f'<td class="{html.escape(outcome)}">{html.escape(outcome)}{links}</td>')
@@ -305,11 +330,10 @@ def render_html(reports: list[Report], title: str = "Compliance matrix") -> str:
             f"<th>rule</th><th>title</th>{head}</tr>{''.join(body)}</table></body></html>\n")
 
 
-def render_json(reports: list[Report]) -> str:
+def render_json(reports: list[Report], title: str = "", base: Path | None = None) -> str:
     doc = {"implementations": [{"name": r.name, "report": r.path, "header": r.header.model_dump(mode="json")}
                                for r in reports],
-           "rules": [{**row, "cells": [{**c, "outcome": c["outcome"].value if isinstance(c["outcome"], Outcome)
-                                        else c["outcome"]} for c in row["cells"]]} for row in matrix(reports)]}
+           "rules": matrix(reports)}
     return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
 
 

@@ -192,7 +192,7 @@ class Runner:
         stale = self.expectations.stale(self.records)
         failed = any(r.outcome == Outcome.FAIL for r in self.records) or bool(stale)
         code = EXIT_BROKEN if self.broken else (EXIT_FAIL if failed else EXIT_OK)
-        footer = Footer(counts=counts, rules={k: v.value for k, v in rule_outcomes(self.records).items()},
+        footer = Footer(counts=counts, rules=rule_outcomes(self.records),
                         stale=stale, exit=code, finished=now())
         self.writer.write(footer)
         return footer

@@ -676,7 +676,7 @@ async def _accept() -> JsValue:
 def block_message(feedback: JsValue) -> str:
     """P84: the block failure's message, derived from its feedback."""
     if not isinstance(feedback, list):
-        raise Thrown(type_error("feedback.map is not a function"))
+        raise Thrown(type_error(texts.FEEDBACK_NOT_ARRAY))
     parts = []
     for block in feedback:
         kind = get(block, "type") if is_object(block) else UNDEFINED

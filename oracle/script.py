@@ -149,11 +149,13 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 late = step.do == "steer" and w.signal("step").aborted
                 splice_append(w, copy.deepcopy(step.message), "next-turn" if late else "next-step")
             case "observe":
-                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), inv.rules + _OBSERVE_RULES[step.what])
+                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), _OBSERVE_RULES[step.what])
     return UNDEFINED
 
 
-# What each kind of step shows about the spec, beyond the participant's own stage rules.
+# The rules behind what a step shows. An observation names these alone, so that a
+# divergence in it is put down to the rule about what was observed, not to the stage the
+# observing participant runs in.
 _TABLE_RULES = ("P5", "P26", "P45", "P56")  # tables are read live at the points the spec names
 _OBSERVE_RULES = {"record": ("P22", "P24", "P60"), "result": ("P11",), "args": ("P25",), "request": ("P39",)}
 

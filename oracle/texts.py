@@ -24,6 +24,9 @@ NO_OPEN_TURN = (  # P43
     "from inside the turn that needs the decision."
 )
 NULLISH_WRAPPER_RESULT = "tools/execute returned no result"  # P63: implementation-defined
+FEEDBACK_NOT_ARRAY = "block feedback is not an array"  # P84: implementation-defined
+# Messages the spec leaves wholly to the implementation: comparisons accept any text there.
+IMPLEMENTATION_DEFINED = frozenset({NULLISH_WRAPPER_RESULT, FEEDBACK_NOT_ARRAY})
 
 
 def approval_not_supported(name: str) -> str:  # P38

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+FAKE = Path(__file__).parent / "fakes" / "fake_iut.py"  # deliberately wrong IUTs
 SHARED = ROOT.parent / "shared"
 
 CITED: set[str] = set()
@@ -32,3 +33,16 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not beside this clone")
     return SHARED
+
+
+def corpus_subset(tmp_path: Path, names: list[str]) -> Path:
+    """A directory holding copies of the named corpus cases, for short suite runs."""
+    import shutil
+
+    from conformance.corpus import CASES
+
+    d = tmp_path / "cases"
+    d.mkdir()
+    for name in names:
+        shutil.copy(CASES / f"{name}.json", d)
+    return d

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -12,21 +11,18 @@ import jsonschema
 import pytest
 
 from conformance.cli import main
+
+from .conftest import FAKE, corpus_subset
 from conformance.corpus import CASES
 from conformance.report import read_report, report_schemas
 
-FAKE = Path(__file__).parent / "fakes" / "fake_iut.py"
 BYPASS = f"{sys.executable} {FAKE} guard-bypass"
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "guard-falsy-returns-deny", "approval-shipped-allowed-once"]
 
 
 @pytest.fixture
 def cases(tmp_path: Path) -> Path:
-    d = tmp_path / "cases"
-    d.mkdir()
-    for name in PICK:
-        shutil.copy(CASES / f"{name}.json", d)
-    return d
+    return corpus_subset(tmp_path, PICK)
 
 
 def _run(tmp_path, cases, impl, name, *extra):

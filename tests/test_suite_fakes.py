@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 from conformance.cli import main
+
+from .conftest import FAKE, corpus_subset
 from conformance.corpus import CASES
 from conformance.report import read_report
 
-FAKE = Path(__file__).parent / "fakes" / "fake_iut.py"
 # A few corpus cases that exercise what the fakes break.
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "loop-contexts-after-batch",
         "finalize-content-only", "execute-retry-shared-cursor", "approval-shipped-allowed-once"]
@@ -21,11 +20,7 @@ PICK = ["guard-denies-with-number", "pre-deny-skips-body", "loop-contexts-after-
 
 @pytest.fixture
 def cases(tmp_path: Path) -> Path:
-    d = tmp_path / "cases"
-    d.mkdir()
-    for name in PICK:
-        shutil.copy(CASES / f"{name}.json", d)
-    return d
+    return corpus_subset(tmp_path, PICK)
 
 
 def _run(tmp_path: Path, cases: Path, mode: str, *extra: str):

@@ -165,7 +165,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     reports = [read_report(p) for p in args.reports]
     render = {"md": render_markdown, "html": render_html, "json": render_json}[args.format]
     base = Path(args.output).resolve().parent if args.output else Path.cwd()
-    text = render(reports, args.title, base)
+    text = render(reports, args.title, base, args.note)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
@@ -269,6 +269,7 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=["md", "html", "json"], default="md")
     rep.add_argument("-o", "--output")
     rep.add_argument("--title", default="Compliance matrix")
+    rep.add_argument("--note", help="a line of text under the title (for example how to regenerate the page)")
     rep.set_defaults(func=cmd_report)
 
     exp = sub.add_parser("expectations", help="write an expectations file from a report")

@@ -244,10 +244,13 @@ def _relative(rows: list[dict[str, Any]], base: Path | None) -> None:
                     case["file"] = os.path.relpath(case["file"], base)
 
 
-def render_markdown(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None) -> str:
+def render_markdown(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
+                    note: str | None = None) -> str:
     rows = matrix(reports)
     _relative(rows, base)
     out = [f"# {title}", ""]
+    if note:
+        out += [note, ""]
     for r in reports:
         h = r.header
         counts = r.footer.counts if r.footer else {}
@@ -307,7 +310,8 @@ def _md_cell(cell: dict[str, Any]) -> str:
     return text
 
 
-def render_html(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None) -> str:
+def render_html(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
+                note: str | None = None) -> str:
     rows = matrix(reports)
     _relative(rows, base)
     names = [r.name for r in reports]
@@ -326,11 +330,12 @@ def render_html(reports: list[Report], title: str = "Compliance matrix", base: P
              ".pass{background:#dfd}.fail,.error,.timeout,.invalid{background:#fdd}"
              ".expected-fail{background:#ffd}.skip,.not-scored{color:#777}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1><table><tr><th>profile</th>"
+            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"{'<p>' + html.escape(note) + '</p>' if note else ''}<table><tr><th>profile</th>"
             f"<th>rule</th><th>title</th>{head}</tr>{''.join(body)}</table></body></html>\n")
 
 
-def render_json(reports: list[Report], title: str = "", base: Path | None = None) -> str:
+def render_json(reports: list[Report], title: str = "", base: Path | None = None, note: str | None = None) -> str:
     doc = {"implementations": [{"name": r.name, "report": r.path, "header": r.header.model_dump(mode="json")}
                                for r in reports],
            "rules": matrix(reports)}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import UNDEFINED, JsValue, Thrown, js_error, token, type_error
+from .jsvalue import UNDEFINED, JsValue, Thrown, js_error, to_string, token, type_error
 from .record import IDENTITY, Record
 from .registry import World
 from .scenario import Behavior, ScenarioError
@@ -250,8 +250,8 @@ def _frozen_write(w: World, value: Any, path: list[str], op: str) -> str | None:
     for part in path[:-1]:
         node = _child(node, part)
     key = path[-1]
-    if not isinstance(node, (dict, list)):
-        return f"Cannot set properties of undefined (setting '{key}')"
+    if not isinstance(node, (dict, list)) or token(node) is not None:
+        return f"Cannot set properties of {to_string(node) if token(node) != 'undefined' else 'undefined'} (setting '{key}')"
     exists = _child(node, key) is not NOTHING
     if not w.is_frozen(node) or (op == "delete" and not exists):
         return None

@@ -165,10 +165,13 @@ class Runner:
 
         cfg = settings(max_examples=examples, database=None, deadline=None,
                        suppress_health_check=list(HealthCheck))
+        t0 = time.monotonic()
         try:
             minimal = find(scenarios(profiles), fails, settings=cfg, random=random.Random(seed))
         except NoSuchExample:
-            return None
+            return self.record(CaseRecord(
+                id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.PASS,
+                message=f"{count} generated scenarios, no unexpected failure", duration_ms=_ms(t0)))
         case_id = "prop-" + hashlib.sha256(json.dumps(minimal, sort_keys=True).encode()).hexdigest()[:12]
         doc = {**minimal, "id": case_id, "title": "shrunk counterexample of a property run", "seed": seed}
         path = self._save(case_id, doc)

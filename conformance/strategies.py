@@ -209,18 +209,22 @@ IDENTITY_TARGETS = ("record.callId", "record.name", "record.arguments", "record.
                     "record.token", "record.agent", "record.parent", "record")
 RESULT_TARGETS = ("result.isError", "result.content", "result.value", "result.error.message",
                   "result.content.0.text", "result.additionalContexts")
-OTHER_TARGETS = ("record.custom", "record.signal", "record.agent.x", "record.parent.x", "record.callId.x",
-                 "args.x", "args", "input.name", "input.arguments.x")
-# The oracle crashes on a ``mutate`` of the approval request (KeyError 'request' in
-# oracle/script.py _MUTATION_RULES; reported, see tests/test_properties.py). Turn this on
-# once it is fixed.
+OTHER_TARGETS = ("record.custom", "record.signal", "record.callId.x", "args.x", "args", "input.name",
+                 "input.arguments.x")
 MUTATE_REQUEST = True
+# The oracle applies a write into record.agent / record.parent of a call that has none
+# (reported; pinned by a strict xfail in tests/test_properties.py). Until it is fixed these
+# targets stay out, so that a property run against the oracle passes.
+ABSENT_FIELD_TARGETS = ("record.agent.x", "record.parent.x")
+MUTATE_ABSENT_FIELDS = False
 
 
 @cache
 def mutation_steps(role: Role) -> S:
     """A write attempt: identity fields, the record, arguments, handed results, the input."""
     targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS
+    if MUTATE_ABSENT_FIELDS:
+        targets += ABSENT_FIELD_TARGETS
     if role.request and MUTATE_REQUEST:
         targets += ("request.toolName", "request.reason")
     return st.builds(

@@ -115,12 +115,30 @@ def _obs_item(o: Observation) -> dict[str, Any]:
     return {"stage": o.stage, "what": o.what, "who": o.who, "value": o.value}
 
 
-def observations_by_call(trace: Trace) -> dict[str, list[tuple[dict[str, Any], list[str]]]]:
-    out: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
+# (the observation's own rules, the outcome's when it carries one, the routing in force)
+Blame = tuple[list[str], list[str] | None, list[str]]
+
+
+def observations_by_call(trace: Trace) -> dict[str, list[tuple[dict[str, Any], Blame]]]:
+    """Each call's portable observations with the rules to blame when one differs. When an
+    observation carries the call's outcome and the outcome differs, the oracle's latest
+    routing of that call (why the outcome is what it is) is blamed, where there is one."""
+    out: dict[str, list[tuple[dict[str, Any], Blame]]] = {}
+    route: dict[str, list[str]] = {}
     for o in trace.observations:
-        if is_portable(o):
-            out.setdefault(o.call or "-", []).append((_obs_item(o), o.rules))
+        call = o.call or "-"
+        if o.stage == "route":
+            route[call] = list(o.rules)
+        elif is_portable(o):
+            outcome = route.get(call, []) if _carries_outcome(o) else None
+            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, []))))
     return out
+
+
+def _carries_outcome(o: Observation) -> bool:
+    if o.who is None and (o.stage, o.what) in (("result", "start"), ("post-execute", "start")):
+        return True
+    return o.what == "observe" and isinstance(o.value, dict) and "result" in o.value
 
 
 def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
@@ -154,14 +172,23 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
             a = acts[i] if i < len(acts) else None
             if e is None or a is None or not agree(e[0], a[0], exact):
                 return Divergence(f"observations[{call}][{i}]", e[0] if e else None,
-                                  a[0] if a else None, _observation_rules(e, a))
+                                  a[0] if a else None, _observation_rules(e, a, exact))
     ee, ae = events_for(expected, profiles), events_for(actual, profiles)
-    for i in range(max(len(ee), len(ae))):
-        e = ee[i] if i < len(ee) else None
-        a = ae[i] if i < len(ae) else None
-        if e is None or a is None or not agree(e, a, exact):
-            kind = (e or a or {}).get("type", "")
-            return Divergence(f"events[{i}]", e, a, EVENT_RULES.get(kind, []))
+    if _pooled(expected):
+        # P21: in a parallel pool a later call's tool/call *may* follow an earlier call's
+        # tool/result, so the interleaving of starts and commits is free. Each lane keeps its
+        # order: starts (tool/call, approval), commits (tool/result, inbox) and the rest.
+        lanes = [(name, [ev for ev in _lane_view(ee) if lane(ev)], [ev for ev in _lane_view(ae) if lane(ev)])
+                 for name, lane in LANES]
+    else:
+        lanes = [("events", ee, ae)]
+    for name, el, al in lanes:
+        for i in range(max(len(el), len(al))):
+            e = el[i] if i < len(el) else None
+            a = al[i] if i < len(al) else None
+            if e is None or a is None or not agree(e, a, exact):
+                kind = (e or a or {}).get("type", "")
+                return Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get(kind, []))
     exp_res = {r.callId: r.model_dump(mode="json") for r in expected.results}
     act_res = {r.callId: r.model_dump(mode="json") for r in actual.results}
     for call in list(exp_res) + [c for c in act_res if c not in exp_res]:
@@ -174,25 +201,63 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
     return None
 
 
-def _observation_rules(e: tuple[dict[str, Any], list[str]] | None, a: Any) -> list[str]:
+def _observation_rules(e: tuple[dict[str, Any], Blame] | None, a: Any, exact: bool = True) -> list[str]:
     """The rules a divergence in an observation is put down to. The outcome handed to
     ``tools/result`` sums up everything before it, so a difference there is put down to the
     rules the case cites (an empty list tells the runner so)."""
     if e is None:
         return ["P1", "P2"] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
-    item, rules = e
+    item, (rules, outcome_rules, routing) = e
     if a is not None and (item["stage"], item["what"], item["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
-        # Not the same step at all: the walk itself left the path (stage order, transitions),
-        # and the stage that ran instead ran when it must not.
+        # Not the same step at all: the walk left the path. Blame why the oracle routed the
+        # call as it did: the stage that ran instead is that routing's consequence. Without a
+        # routing, blame stage order and transitions, and the rule of the stage that ran.
+        if routing:
+            return list(routing)
         return list(dict.fromkeys([*rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], [])]))
-    if item["who"] is None and item["stage"] == "result":
-        return []
+    if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], exact):
+        return list(outcome_rules)  # empty: the runner blames the rules the case cites
     return list(rules)
+
+
+def _same_outcome(e: dict[str, Any], a: dict[str, Any], exact: bool) -> bool:
+    """Whether two outcome-carrying observations agree on the outcome (an ``observe`` of a
+    result may differ only in whether the result is frozen)."""
+    ev, av = e["value"], a["value"]
+    if isinstance(ev, dict) and isinstance(av, dict) and "result" in ev:
+        return agree(ev.get("result"), av.get("result"), exact)
+    return agree(ev, av, exact)
 
 
 # The rule that says when each stage runs at all.
 STAGE_RULES = {"pre-execute": ["P30"], "approval": ["P36"], "guards": ["P44"], "execute": ["P54"],
                "body": ["P54", "P58"], "post-execute": ["P76"], "finalize": ["P93"], "result": ["P98"]}
+
+
+LANES = [
+    ("events.starts", lambda ev: ev["type"] in ("tool/call", "approval/asked", "approval/decided")),
+    ("events.commits", lambda ev: ev["type"] in ("tool/result", "agent/inbox/spliced")),
+    ("events.rest", lambda ev: ev["type"] not in ("tool/call", "approval/asked", "approval/decided",
+                                                   "tool/result", "agent/inbox/spliced")),
+]
+
+
+def _pooled(trace: Trace) -> bool:
+    """Whether a parallel pool formed in the oracle's run (a call classified parallel)."""
+    return any(o.stage == "classify" and o.value == "parallel" for o in trace.observations)
+
+
+def _lane_view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events without their sequence numbers, a result citing its call by call id: the
+    numbers depend on the interleaving that pools leave free."""
+    calls = {ev["seq"]: ev["data"].get("callId") for ev in events if ev["type"] == "tool/call"}
+    out = []
+    for ev in events:
+        doc = {k: v for k, v in ev.items() if k not in ("seq", "sourceEventSeqs")}
+        if "sourceEventSeqs" in ev:
+            doc["cites"] = [calls.get(n) for n in ev["sourceEventSeqs"]]
+        out.append(doc)
+    return out
 
 
 def _result_rules(e: dict[str, Any], a: dict[str, Any]) -> list[str]:

@@ -115,8 +115,10 @@ class Runner:
         violations = _invariants(scenario, answer.trace)
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
-        failing = list(dict.fromkeys([*(divergence.rules if divergence else []), *(v["rule"] for v in violations)]))
-        failing = failing or rules
+        # A divergence without rules of its own (a different final outcome) is put down to the
+        # rules the case cites; broken invariants name theirs.
+        blamed = (divergence.rules or rules) if divergence else []
+        failing = list(dict.fromkeys([*blamed, *(v["rule"] for v in violations)])) or rules
         reason = self.expectations.reason(case_id, failing)
         return CaseRecord(**base, outcome=Outcome.XFAIL if reason else Outcome.FAIL, failing_rules=failing,
                           divergence=divergence.to_json() if divergence else None, violations=violations,

@@ -209,22 +209,18 @@ IDENTITY_TARGETS = ("record.callId", "record.name", "record.arguments", "record.
                     "record.token", "record.agent", "record.parent", "record")
 RESULT_TARGETS = ("result.isError", "result.content", "result.value", "result.error.message",
                   "result.content.0.text", "result.additionalContexts")
-OTHER_TARGETS = ("record.custom", "record.signal", "record.callId.x", "args.x", "args", "input.name",
+OTHER_TARGETS = ("record.custom", "record.callId.x", "args.x", "args", "input.name",
                  "input.arguments.x")
 MUTATE_REQUEST = True
-# The oracle applies a write into record.agent / record.parent of a call that has none
-# (reported; pinned by a strict xfail in tests/test_properties.py). Until it is fixed these
-# targets stay out, so that a property run against the oracle passes.
+# Writes into record.agent / record.parent: refused when the call has none (undefined has
+# no properties), applied to an agent object (not frozen, P24).
 ABSENT_FIELD_TARGETS = ("record.agent.x", "record.parent.x")
-MUTATE_ABSENT_FIELDS = False
 
 
 @cache
 def mutation_steps(role: Role) -> S:
     """A write attempt: identity fields, the record, arguments, handed results, the input."""
-    targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS
-    if MUTATE_ABSENT_FIELDS:
-        targets += ABSENT_FIELD_TARGETS
+    targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS + ABSENT_FIELD_TARGETS
     if role.request and MUTATE_REQUEST:
         targets += ("request.toolName", "request.reason")
     return st.builds(
@@ -754,12 +750,14 @@ def loop_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[str]
     run: dict[str, Any] = {"kind": "loop", "agent": agents[draw(st.integers(0, len(agents) - 1))], "blocks": blocks}
     if draw(chance(False, 7)):
         run["finish"] = "max-tokens"
-    if draw(weighted((2, False), (1, True))):
-        run["maxParallelToolCalls"] = draw(st.integers(1, 2))
+    # One dispatch in flight at a time: how overlapping bodies interleave with the starts
+    # and commits of other calls is left free by the spec (P21: a later tool/call *may*
+    # follow an earlier tool/result), so generated scenarios must not depend on it. Pools,
+    # classification and re-classification still happen; overlap itself is the business
+    # of the corpus's gated cases.
+    run["maxParallelToolCalls"] = 1
     if draw(chance(focus == "entry", 14)):
         run["aborted"] = True
-    if len(blocks) > 1 and draw(weighted((1, False), (1, True))):
-        run["release"] = draw(st.permutations([b["id"] for b in blocks]))
     return run
 
 

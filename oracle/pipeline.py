@@ -613,11 +613,20 @@ def normalize(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
 
 # ============================================================================ Q: post
 
+class PostThrow(Thrown):
+    """A throw of the post-execute stage that the registry itself raises, with its rules."""
+
+    def __init__(self, value: JsValue, *rules: str) -> None:
+        super().__init__(value)
+        self.rules = rules
+
+
 async def post(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any]:
     """Q1-Q5: ``tools/post-execute`` and its decision (P76..P89)."""
     try:
         return await _post_stage(w, rec, r)
     except Thrown as t:  # Q5: P86
+        w.obs(rec.callId, "route", "to", None, "post-failed", getattr(t, "rules", ("P86",)))
         return fail(t.value)
 
 
@@ -631,29 +640,39 @@ async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any
         raise
     w.obs(rec.callId, "post-execute", "end", None, p, ("P77", "P78"))
     # Q2: P78, P79
-    if not is_object(p) or isinstance(p, list) or get(p, "kind") not in ("accept", "block"):
-        raise Thrown(type_error(texts.INVALID_POST_DECISION))
+    try:
+        well_formed = is_object(p) and not isinstance(p, list) and get(p, "kind") in ("accept", "block")
+    except Thrown as t:
+        raise PostThrow(t.value, "P79") from None
+    if not well_formed:
+        raise PostThrow(type_error(texts.INVALID_POST_DECISION), "P78", "P79")
     kind = get(p, "kind")
     dc_raw = get(p, "additionalContexts")
     dc = [] if is_undefined(dc_raw) or dc_raw is None else dc_raw
     if kind == "block":  # P83, P84
         feedback = get(p, "feedback")
-        out: dict[str, Any] = {"isError": True, "content": feedback,
-                               "error": {"message": block_message(feedback)}}
+        try:
+            message = block_message(feedback)
+        except Thrown as t:
+            raise PostThrow(t.value, "P84") from None
+        out: dict[str, Any] = {"isError": True, "content": feedback, "error": {"message": message}}
         if isinstance(dc, list) and dc:
             out["additionalContexts"] = dc
         return own_record(w, out, rec)
     if has_own(p, "content") and has_own(p, "value"):  # P82.1
-        raise Thrown(type_error(texts.ACCEPT_BOTH))
+        raise PostThrow(type_error(texts.ACCEPT_BOTH), "P82")
     prior = r.get("additionalContexts", [])
     merged = [*(prior if isinstance(prior, list) else []), *(dc if isinstance(dc, list) else [])]  # P85
     if has_own(p, "value"):  # P81, P82
         if r["isError"]:
-            raise Thrown(type_error(texts.ACCEPT_VALUE_ON_FAILURE))
+            raise PostThrow(type_error(texts.ACCEPT_VALUE_ON_FAILURE), "P81", "P82", "P87")
         tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None
         if tool is None:
-            raise Thrown(unknown_tool_error(rec.name))
-        out = dict(success(w, rec, tool, get(p, "value")))
+            raise PostThrow(unknown_tool_error(rec.name), "P82", "P56")
+        try:
+            out = dict(success(w, rec, tool, get(p, "value")))
+        except Thrown as t:
+            raise PostThrow(t.value, "P81", "P82", "P73") from None
         if merged:
             out["additionalContexts"] = merged
     else:  # P80: content only

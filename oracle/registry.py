@@ -18,6 +18,13 @@ from .scheduler import Deferred, Scheduler, Signal
 from .trace import Event, Observation, Trace
 
 
+INVOCATION_BUDGET = 10_000
+
+
+class Runaway(Exception):
+    """The scenario makes participants call each other without end."""
+
+
 @dataclass
 class ListenerEntry:
     listener: Listener
@@ -213,6 +220,10 @@ class World:
     def next_invocation(self, who: str) -> int:
         n = self.invocations.get(who, 0)
         self.invocations[who] = n + 1
+        if sum(self.invocations.values()) > INVOCATION_BUDGET:
+            # e.g. a guard that registers a guard is reached again in the same pass (P45),
+            # forever: JavaScript would not end either, so the scenario is at fault.
+            raise Runaway(f"more than {INVOCATION_BUDGET} participant invocations: the scenario runs away")
         return n
 
     def mint_token(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .jsvalue import Thrown, message_of
 from .loop import run_loop
 from .pipeline import call_input, execute
-from .registry import World
+from .registry import Runaway, World
 from .scenario import DirectRun, Scenario, ScenarioError
 from .scheduler import Deadlock
 from .trace import CallResult, Trace
@@ -29,6 +29,8 @@ def run_scenario(scenario: Scenario) -> Trace:
             w.sched.run(run_loop(w, scenario.run))
     except Deadlock as e:
         raise ScenarioRunError(f"the scenario never settles: {e}") from None
+    except Runaway as e:
+        raise ScenarioRunError(str(e)) from None
     except ScenarioError as e:
         raise ScenarioRunError(str(e)) from None
     except Thrown as t:  # only a registration step outside any participant can get here

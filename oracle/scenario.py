@@ -64,7 +64,9 @@ class Mutate(_Model):
     record), ``args`` (the body's arguments parameter), ``result`` (the result handed to
     this participant), ``request`` (an approval request), ``input`` (the caller's input
     object). A failed write raises a TypeError; with ``catch`` (default) the participant
-    catches it and goes on, otherwise it becomes the participant's throw."""
+    catches it and goes on, otherwise it becomes the participant's throw. Replace the
+    record's signal with ``set-signal``: writing ``record.signal`` is meant for a frozen
+    record (P99); before that, storing a non-signal there leaves the caller contract."""
     do: Literal["mutate"]
     target: str
     op: Literal["set", "delete", "define"] = "set"

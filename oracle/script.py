@@ -234,7 +234,12 @@ def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> 
         if head == "arguments":
             return _frozen_write(w, rec.arguments, path[1:], op), ("P24", "P25")
         if head in ("callId", "rootCallId", "name", "token"):
-            return f"Cannot create property '{key}' on string", ("P24",)  # a primitive has no properties
+            # A primitive has no properties: writing one throws, deleting one is a no-op.
+            return (None if op == "delete" else f"Cannot create property '{key}' on a primitive"), ("P24",)
+        if head in ("agent", "parent") and not rec.has(head):
+            return f"Cannot set properties of undefined (setting '{key}')", ("P24",)
+        if head == "parent":
+            return (None if op == "delete" else f"Cannot create property '{key}' on symbol"), ("P24",)
         if head in ("agent", "signal"):
             return None, ("P24",)  # the agent and signal objects themselves are not frozen
         return (_message(op, key, True) if rec.frozen else None), ("P99",)

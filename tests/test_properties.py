@@ -6,19 +6,18 @@
     reference and loop, and reaches every probe point.
 (c) The invariants catch broken traces: oracle traces corrupted one way at a time are
     reported under the rule the corruption breaks.
-(d) Oracle defects the generated scenarios found, pinned as strict xfails until fixed.
+(d) Oracle defects the generated scenarios found, kept as regression tests.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance.invariants import Violation, check
+from conformance.invariants import check
 from conformance.rules import ORACLE_PROFILES, rules, rules_of
 from conformance.strategies import (ALL_PROFILES, DEFAULT_EXAMPLES, DEFAULT_SEED, cite, measure_coverage,
                                     scenarios)
@@ -29,18 +28,6 @@ PROPERTY_EXAMPLES = 120
 
 PROPERTY_SETTINGS = settings(max_examples=PROPERTY_EXAMPLES, derandomize=True, database=None, deadline=None,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-# Violations that are oracle defects, reported to the lead and pinned in section (d). Each
-# pattern matches only the violations of its defect; remove it when (d) starts passing.
-KNOWN_ORACLE_DEFECTS = {
-    # record.agent.* / record.parent.* on a call without agent / parent is applied.
-    "write-into-absent-agent-or-parent": re.compile(r"wrote record\.(agent|parent)\.\S+ \(\w+\) and it succeeded"),
-}
-
-
-def unexplained(violations: list[Violation]) -> list[Violation]:
-    return [v for v in violations if not any(p.search(v.message) for p in KNOWN_ORACLE_DEFECTS.values())]
-
 
 def run(doc: dict[str, Any]) -> tuple[Scenario, Trace]:
     s = parse_scenario(doc)
@@ -55,7 +42,7 @@ def run(doc: dict[str, Any]) -> tuple[Scenario, Trace]:
 def test_oracle_satisfies_the_invariants(doc):
     scenario, trace = run(doc)
     assert doc["rules"] and set(doc["rules"]) <= set(rules()), doc["rules"]
-    assert unexplained(check(scenario, trace)) == []
+    assert check(scenario, trace) == []
     # The laws read only what an implementation reports: a trace cut down to the portable
     # observations is judged the same.
     portable = trace.model_copy(update={"observations": [o for o in trace.observations if is_portable(o)]})
@@ -376,8 +363,7 @@ def test_oracle_refuses_writes_through_undefined():
     assert set(_mutations(doc)) == {"failed"}
 
 
-@pytest.mark.xfail(strict=True, reason="oracle defect (reported): record.agent.x / record.parent.x on a call without "
-                                       "agent / parent is applied; the field is undefined, so the write throws (P24)")
+@pytest.mark.rules("P24")
 def test_oracle_refuses_writes_into_an_absent_agent_or_parent():
     doc = {"tools": [{"name": "t", "body": [{"do": "mutate", "target": "record.agent.x", "value": 1},
                                             {"do": "mutate", "target": "record.parent.x", "value": 1},
@@ -386,8 +372,7 @@ def test_oracle_refuses_writes_into_an_absent_agent_or_parent():
     assert set(_mutations(doc)) == {"failed"}
 
 
-@pytest.mark.xfail(strict=True, reason="oracle defect (reported): deleting a property of a primitive identity field "
-                                       "(record.callId.x) fails; in strict mode `delete 'abc'.x` is true (P24)")
+@pytest.mark.rules("P24")
 def test_oracle_lets_a_delete_on_a_primitive_succeed():
     doc = {"tools": [{"name": "t", "body": [{"do": "mutate", "target": "record.callId.x", "op": "delete"},
                                             {"do": "return", "value": 1}]}],

@@ -67,8 +67,8 @@ def test_matrix_links_failures_to_cases(tmp_path, cases, capsys):
     assert "<td>P46</td>" in capsys.readouterr().out
     assert main(["report", str(good), str(bad), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    row = next(r for r in doc["rules"] if r["rule"] == "P54")  # tools/execute ran after a denial
-    assert [c["outcome"] for c in row["cells"]] == ["no case", "fail"]  # no picked case cites P54
+    row = next(r for r in doc["rules"] if r["rule"] == "P46")  # the guard's denial was not followed
+    assert [c["outcome"] for c in row["cells"]] == ["pass", "fail"]
     assert row["cells"][1]["cases"][0]["divergence"]["where"].startswith("observations[")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from oracle import ScenarioFileError, load_scenario, parse_scenario, run_scenario
 
 from . import __version__
-from .corpus import CASES, load_case
+from .corpus import CASES
 from .expectations import Expectations, ExpectationsError, from_records, load_expectations
 from .iut import InProcessIUT, IUTFailure, ProcessIUT, embedded_oracle
 from .report import (CaseRecord, Outcome, ReportError, ReportWriter, new_header, read_report,

@@ -115,11 +115,8 @@ def dumps(message: BaseModel | dict[str, Any]) -> str:
 
 def message_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of every protocol message, by catalog file name."""
-    out = {}
-    for name, model in (("protocol-start", Start), ("protocol-run", Run), ("protocol-stop", Stop),
-                        ("protocol-started", Started), ("protocol-answer", Answer)):
-        schema = TypeAdapter(model).json_schema(by_alias=True)
-        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-        schema["$id"] = f"{name}.schema.json"
-        out[f"{name}.schema.json"] = schema
-    return out
+    from oracle.schema_doc import schema_document
+
+    return {f"{name}.schema.json": schema_document(model, f"{name}.schema.json")
+            for name, model in (("protocol-start", Start), ("protocol-run", Run), ("protocol-stop", Stop),
+                                ("protocol-started", Started), ("protocol-answer", Answer))}

@@ -95,11 +95,10 @@ _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 def report_schemas() -> dict[str, dict[str, Any]]:
-    schema = _RECORD.json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "report-record.schema.json"
-    schema["description"] = "One line of a dsh-conformance JSON-lines report."
-    return {"report-record.schema.json": schema}
+    from oracle.schema_doc import schema_document
+
+    return {"report-record.schema.json": schema_document(
+        _RECORD, "report-record.schema.json", description="One line of a dsh-conformance JSON-lines report.")}
 
 
 def spec_revision() -> dict[str, str]:

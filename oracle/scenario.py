@@ -520,7 +520,6 @@ def scenario_to_json(s: Scenario) -> dict[str, Any]:
 
 
 def scenario_json_schema() -> dict[str, Any]:
-    schema = _ADAPTER.json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "scenario.schema.json"
-    return schema
+    from .schema_doc import schema_document
+
+    return schema_document(_ADAPTER, "scenario.schema.json")

@@ -137,7 +137,6 @@ def parse_trace(data: Any) -> Trace:
 
 
 def trace_json_schema() -> dict[str, Any]:
-    schema = _ADAPTER.json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "trace.schema.json"
-    return schema
+    from .schema_doc import schema_document
+
+    return schema_document(_ADAPTER, "trace.schema.json")

@@ -161,10 +161,9 @@ def index_json(index: CatalogIndex) -> dict[str, Any]:
 
 
 def index_json_schema() -> dict[str, Any]:
-    schema = _ADAPTER.json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "pipeline.catalog.schema.json"
-    return schema
+    from oracle.schema_doc import schema_document
+
+    return schema_document(_ADAPTER, "pipeline.catalog.schema.json")
 
 
 class CatalogError(ValueError):

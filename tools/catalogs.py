@@ -27,13 +27,14 @@ from oracle.trace import trace_json_schema
 
 from . import decisions, results, session_events
 from .catalog_index import INDEX_FILE, build_index, index_json, index_json_schema
+from oracle.schema_doc import DRAFT
+
 from .catalog_page import render_catalog_page
 from .flow_model import FLOW_FILE, FlowModelError, flow_model_json_schema, load_flow_model
 from .tool_definitions import ToolSchema
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "catalogs"
-DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def _dump(doc: dict[str, Any]) -> str:

@@ -206,7 +206,6 @@ def load_flow_model(path: Path = FLOW_FILE) -> FlowModel:
 
 
 def flow_model_json_schema() -> dict[str, Any]:
-    schema = _ADAPTER.json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "flow-model.schema.json"
-    return schema
+    from oracle.schema_doc import schema_document
+
+    return schema_document(_ADAPTER, "flow-model.schema.json")

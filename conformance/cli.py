@@ -86,8 +86,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         stack.callback(iut.close)
         report_stream = stack.enter_context(open(args.report, "w", encoding="utf-8")) if args.report else None
         writer = ReportWriter(report_stream)
-        writer.write(new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
-                                args.seed, args.examples))
+        header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
+                            args.seed, args.examples)
+        writer.write(header)
         runner = Runner(iut, profiles, expectations, writer, Path(args.failures))
         progress = Progress(len(items))
         runner.run_cases(items, progress)
@@ -102,8 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.junit:
         from .report import Report
 
-        Path(args.junit).write_text(render_junit(Report(args.report or "-", new_header({}, [], None, 0), runner.records)),
-                                    encoding="utf-8")
+        Path(args.junit).write_text(render_junit(Report(args.report or "-", header, runner.records)), encoding="utf-8")
     return footer.exit
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oracle import Scenario, ScenarioRunError, parse_scenario, run_scenario
+from oracle import Scenario, parse_scenario, run_scenario
 from oracle.trace import Trace
 
 from .compare import first_divergence
@@ -218,5 +218,4 @@ def corpus_items(directory: Path) -> list[tuple[str, dict[str, Any], str]]:
     return items
 
 
-__all__ = ["Runner", "Progress", "corpus_items", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_BROKEN",
-           "ScenarioRunError"]
+__all__ = ["Runner", "Progress", "corpus_items", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_BROKEN"]

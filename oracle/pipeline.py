@@ -15,7 +15,7 @@ from typing import Any, Literal
 import jsonschema
 
 from . import texts
-from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, info_of, is_undefined, js_error,
+from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, getter_thrown, info_of, is_undefined, js_error,
                       json_text, message_of, snapshot, to_string, token, type_error)
 from .record import Record
 from .registry import World
@@ -111,7 +111,6 @@ def get(obj: JsValue, key: str) -> JsValue:
         return UNDEFINED
     v = props[key]
     if token(v) == "getter-throws":
-        from .jsvalue import getter_thrown
         raise Thrown(getter_thrown(v))
     return v
 

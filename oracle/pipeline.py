@@ -15,6 +15,7 @@ from typing import Any, Literal
 import jsonschema
 
 from . import texts
+from .decisions import OUTCOMES, PRE_KINDS
 from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, getter_thrown, info_of, is_undefined, js_error,
                       json_text, message_of, snapshot, to_string, token, type_error)
 from .record import Record
@@ -275,10 +276,6 @@ def _post(w: World, rec: Record, r: dict[str, Any], rules: tuple[str, ...], deni
 
 
 # ============================================================================ G: gate
-
-PRE_KINDS = ("allow", "deny", "ask")
-OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
-
 
 async def gate(w: World, rec: Record) -> Route:
     """G1-G6: pre-execute, approval, guards and the pre-dispatch checkpoints."""

@@ -130,7 +130,7 @@ def test_live_events_cover_the_oracles_events_with_their_modes():
 
 def test_tool_definition_members_match_the_scenario_language():
     from oracle.scenario import Tool
-    from tools.tool_definitions import MEMBERS, RUN_CODE
+    from oracle.tool_definitions import MEMBERS, RUN_CODE
 
     fields = set(Tool.model_fields)
     assert [m.scenario_field for m in MEMBERS if m.scenario_field not in fields] == []

@@ -2,7 +2,7 @@
 use, with its kind and facts: session-log events (badge, writer, payload schema), live
 events (mode, signature, schemas), services, tools, type members and packages.
 
-It is built from the typed tables of tools/session_events.py, live_events.py and
+It is built from the typed tables of oracle/session_events.py, live_events.py and
 tool_definitions.py; the docs checker resolves the page's names in it.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from . import live_events, session_events, tool_definitions
+from oracle import live_events, session_events, tool_definitions
 
 INDEX_FILE = "pipeline.catalog.json"
 INDEX_FORMAT = "dsh-conformance/catalog/v1"

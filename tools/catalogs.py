@@ -7,7 +7,7 @@ flow model (catalogs/*.flow.yaml), which is not generated but must stay valid.
 
 The schemas come from typed sources: the oracle's scenario and trace languages, the
 protocol's message models (``conformance.protocol``), the report record (``conformance.report``,
-when present), and the DSH vocabulary typed in tools/ (session events, decisions, results,
+when present), and the DSH vocabulary typed in oracle/ (session events, decisions, results,
 tool definitions), whose names and vocabularies are the oracle's own.
 """
 
@@ -25,13 +25,13 @@ from conformance.protocol import message_schemas
 from oracle.scenario import scenario_json_schema
 from oracle.trace import trace_json_schema
 
-from . import decisions, results, session_events
+from oracle import decisions, results, session_events
 from .catalog_index import INDEX_FILE, build_index, index_json, index_json_schema
 from oracle.schema_doc import DRAFT
 
 from .catalog_page import render_catalog_page
 from .flow_model import FLOW_FILE, FlowModelError, flow_model_json_schema, load_flow_model
-from .tool_definitions import ToolSchema
+from oracle.tool_definitions import ToolSchema
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "catalogs"

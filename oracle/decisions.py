@@ -1,9 +1,9 @@
 """What participants decide (spec section 3.6): pre-execute and post-execute decisions, the
 approval request and outcome, and a guard's verdict.
 
-The vocabularies are the oracle's own (``oracle.pipeline.PRE_KINDS`` and ``OUTCOMES``):
-the ``Literal`` types below are built from them, so a change in the oracle changes the
-generated schema (catalogs/decisions.schema.json).
+The vocabularies ``PRE_KINDS`` and ``OUTCOMES`` are defined here and read by the pipeline
+(oracle/pipeline.py): the ``Literal`` types below are built from them, so the generated
+schema (catalogs/decisions.schema.json) and the oracle's branches cannot drift apart.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from oracle.pipeline import OUTCOMES, PRE_KINDS
-
 from .results import ContentBlock, UserMessage
 
-assert PRE_KINDS == ("allow", "deny", "ask"), "the decision types below name each kind"
+PRE_KINDS = ("allow", "deny", "ask")
+"""The kinds of a well-formed pre-execute decision (P31); the classes below name each one."""
+OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
+"""The closed vocabulary of approval outcomes (P40)."""
 
 
 class _Decision(BaseModel):

@@ -24,9 +24,10 @@ MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
                          "step/start", "step/end", "user/message"})
 APPROVAL_EVENTS = frozenset({"approval/asked", "approval/decided"})
+BODY_EVENTS = frozenset({"todo/write"})  # tool-owned events a body appends (P71)
 EVENT_RULES = {"tool/call": ["P18"], "tool/result": ["P104", "P105"], "agent/inbox/spliced": ["P109"],
                "user/message": ["P110"], "step/start": ["P110"], "step/end": ["P105"],
-               "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"]}
+               "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"], "todo/write": ["P71"]}
 FIXED_VIOLATIONS = ("value is not lossless JSON", "value snapshot failed: ", "output.render ",
                     "output.presentationMeta ")
 
@@ -146,7 +147,7 @@ def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
     if "loop" in profiles:
         types |= LOOP_EVENTS
     if "reference" in profiles:
-        types |= APPROVAL_EVENTS
+        types |= APPROVAL_EVENTS | BODY_EVENTS
     out = []
     for e in trace.events:
         if e.type not in types:

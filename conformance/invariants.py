@@ -43,6 +43,8 @@ RANK = {"pre-execute": 1, "approval": 2, "guards": 3, "execute": 4, "body": 4, "
         "finalize": 6, "result": 7}
 STAGE_NAME = {1: "pre-execute", 2: "approval", 3: "guards", 4: "tools/execute", 5: "post-execute",
               6: "finalizeContent", 7: "tools/result"}
+UI_STAGES = ("presentCall", "presentResult")  # a client's projections, outside the pipeline (P14)
+BODY_WORK = ("fs-intent", "tool-event")  # what a body dispatches or appends while it runs (P71)
 IDENTITY_FIELDS = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
 
 
@@ -239,7 +241,7 @@ def stage_order(v: View) -> Iterator[Violation]:
     the body, post-execute, finalizeContent, tools/result), and nothing of the call runs
     after its tools/result notification except that notification's observers. An approval
     answerer the shipped service abandoned may still be running (P43.5): its own steps are
-    exempt."""
+    exempt, and so are a client's UI projections (checked by ui_projections_outside)."""
     for cid, ct in v.calls.items():
         highest = 0
         for _, o in ct.obs:
@@ -255,7 +257,8 @@ def stage_order(v: View) -> Iterator[Violation]:
         start = ct.first("result", "start")
         if start is not None:
             for i, o in ct.obs:
-                if i > start[0] and o.stage != "result" and not (o.stage == "approval" and o.who is not None):
+                if (i > start[0] and o.stage not in ("result", *UI_STAGES)
+                        and not (o.stage == "approval" and o.who is not None)):
                     yield Violation("P1", f"call {cid}: {o.stage} {o.what} after tools/result")
                     break
 
@@ -733,6 +736,8 @@ def handed_results_frozen(v: View) -> Iterator[Violation]:
     for o in v.obs:
         if o.what != "observe" or not isinstance(o.value, dict) or "result" not in o.value or "hasAgent" in o.value:
             continue
+        if o.stage in UI_STAGES:
+            continue  # a client builds the projection's argument from the log, not the pipeline
         handed = o.value["result"]
         if handed == UNDEFINED:
             continue
@@ -742,6 +747,40 @@ def handed_results_frozen(v: View) -> Iterator[Violation]:
             final = v.result(o.call)
             if final is not ABSENT and not same_value(handed, final):
                 yield Violation("P99", f"call {o.call}: observer {o.who} was handed another outcome than the final one")
+
+
+@law
+def ui_projections_outside(v: View) -> Iterator[Violation]:
+    """P14: nothing in the pipeline calls ``presentCall`` or ``presentResult``. They run only
+    for the scenario's viewer (``run.present``), which projects the log after the step:
+    after every call's tools/result notification."""
+    present = v.loop is not None and v.loop.present
+    last_result = max((i for ct in v.calls.values() for i, _ in ct.probes("result", "start")), default=-1)
+    for i, o in enumerate(v.obs):
+        if o.stage in UI_STAGES and o.what == "call":
+            if not present:
+                yield Violation("P14", f"call {o.call}: {o.who} was called, and only a client calls a UI projection")
+                return
+            if i < last_result:
+                yield Violation("P14", f"call {o.call}: {o.who} was called before the step's last tools/result: inside the pipeline")
+                return
+
+
+@law
+def body_work_within_body(v: View) -> Iterator[Violation]:
+    """P71: what a body dispatches (a filesystem intent) or appends (a tool-owned session
+    event) happens within the body's run: between its call and its return or throw."""
+    for cid, ct in v.calls.items():
+        inside: set[str] = set()
+        for _, o in ct.obs:
+            if o.stage == "body" and o.who is not None:
+                if o.what == "call":
+                    inside.add(o.who)
+                elif o.what in ("return", "throw"):
+                    inside.discard(o.who)
+            elif o.stage in BODY_WORK and o.who is not None and o.what in ("start", "append") and o.who not in inside:
+                yield Violation("P71", f"call {cid}: {o.who}'s {o.stage} {o.what} outside the body's run")
+                break
 
 
 @law
@@ -900,7 +939,7 @@ def loop_calls_and_results(v: View) -> Iterator[Violation]:
         elif any(e.type == "step/start" for e in events):
             yield Violation("P108", "a failed turn went on to a next step")
     for cid in model:
-        if cid in result_seq and cid not in v.results and v.calls[cid].obs:
+        if cid in result_seq and cid not in v.results and any(o.stage not in UI_STAGES for _, o in v.calls[cid].obs):
             yield Violation("P107", f"synthetic result of {cid}, yet registry stages ran for it")
 
 

@@ -35,10 +35,15 @@ def parse_arguments(raw: str) -> JsValue:
     if raw == "":
         return {}
     try:
-        return json.loads(raw, parse_constant=_reject, parse_int=_int, parse_float=_float,
-                          object_pairs_hook=_object)
+        return json_parse(raw)
     except ValueError:
         return raw
+
+
+def json_parse(raw: str) -> JsValue:
+    """``JSON.parse(raw)`` with JavaScript's number semantics; raises ValueError where it throws."""
+    return json.loads(raw, parse_constant=_reject, parse_int=_int, parse_float=_float,
+                      object_pairs_hook=_object)
 
 
 def _reject(name: str) -> Any:

@@ -186,7 +186,20 @@ _STAGE = {
     "tools/execute": "execute",
     "tools/post-execute": "post-execute",
     "approval/request": "approval",
+    "fs/write-intent": "fs-intent",
+    "fs/edit-intent": "fs-intent",
 }
+
+
+async def body_waterfall(w: World, rec: Record, event: str, target: JsValue) -> JsValue:
+    """P71: a waterfall a tool body dispatches (``fs/write-intent``, ``fs/edit-intent``).
+    Its listeners are handed the target and the record; the bare default decides nothing
+    (``undefined``). It is the body's own work: no registry stage wraps it."""
+    return await waterfall(w, event, rec, {"args": target}, _undecided, ("P5", "P6", "P71"))
+
+
+async def _undecided() -> JsValue:
+    return UNDEFINED
 
 
 TIMEOUT_POLICY = "timeout-policy"

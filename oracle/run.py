@@ -9,6 +9,7 @@ from .registry import Runaway, World
 from .scenario import DirectRun, Scenario, ScenarioError
 from .scheduler import Deadlock
 from .trace import CallResult, Trace
+from .viewer import present
 
 
 class ScenarioRunError(Exception):
@@ -27,6 +28,8 @@ def run_scenario(scenario: Scenario) -> Trace:
                     callId=call.callId, result=result, frozen=w.is_deeply_frozen(result), observed=True))
         else:
             w.sched.run(run_loop(w, scenario.run))
+            if scenario.run.present:
+                present(w, scenario.run)
     except Deadlock as e:
         raise ScenarioRunError(f"the scenario never settles: {e}") from None
     except Runaway as e:

@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from .session_events import TodoWriteData
+
 SCENARIO_FORMAT = "dsh-conformance/scenario/v1"
 
 JsValue = Any
@@ -143,13 +145,37 @@ class Observe(_Model):
     what: Literal["record", "result", "request", "args"] = "record"
 
 
+FS_INTENTS = ("fs/write-intent", "fs/edit-intent")
+
+
+class Dispatch(_Model):
+    """Tool bodies: dispatch a filesystem intent waterfall as the filesystem tools' bodies do,
+    ``ctx.waterfall(event, target, record, () => undefined)`` (P71). The listeners on
+    ``event`` run in order (P5, P6); what the waterfall resolves to is observed. A throw from
+    it propagates into the body, where it is the body's throw (P55), unless ``catch``."""
+    do: Literal["dispatch"]
+    event: Literal["fs/write-intent", "fs/edit-intent"]
+    target: JsValue = Field(default_factory=lambda: {"path": "notes.txt"})
+    catch: bool = False
+
+
+class Append(_Model):
+    """Tool bodies: append a tool-owned session event to the calling agent's session,
+    ``record.agent.session.append(type, data)``, as the todo tool's body writes ``todo/write``
+    (P71). A call without an agent has no session: the step throws an Error."""
+    do: Literal["append"]
+    type: Literal["todo/write"] = "todo/write"
+    data: TodoWriteData
+
+
 Step = Annotated[
     Union[Next, Return, ReturnNext, Throw, Mutate, SetSignal, Abort, DeferContext, ConcludeTurn,
-          AwaitSignal, Sleep, Gate, Register, Unregister, Inject, Observe],
+          AwaitSignal, Sleep, Gate, Register, Unregister, Inject, Observe, Dispatch, Append],
     Field(discriminator="do"),
 ]
 
-ASYNC_ONLY = frozenset({"next", "return-next", "await-signal", "sleep", "gate"})
+ASYNC_ONLY = frozenset({"next", "return-next", "await-signal", "sleep", "gate", "dispatch"})
+BODY_ONLY = frozenset({"dispatch", "append"})  # the work of a body (P71), not of a hook
 
 
 class Behavior(_Model):
@@ -228,15 +254,19 @@ class Tool(_Model):
 
 
 EVENTS = ("tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
-          "approval/request")
+          "approval/request", *FS_INTENTS)
 
 
 class Listener(_Model):
     """A listener on a live event. Waterfall listeners default to delegating
-    (``next()`` then return its result); ``tools/result`` observers default to nothing."""
+    (``next()`` then return its result); ``tools/result`` observers default to nothing.
+    A filesystem intent listener (``fs/write-intent``, ``fs/edit-intent``) is handed the
+    target as ``args`` and the body's record; it cannot be scoped: a body dispatches the
+    intent without naming an agent, and which scoped listeners that selects is outside
+    the spec."""
     id: str
     event: Literal["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
-                   "approval/request"]
+                   "approval/request", "fs/write-intent", "fs/edit-intent"]
     scope: str | None = None
     global_: bool = Field(default=False, alias="global")
     prepend: bool = False
@@ -318,6 +348,10 @@ class LoopRun(_Model):
     maxParallelToolCalls: int = Field(default=10, ge=1)
     aborted: bool = False
     release: list[str] = Field(default_factory=list)
+    present: bool = Field(default=False, description=(
+        "after the step, a viewer projects the step's tool/call and tool/result events through "
+        "the definitions the agent sees then (presentCall, presentResult), as a client does: "
+        "outside the pipeline (P14)"))
 
 
 Run = Annotated[Union[DirectRun, LoopRun], Field(discriminator="kind")]
@@ -378,8 +412,13 @@ def _check_references(s: Scenario) -> None:
                 raise ScenarioError(f"$.{kind}[{i}]", f"duplicate participant id {ref!r} (also {ids[ref]})")
             ids[ref] = f"$.{kind}[{i}]"
             need_agent(f"$.{kind}[{i}].scope", item.scope)
+    for i, l in enumerate(s.listeners):
+        if l.event in FS_INTENTS and l.scope is not None:
+            raise ScenarioError(f"$.listeners[{i}].scope", f"a {l.event} listener cannot be scoped: the body dispatches it without an agent")
     for path, behavior, sync in _behaviors(s):
         for where, step in behavior.all_steps():
+            if step.do in BODY_ONLY and not (path.startswith("$.tools[") and path.endswith("].body")):
+                raise ScenarioError(f"{path}.{where}", f"step {step.do!r} is the work of a tool body (P71); only a body's script may use it")
             if sync and step.do in ASYNC_ONLY:
                 raise ScenarioError(f"{path}.{where}", f"step {step.do!r} needs an asynchronous participant; this one is synchronous")
             if step.do in ("register", "unregister") and step.ref not in ids:
@@ -403,6 +442,13 @@ def _check_references(s: Scenario) -> None:
         for i, r in enumerate(run.release):
             if r not in block_ids:
                 raise ScenarioError(f"$.run.release[{i}]", f"no block has id {r!r}")
+        if run.present:
+            for i, t in enumerate(s.tools):
+                for name in ("presentCall", "presentResult"):
+                    if t.define and getattr(t, name) is not None:
+                        raise ScenarioError(f"$.tools[{i}].{name}", (
+                            "the viewer (run.present) presents raw definitions only: what a defineTool "
+                            "presenter does with arguments that fail its parameters is outside the spec"))
 
 
 def _check_acyclic(s: Scenario) -> None:
@@ -480,7 +526,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 _TAGS = frozenset({
     "next", "return", "return-next", "throw", "mutate", "set-signal", "abort", "defer-context",
     "conclude-turn", "await-signal", "sleep", "gate", "register", "unregister", "inject", "steer",
-    "observe", "shipped", "custom", "direct", "loop",
+    "observe", "dispatch", "append", "shipped", "custom", "direct", "loop",
 })
 
 

@@ -42,10 +42,11 @@ class Invocation:
     input: dict[str, Any] | None = None
     saved_signal: Signal | None = None
     last_next: Any = NOTHING
+    call_id: str | None = None  # the call of a participant handed no record (a UI projection)
 
     @property
     def call(self) -> str | None:
-        return self.record.callId if self.record is not None else None
+        return self.record.callId if self.record is not None else self.call_id
 
 
 async def perform(w: World, inv: Invocation, behavior: Behavior, awaited: bool = True) -> JsValue:
@@ -150,7 +151,31 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 splice_append(w, copy.deepcopy(step.message), "next-turn" if late else "next-step")
             case "observe":
                 w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), _OBSERVE_RULES[step.what])
+            case "dispatch":
+                await _dispatch(w, inv, step)
+            case "append":
+                rec = _need_record(inv)
+                if rec.agent is None:
+                    raise Thrown(js_error(texts.NO_AGENT_SESSION))
+                w.append_event(rec.agent, step.type, step.data.model_dump(mode="json"))
+                w.obs(inv.call, "tool-event", "append", inv.who, {"type": step.type}, ("P71",))
     return UNDEFINED
+
+
+async def _dispatch(w: World, inv: Invocation, step: Any) -> None:
+    """A body's filesystem intent (P71): the waterfall runs inside the body's run, and what
+    escapes it is the body's own throw unless the body catches it."""
+    from .pipeline import body_waterfall  # the pipeline owns waterfalls
+
+    w.obs(inv.call, "fs-intent", "start", inv.who, {"event": step.event, "target": step.target}, ("P71",))
+    try:
+        value = await body_waterfall(w, _need_record(inv), step.event, copy.deepcopy(step.target))
+    except Thrown as t:
+        w.obs(inv.call, "fs-intent", "throw", inv.who, t.value, ("P55", "P71"))
+        if not step.catch:
+            raise
+        return
+    w.obs(inv.call, "fs-intent", "end", inv.who, value, ("P71",))
 
 
 # The rules behind what a step shows. An observation names these alone, so that a

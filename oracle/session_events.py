@@ -170,7 +170,7 @@ EVENTS: tuple[EventSpec, ...] = (
               "a hook command's outcome, paired to hook/invoked by handlerId"),
 )
 
-WRITTEN_BY_ORACLE = frozenset({"loop", "approval-service", "agent-inbox"})
+WRITTEN_BY_ORACLE = frozenset({"loop", "approval-service", "agent-inbox", "tool-body"})  # tool-body: a scripted body's append step
 
 
 def event_class_name(name: str) -> str:

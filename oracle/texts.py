@@ -18,6 +18,7 @@ ACCEPT_BOTH = "tools/post-execute accept decision cannot replace both value and 
 ACCEPT_VALUE_ON_FAILURE = "tools/post-execute cannot replace the value of a failed result"  # P82
 BLOCK_FALLBACK = "tool result blocked by post-execute policy"  # P84
 UNPRINTABLE = "<unprintable thrown value>"  # P9
+NO_AGENT_SESSION = "append: the call has no agent, so no session to append to"  # the scenario language's own
 NO_OPEN_TURN = (  # P43
     "approval.request() outside an open turn: the approval/asked + approval/decided audit pair "
     "must be turn-enclosed (a bare event between turns is crash-tail garbage on reload). Ask "

@@ -27,14 +27,14 @@ TRACE_FORMAT = "dsh-conformance/trace/v1"
 Stage = Literal[
     "entry", "pre-execute", "approval", "guards", "checkpoint", "execute", "dispatch", "body",
     "post-execute", "materialize", "finalize", "result", "route", "classify", "render",
-    "presentationMeta", "loop",
+    "presentationMeta", "loop", "fs-intent", "tool-event", "presentCall", "presentResult",
 ]
 INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch"})
 
 What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
-    "unregister", "inject", "commit", "synthetic",
+    "unregister", "inject", "commit", "synthetic", "append",
 ]
 
 

@@ -18,7 +18,7 @@ const KEYS = {
   custom: ['service', 'script'],
   direct: ['kind', 'calls'],
   call: ['callId', 'name', 'arguments', 'agent', 'rootCallId', 'parent', 'aborted'],
-  loop: ['kind', 'agent', 'blocks', 'finish', 'maxParallelToolCalls', 'aborted', 'release'],
+  loop: ['kind', 'agent', 'blocks', 'finish', 'maxParallelToolCalls', 'aborted', 'release', 'present'],
   block: ['id', 'name', 'arguments'],
   behavior: ['steps', 'byCall', 'perInvocation'],
 }
@@ -41,9 +41,12 @@ const STEP_KEYS = {
   inject: ['message'],
   steer: ['message'],
   observe: ['what'],
+  dispatch: ['event', 'target', 'catch'],
+  append: ['type', 'data'],
 }
 
-const EVENTS = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result', 'approval/request']
+const EVENTS = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result', 'approval/request',
+  'fs/write-intent', 'fs/edit-intent']
 
 function keys(obj, kind, path) {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new Unsupported(`${path}: expected an object`)

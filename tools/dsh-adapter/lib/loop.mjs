@@ -20,7 +20,7 @@ import { TOOL_RUNTIME_SCHEDULER } from '@deepseek-ai/dsh-tools'
 
 export const REPORTED_EVENTS = new Set([
   'assistant/message', 'tool/call', 'tool/result', 'agent/inbox/spliced', 'step/start', 'step/end',
-  'user/message', 'approval/asked', 'approval/decided',
+  'user/message', 'approval/asked', 'approval/decided', 'todo/write',
 ])
 
 export class ScriptedModel extends LlmAdapter {
@@ -115,14 +115,7 @@ export async function runLoop(w, agent, run) {
 
 /** The reported session events of the tool step, normalized (see the module comment). */
 export function loopEvents(w, agentId, sessionEvents) {
-  const first = sessionEvents.findIndex((e) => e.type === 'assistant/message')
-  if (first < 0) return []
-  const window = []
-  for (let i = first; i < sessionEvents.length; i++) {
-    const e = sessionEvents[i]
-    if (i > first && (e.type === 'assistant/message' || e.type === 'turn/end' || e.type === 'turn/start')) break
-    window.push(e)
-  }
+  const window = stepWindow(sessionEvents)
   const renumbered = new Map()
   const out = []
   for (const e of window) {
@@ -139,6 +132,19 @@ export function loopEvents(w, agentId, sessionEvents) {
     })
   }
   return out
+}
+
+/** The session events of the tool step: from its assistant/message to the next step's model call. */
+export function stepWindow(sessionEvents) {
+  const first = sessionEvents.findIndex((e) => e.type === 'assistant/message')
+  if (first < 0) return []
+  const window = []
+  for (let i = first; i < sessionEvents.length; i++) {
+    const e = sessionEvents[i]
+    if (i > first && (e.type === 'assistant/message' || e.type === 'turn/end' || e.type === 'turn/start')) break
+    window.push(e)
+  }
+  return window
 }
 
 /** Event data in the oracle's shapes. */

@@ -44,13 +44,14 @@ export function toolDefinition(w, t) {
       performSync(w, new Invocation({ who: `${ref}.isConcurrencySafe`, stage: 'classify', record: null, args }), t.concurrencySafe)
   }
   if (t.timeoutMs !== undefined && t.timeoutMs !== null) extra.timeoutMs = t.timeoutMs
-  // UI projections are never called by the pipeline (P14); if they were, the trace shows it.
+  // UI projections: the pipeline never calls them (P14; if it did, the trace shows it in
+  // the middle of the call); the viewer (run.present, see viewer.mjs) calls them after the
+  // step, with the call it projects as the current call.
   for (const which of ['presentCall', 'presentResult']) {
     if (t[which]) {
-      extra[which] = () => {
-        const exec = w.currentExec()
-        return performSync(w, new Invocation({ who: `${ref}.${which}`, stage: 'render', call: w.callOf(exec), record: exec }), t[which])
-      }
+      extra[which] = (args, result) => performSync(w, new Invocation({
+        who: `${ref}.${which}`, stage: which, call: w.currentCall(), record: null, args, result,
+      }), t[which])
     }
   }
   const description = t.description ?? 'a scripted tool'
@@ -191,6 +192,10 @@ export function listenerFunction(w, l) {
       }
     case 'tools/result':
       return (exec, result) => performSync(w, new Invocation({ who: l.id, stage: 'result', call: w.callOf(exec), record: exec, result }), script)
+    case 'fs/write-intent':
+    case 'fs/edit-intent':
+      // A filesystem intent, dispatched by a body as ctx.waterfall(event, target, exec, next).
+      return (target, exec, next) => perform(w, new Invocation({ who: l.id, stage: 'fs-intent', call: w.callOf(exec), record: exec, next, args: target }), script)
   }
   throw new Unsupported(`listener ${l.id}: unknown event ${JSON.stringify(l.event)}`)
 }

@@ -18,6 +18,7 @@ import { Unsupported } from './faults.mjs'
 import { ScriptedModel, instrumentScheduler, loopEvents, runLoop, eventData } from './loop.mjs'
 import { approvalPlugin, toolDefinition } from './participants.mjs'
 import { installProbes } from './probes.mjs'
+import { present } from './viewer.mjs'
 import { World } from './world.mjs'
 
 export const REALM = { HarnessError }
@@ -117,6 +118,7 @@ async function drive(w, ctx, scenario) {
     instrumentScheduler(w, ctx.tools)
     await runLoop(w, loopAgent, run)
     w.trace.events.push(...loopEvents(w, run.agent, loopAgent.session.events))
+    if (run.present) present(w, ctx.tools, loopAgent)
     return
   }
   for (const call of run.calls) {

@@ -14,6 +14,8 @@ import { AdapterFault } from './faults.mjs'
 export const NOTHING = Symbol('nothing')
 
 const DELEGATE = [{ do: 'next' }, { do: 'return-next' }]
+const DEFAULT_TARGET = { path: 'notes.txt' } // oracle/scenario.py Dispatch.target
+const NO_AGENT_SESSION = 'append: the call has no agent, so no session to append to' // oracle/texts.py
 
 /** One invocation of a participant: who it is and what it was handed. */
 export class Invocation {
@@ -219,6 +221,32 @@ function* run(w, inv, steps) {
           throw e instanceof AdapterFault ? e : w.fault(`observe ${step.what}: ${e?.stack ?? e}`)
         }
         w.obs(inv.call, inv.stage, 'observe', inv.who, view)
+        break
+      }
+      case 'dispatch': {
+        // A filesystem body's intent (P71), dispatched as the tool-fs bodies do: on the
+        // plugin's own context, with the record as the actor and an undecided default.
+        const rec = needRecord(w, inv)
+        const wire = Object.hasOwn(step, 'target') ? step.target : DEFAULT_TARGET
+        w.obs(inv.call, 'fs-intent', 'start', inv.who, { event: step.event, target: wire })
+        let decision
+        try {
+          decision = yield w.host.waterfall(step.event, w.dec(wire), rec, () => undefined)
+        } catch (x) {
+          w.obs(inv.call, 'fs-intent', 'throw', inv.who, w.enc(x))
+          if (step.catch !== true) throw x
+          break
+        }
+        w.obs(inv.call, 'fs-intent', 'end', inv.who, w.enc(decision))
+        break
+      }
+      case 'append': {
+        // A tool-owned session event, appended as the todo tool's body does (P71).
+        const rec = needRecord(w, inv)
+        const type = step.type ?? 'todo/write'
+        if (rec.agent === undefined || rec.agent === null) throw new Error(NO_AGENT_SESSION)
+        rec.agent.session.append(type, w.dec(step.data))
+        w.obs(inv.call, 'tool-event', 'append', inv.who, { type })
         break
       }
       default:

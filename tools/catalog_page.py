@@ -96,11 +96,10 @@ def render_catalog_page(index: CatalogIndex, model: FlowModel, files: dict[str, 
             f"edges (the page's graph, ids are the spec's seed items), and {len(model.nodes) - len(model.drawn_nodes)} "
             f"extension node(s) and {len(model.edges) - len(model.drawn_edges)} extension edges that the page does "
             "not draw. `dsh-conformance docs coverage` lists the corpus cases that walk each edge.", "",
-            "| Edge | From | To | Style | Label | Drawn | Rules | Coverage |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "| Edge | From | To | Style | Label | Drawn | Rules |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for e in model.edges:
-        coverage = "corpus" if e.coverage is None else "out of the oracle's reach"
         out.append(f"| {e.id} | `{e.source}` | `{e.target}` | {e.style} | {_cell(e.label) if e.label else '-'} | "
-                   f"{'yes' if e.drawn else 'no'} | {_codes(e.rules)} | {coverage} |")
+                   f"{'yes' if e.drawn else 'no'} | {_codes(e.rules)} |")
     out += ["", "Names the page uses, by kind:", "", "| Name | Kind |", "| --- | --- |"]
     out += [f"| `{n.name}` | {n.kind}{f' of `{n.of}`' if n.of else ''} |" for n in model.names]
     return "\n".join(out) + "\n"

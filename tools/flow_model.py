@@ -3,7 +3,7 @@
 The model is curated (like upstream's curated Mermaid flow), so these types validate it
 rather than generate it: node labels as segments, edges in the page's order with style and
 label, extension nodes and edges the page does not draw, how trace observations map onto
-nodes, which evidence selects each edge, why an edge is out of the oracle's reach, and the
+nodes, which evidence selects each edge, which nodes are side branches, and the
 table of names the page uses with their kinds. ``flow_model_json_schema`` is the model's
 own JSON Schema (catalogs/flow-model.schema.json).
 """
@@ -51,13 +51,9 @@ class Node(_Model):
     seed: str | None = Field(default=None, description="the seed item (spec Appendix A) a drawn node is")
     observedAs: ObservedAs = Field(default_factory=ObservedAs)
     silent: str | None = Field(default=None, description="when a walk passes the node without an observation, and why")
+    branch: str | None = Field(default=None, description=(
+        "a side branch: a walk records the edge into the node and stays where it was; why"))
     why: str | None = Field(default=None, description="why an extension node exists")
-
-
-class OutOfReach(_Model):
-    """A drawn edge the oracle can never produce: why, and which cases check its rule."""
-    outOfReach: str
-    checkedBy: list[str] = Field(default_factory=list)
 
 
 class Edge(_Model):
@@ -69,7 +65,6 @@ class Edge(_Model):
     drawn: bool = True
     when: list[str] = Field(min_length=1, description="the walk evidence that selects this edge")
     rules: list[str] = Field(default_factory=list)
-    coverage: OutOfReach | None = Field(default=None, description="absent: the corpus must walk this edge")
     why: str | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -146,8 +141,6 @@ def model_problems(m: FlowModel) -> list[str]:
             out.append(f"edge {e.id}: drawn edges have seed ids (S..), extension edges X..")
         if not e.drawn and not e.why:
             out.append(f"edge {e.id}: an extension edge says why it exists")
-        if not e.drawn and e.coverage is not None:
-            out.append(f"edge {e.id}: only drawn edges carry a coverage exemption")
         if e.label is not None and ('"' in e.label or "|" in e.label):
             out.append(f"edge {e.id}: a label holds no '\"' or '|'")
     for n in m.nodes:

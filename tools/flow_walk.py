@@ -8,7 +8,10 @@ step the edge taken. Where the call goes is read from the trace, never from the 
 - the *evidence* for leaving a node (what selects one of several edges) is derived from
   the node's last stage-level observation and the route the oracle took (``_evidence``);
 - a step (from, to, evidence) must then be an edge of the model whose ``when`` lists that
-  evidence. A step that matches no edge is a finding: the trace left the graph.
+  evidence. A step that matches no edge is a finding: the trace left the graph;
+- a node marked ``branch`` (a client's UI projection, an event a body appends) is a side
+  branch: its observation adds the edge into it from the latest node passed that has one,
+  and the walk stays where it was.
 
 The mapping reads the oracle's full traces, internal observations (entry, route,
 checkpoint, materialize) included. An implementation's portable trace lacks the route
@@ -84,6 +87,21 @@ class _Walker:
         self.walk.nodes.append(target)
         self.last = None
 
+    def branch(self, target: str) -> None:
+        """A side branch: the edge into ``target`` from the latest node the walk passed that
+        has one; the walk stays where it is. Without such a node the trace left the graph."""
+        evidence = BRANCH_EVIDENCE.get(target, "branch")
+        for source in reversed(self.walk.nodes):
+            edge = self.model.edge_for(source, target, evidence)
+            if edge is not None:
+                self.walk.steps.append(Step(source, target, evidence, edge))
+                return
+        self.walk.steps.append(Step(self.at, target, evidence, None))
+
+
+# What a side branch's observation shows: a client's projection, a body's own event.
+BRANCH_EVIDENCE = {"presentCall": "ui", "presentResult": "ui", "owned": "owned-event"}
+
 
 def _index(model: FlowModel) -> tuple[dict[str, str], dict[str, str], dict[str, str], dict[str, list[str]]]:
     stages, routes, events, loop_end = {}, {}, {}, defaultdict(list)
@@ -114,6 +132,8 @@ def _evidence(at: str, target: str, last: Observation | None, route: str | None)
     value = last.value if last is not None else None
     if at in ("caller", "toolCall"):
         return "entry-failure" if route == "final" else "entered"
+    if "fsGate" in (at, target):
+        return "fs-intent"  # a body's filesystem intent, and the way back into the body (P71)
     if what == "throw" and target == "normalized":
         return "throw"  # the stage itself threw (a participant, or the stage's own check)
     if at == "pre":
@@ -144,9 +164,11 @@ def _evidence(at: str, target: str, last: Observation | None, route: str | None)
 def _call_walk(model: FlowModel, call: str, observations: list[Observation], start: str,
                tool_result: bool, settled: bool, next_step: bool) -> Walk:
     stages, routes, _, _ = _index(model)
+    branches = {n.id for n in model.nodes if n.branch is not None}
     w = _Walker(model, call, start)
     if start == START_LOOP:
         w.go("toolCall", "tool/call")
+    side: list[str] = []  # side branches, recorded once the main path is known
     for o in observations:
         if o.stage == "loop" and o.what == "synthetic":
             w.go("toolResult", "synthetic")
@@ -164,6 +186,10 @@ def _call_walk(model: FlowModel, call: str, observations: list[Observation], sta
         target = stages.get(o.stage)
         if target is None:
             continue  # entry, classify, render, presentationMeta, loop bookkeeping: no node
+        if target in branches:
+            if target not in side:
+                side.append(target)
+            continue
         if w.at == "post" and target in ("finalize", "final") and w.last is not None and w.last.what == "throw":
             # post-execute threw: the registry turns the throw into a failure (P86), with no
             # route observation of its own
@@ -179,6 +205,8 @@ def _call_walk(model: FlowModel, call: str, observations: list[Observation], sta
         w.go("allResults", "settled")
         if next_step:
             w.go("context", "next-step")
+    for target in side:
+        w.branch(target)
     if start == START_DIRECT:
         w.walk.ends = ("final",)  # execute() returns the outcome tools/result observed
     elif settled:
@@ -222,12 +250,8 @@ class Coverage:
     unfinished: list[tuple[str, Walk]] = field(default_factory=list)
 
     def uncovered(self, model: FlowModel) -> list[Edge]:
-        """Drawn edges the corpus must walk and does not."""
-        return [e for e in model.drawn_edges if e.coverage is None and not self.by_edge.get(e.id)]
-
-    def stale_exemptions(self, model: FlowModel) -> list[Edge]:
-        """Edges declared out of the oracle's reach that a trace walks after all."""
-        return [e for e in model.drawn_edges if e.coverage is not None and self.by_edge.get(e.id)]
+        """Drawn edges no corpus case walks: every drawn edge must be walked."""
+        return [e for e in model.drawn_edges if not self.by_edge.get(e.id)]
 
     def problems(self, model: FlowModel) -> list[str]:
         out = [f"{case}: call {walk.call}: {s.source} -> {s.target} (evidence {s.evidence!r}) is no edge of the flow model"
@@ -235,8 +259,6 @@ class Coverage:
         out += [f"{case}: call {walk.call}: the walk stops at {walk.nodes[-1]}, not at {' or '.join(walk.ends)}"
                 for case, walk in self.unfinished]
         out += [f"drawn edge {e.id} {e.source} -> {e.target}: no corpus case walks it" for e in self.uncovered(model)]
-        out += [f"drawn edge {e.id} {e.source} -> {e.target}: declared out of the oracle's reach, but "
-                f"{', '.join(self.by_edge[e.id])} walk(s) it" for e in self.stale_exemptions(model)]
         return out
 
 
@@ -271,20 +293,12 @@ def render_coverage(model: FlowModel, cov: Coverage, limit: int = 5) -> str:
         head = f"{e.id:<4} {e.source} {arrow}{f'|{e.label}|' if e.label else ''} {e.target}"
         kind = "drawn" if e.drawn else "extension (not drawn)"
         cases = cov.by_edge.get(e.id, [])
-        if e.coverage is not None:
-            status = "OUT OF THE ORACLE'S REACH" + (f" (but walked by {', '.join(cases)})" if cases else "")
-            lines += [f"{head}  [{kind}] {status}",
-                      f"       why: {e.coverage.outOfReach}",
-                      f"       checked by: {', '.join(e.coverage.checkedBy) or '-'}"]
-            continue
         shown = ", ".join(cases[:limit]) + (f", ... ({len(cases)} cases)" if len(cases) > limit else "")
         status = f"{len(cases)} case(s): {shown}" if cases else ("UNCOVERED" if e.drawn else "no case")
         lines.append(f"{head}  [{kind}] {status}")
     drawn = [e for e in model.drawn_edges]
     covered = [e for e in drawn if cov.by_edge.get(e.id)]
-    exempt = [e for e in drawn if e.coverage is not None]
     lines.append("")
-    lines.append(f"{len(covered)} of {len(drawn)} drawn edges walked by corpus cases; {len(exempt)} out of the "
-                 f"oracle's reach (reasons above); {len(cov.uncovered(model))} uncovered; "
-                 f"{len(cov.off_graph)} step(s) off the graph")
+    lines.append(f"{len(covered)} of {len(drawn)} drawn edges walked by corpus cases; "
+                 f"{len(cov.uncovered(model))} uncovered; {len(cov.off_graph)} step(s) off the graph")
     return "\n".join(lines)

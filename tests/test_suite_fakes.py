@@ -15,7 +15,8 @@ from conformance.report import read_report
 
 # A few corpus cases that exercise what the fakes break.
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "loop-contexts-after-batch",
-        "finalize-content-only", "execute-retry-shared-cursor", "approval-shipped-allowed-once"]
+        "finalize-content-only", "execute-retry-shared-cursor", "approval-shipped-allowed-once",
+        "ui-projections-never-called", "body-appends-todo-write"]
 
 
 @pytest.fixture
@@ -57,6 +58,25 @@ def test_tool_call_without_tool_result(tmp_path, cases):
     assert code == 1
     case = next(c for c in rep.cases if c.id == "loop-contexts-after-batch")
     assert case.outcome.value == "fail" and case.divergence["where"].startswith("events")
+
+
+@pytest.mark.rules("P14")
+def test_projection_called_by_the_pipeline(tmp_path, cases):
+    code, rep = _run(tmp_path, cases, "presents-in-pipeline")
+    assert code == 1
+    case = next(c for c in rep.cases if c.id == "ui-projections-never-called")
+    assert case.outcome.value == "fail" and "P14" in case.failing_rules
+    assert _outcomes(rep)["pre-deny-skips-body"] == "pass"
+
+
+@pytest.mark.rules("P71")
+def test_tool_owned_event_lost(tmp_path, cases):
+    code, rep = _run(tmp_path, cases, "drops-owned-events")
+    assert code == 1
+    case = next(c for c in rep.cases if c.id == "body-appends-todo-write")
+    assert case.outcome.value == "fail" and case.divergence["where"].startswith("events")
+    assert "P71" in case.failing_rules
+    assert _outcomes(rep)["loop-contexts-after-batch"] == "pass"
 
 
 @pytest.mark.rules("P11", "P99")

@@ -55,18 +55,38 @@ def finalize_before_post() -> None:
 def call_without_result() -> None:
     """Drops the tool/result of the first call of a batch (P105)."""
     original = loop._tool_result
-    seen = set()
 
     def tool_result(w, st, block, result):
-        if not seen:
-            seen.add(block.id)
+        if not getattr(st, "fake_dropped", False):  # the first result of each batch
+            st.fake_dropped = True
             return
         original(w, st, block, result)
     loop._tool_result = tool_result
 
 
+def presents_in_pipeline() -> None:
+    """Renders the pending card from inside the pipeline: presentCall runs as the call
+    enters (P14), its throw swallowed."""
+    from oracle.jsvalue import Thrown
+    from oracle.script import Invocation, perform_sync
+
+    original = pipeline.entry
+
+    def entry(w, inp):
+        rec, route = original(w, inp)
+        tool = w.view(rec.agent, rec.name)
+        if tool is not None and tool.presentCall is not None:
+            try:
+                perform_sync(w, Invocation(who=f"{tool.ref}.presentCall", stage="presentCall", record=None,
+                                           call_id=rec.callId), tool.presentCall)
+            except Thrown:
+                pass
+        return rec, route
+    pipeline.entry = entry
+
+
 PATCHES = {"guard-bypass": body_after_guard_denial, "finalize-first": finalize_before_post,
-           "no-tool-result": call_without_result}
+           "no-tool-result": call_without_result, "presents-in-pipeline": presents_in_pipeline}
 
 
 def main() -> int:
@@ -96,6 +116,8 @@ def main() -> int:
                 sys.stdout.write("Traceback (most recent call last): oops\n")
                 sys.stdout.flush()
                 continue
+            elif MODE == "drops-owned-events" and "trace" in reply:
+                reply["trace"]["events"] = [e for e in reply["trace"]["events"] if e["type"] != "todo/write"]
             elif MODE == "wrong-seq":
                 reply["seq"] = msg["seq"] + 1
             elif MODE == "invalid-trace" and "trace" in reply:

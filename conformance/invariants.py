@@ -647,6 +647,8 @@ def protected_write(v: View, o: Observation) -> str | None:
     if not path:
         return "P24"  # a participant cannot rebind the record, its arguments or its result
     if root == "args":
+        if o.stage in ("fs-intent", *UI_STAGES):
+            return None  # an intent's target, a projection's parsed copy: not the call's arguments
         value = spec.arguments if o.stage == "body" else ABSENT
         return "P25" if _write_fails(value, path, op) else None
     if root == "result":

@@ -6,7 +6,9 @@ break implementations: malformed decisions, throws of every kind in every partic
 JS-only values (spec section 3.11) at every boundary, identity and result mutation
 attempts, aborts at every checkpoint, unknown and vanishing tools, invalid arguments,
 approval in every state, scoped and global listeners and guards on agent chains, retries,
-signal replacement, the timeout policy, direct multi-call runs and loop batches.
+signal replacement, the timeout policy, direct multi-call runs and loop batches, the work a
+body does (filesystem intent waterfalls it dispatches, session events it appends, P71) and
+a client's view of a loop step through ``presentCall``/``presentResult`` (P14).
 
 Every drawn scenario
 
@@ -39,7 +41,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenario
-from oracle.scenario import DELEGATE, Behavior, CustomApproval, DirectRun, LoopRun
+from oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, DirectRun, LoopRun
 
 from .rules import rules_of
 
@@ -181,6 +183,33 @@ messages: S = weighted(
 
 context_lists: S = weighted((3, st.lists(messages, min_size=1, max_size=2)), (1, st.just([])))
 
+# The body's own work (P71). Intent targets stay lossless: what a waterfall does with a
+# target JSON cannot carry is nobody's rule.
+fs_targets: S = weighted((3, st.none()), (1, st.just({"path": "a.txt", "content": "hello"})), (1, lossless_values))
+
+
+def dispatch(event: str, target: Any = None, catch: bool = False) -> dict[str, Any]:
+    """A body's ``dispatch`` step; the target defaults to the language's (``notes.txt``)."""
+    step: dict[str, Any] = {"do": "dispatch", "event": event}
+    if target is not None:
+        step["target"] = target
+    if catch:
+        step["catch"] = True
+    return step
+
+
+dispatch_steps: S = st.builds(dispatch, st.sampled_from(FS_INTENTS), fs_targets, weighted((3, False), (1, True)))
+"""A body dispatching an intent waterfall; a listener's throw is the body's, unless caught."""
+
+TODO_STATUSES = ("pending", "in_progress", "completed")
+todo_lists: S = st.lists(st.builds(lambda c, s: {"content": c, "status": s},
+                                   st.sampled_from(["read the spec", "write the oracle", "", "Ünïcödé"]),
+                                   st.sampled_from(TODO_STATUSES)), max_size=3)
+append_steps: S = st.builds(lambda todos: {"do": "append", "type": "todo/write", "data": {"todos": todos}},
+                            todo_lists)
+"""A body appending ``todo/write`` to its call's agent session (a call without an agent:
+the step throws)."""
+
 
 # ============================================================================ roles
 
@@ -204,6 +233,7 @@ BODY = Role("body", sync=False)
 RENDER = Role("render", sync=True)
 FINALIZER = Role("finalizer", sync=True, result=True)
 OBSERVER = Role("observer", sync=True, result=True)
+INTENT = Role("fs-intent", sync=False)  # an fs/write-intent or fs/edit-intent listener: handed the target as args
 
 IDENTITY_TARGETS = ("record.callId", "record.name", "record.arguments", "record.arguments.x", "record.rootCallId",
                     "record.token", "record.agent", "record.parent", "record")
@@ -221,6 +251,10 @@ ABSENT_FIELD_TARGETS = ("record.agent.x", "record.parent.x")
 def mutation_steps(role: Role) -> S:
     """A write attempt: identity fields, the record, arguments, handed results, the input."""
     targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS + ABSENT_FIELD_TARGETS
+    if role is INTENT:
+        # An intent listener's args are the dispatched target, not the body's arguments:
+        # whether a waterfall hands its listeners a frozen target is not the spec's to say.
+        targets = tuple(t for t in targets if t.split(".")[0] != "args")
     if role.request and MUTATE_REQUEST:
         targets += ("request.toolName", "request.reason")
     return st.builds(
@@ -249,8 +283,10 @@ def side_steps(role: Role, loop: bool) -> S:
         options.append((2, {"do": "observe", "what": "result"}))
     if role.request:
         options.append((2, {"do": "observe", "what": "request"}))
-    if role is BODY:
+    if role is BODY or role is INTENT:
         options.append((2, {"do": "observe", "what": "args"}))
+    if role is BODY:  # the body's own work (P71): an intent waterfall, a session event
+        options += [(1, dispatch_steps), (1, append_steps)]
     if not role.sync:
         options.append((1, st.builds(lambda ms: {"do": "sleep", "ms": ms}, st.sampled_from([0, 5, 30]))))
     options.append((1, st.builds(lambda do, n: {"do": do, "ref": f"#r{n}"},
@@ -430,6 +466,51 @@ classifier_behaviors: S = weighted(
 )
 """``isConcurrencySafe``: exactly true, something else, a throw, or true then false (P19, P20)."""
 
+INTENT_DECISIONS = [{"createIfAbsent": True}, {"replaceIfVersion": 3}, UNDEF, None, "deny", {"path": "other.txt"}]
+intent_decisions: S = weighted((3, st.sampled_from(INTENT_DECISIONS)), (1, boundary_values))
+"""What an intent listener resolves the waterfall to: the body sees it, nothing else reads it."""
+
+intent_terminals: S = weighted(
+    (3, DELEGATES),
+    (3, ret(intent_decisions)),
+    (1, then_return([{"do": "next"}], intent_decisions)),
+    (1, st.just([{"do": "next", "catch": True}, {"do": "return-next"}])),
+    (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
+    (1, THROWS),
+)
+"""An ``fs/write-intent`` / ``fs/edit-intent`` listener's end (P5, P6, P71)."""
+
+hot_intent_terminals: S = weighted(
+    (3, ret(intent_decisions)),
+    (2, THROWS),
+    (2, then_return([{"do": "observe", "what": "args"}, {"do": "next"}], intent_decisions)),
+    (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
+    (1, st.just([{"do": "next", "catch": True}, {"do": "return-next"}])),
+    (1, st.builds(lambda x: [{"do": "next"}, {"do": "throw", "value": x}], thrown_values)),
+)
+
+PRESENTATIONS = [{"title": "t"}, {"summary": 1}, "shown", UNDEF]
+
+
+@cache
+def presenter_behaviors(result: bool, hot: bool = False) -> S:
+    """A ``presentCall`` (``result`` False) or ``presentResult`` script for the viewer of
+    ``run.present`` (P14): synchronous and handed no record, so it observes what it is
+    handed (the parsed arguments; the result view), returns a presentation or throws.
+    It neither writes nor touches tables: the step is over when it runs."""
+    observe = [(2, st.just([])), (2, st.just([{"do": "observe", "what": "args"}]))]
+    if result:
+        observe += [(2, st.just([{"do": "observe", "what": "result"}])),
+                    (1, st.just([{"do": "observe", "what": "args"}, {"do": "observe", "what": "result"}]))]
+    end = weighted((1 if hot else 3, ret(st.sampled_from(PRESENTATIONS))), (1, ret(contents)),
+                   (1, ret(js_only_values)), (2 if hot else 1, THROWS), (1, st.just([])))
+    one = st.builds(lambda pre, e: pre + e, weighted(*observe), end)
+    return weighted(
+        (6, one),
+        (1, st.builds(lambda n, a, b: {"byCall": {f"#c{n}": a}, "steps": b}, st.integers(0, CALL_SLOTS - 1), one, one)),
+        (1, st.builds(lambda a, b: {"perInvocation": [a, b]}, one, one)),
+    )
+
 
 # Terminals for the participant a scenario's focus is on: no plain delegation, the
 # interesting branches weighted up.
@@ -538,10 +619,14 @@ def body_terminals(integer_output: bool, deadline: bool, loop: bool, hot: bool =
 DEFINE_PARAMETERS = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 OUTPUT_SCHEMAS = [{}, {"type": "integer"}, {"type": "object", "properties": {"x": {}}, "required": ["x"]}]
 
-FOCI = ("mixed", "entry", "pre", "approval", "guards", "execute", "body", "post", "finalize", "abort", "loop")
+FOCI = ("mixed", "entry", "pre", "approval", "guards", "execute", "body", "post", "finalize", "abort", "loop",
+        "work")
 """What a scenario concentrates on. Each focus guarantees its participant and weights its
 interesting branches up, so that a modest budget reaches every rule; "mixed" (where
-shrinking goes) weights nothing."""
+shrinking goes) weights nothing. "work" is the work a body does and what a client shows
+of it (P71, P14): intent listeners on both events, a first call whose body dispatches an
+intent or appends a session event, and, in a loop (likelier then), the step's view
+through ``t1``'s presenters."""
 
 
 def chance(hot: bool, cold: int, warm: int = 1) -> S:
@@ -551,16 +636,19 @@ def chance(hot: bool, cold: int, warm: int = 1) -> S:
 
 @st.composite
 def tool_defs(draw: Any, loop: bool, deadline: bool, name: str, ref: str | None, scope: str | None,
-              focus: str = "mixed") -> dict[str, Any]:
+              focus: str = "mixed", present: bool = False, present_hot: bool = False) -> dict[str, Any]:
     """A tool definition (section 3.4) with scripted body, projections and finalizer.
-    ``focus`` is the scenario's focus when this tool is the one it concentrates on."""
+    ``focus`` is the scenario's focus when this tool is the one it concentrates on.
+    ``present``: the run's viewer calls the presenters (``run.present``), so a raw tool
+    often has scripted ones and a ``defineTool`` tool none (the scenario check refuses
+    them); ``present_hot`` makes the tool raw and gives it both."""
     body_hot, final_hot, loop_hot = focus == "body", focus == "finalize", focus == "loop"
     tool: dict[str, Any] = {"name": name}
     if ref is not None:
         tool["id"] = ref
     if scope is not None:
         tool["scope"] = scope
-    if draw(weighted((1, False), (2, True)) if body_hot else weighted((4, False), (1, True))):
+    if draw(weighted((1, False), (2, True)) if body_hot else weighted((4, False), (1, True))) and not present_hot:
         tool["define"] = True
         tool["parameters"] = DEFINE_PARAMETERS
     schema = draw(weighted((2 if body_hot else 4, st.just({})), (1, st.sampled_from(OUTPUT_SCHEMAS[1:]))))
@@ -580,7 +668,12 @@ def tool_defs(draw: Any, loop: bool, deadline: bool, name: str, ref: str | None,
         tool["finalizeContent"] = draw(behaviors(FINALIZER, loop, finalizer_terminals))
     if loop and (loop_hot or draw(weighted((1, False), (2, True)))):
         tool["concurrencySafe"] = draw(classifier_behaviors)
-    if draw(chance(False, 8)):
+    if present:
+        if not tool.get("define") and (present_hot or draw(weighted((1, False), (2, True)))):
+            tool["presentCall"] = draw(presenter_behaviors(False, present_hot))
+            if present_hot or draw(weighted((1, False), (3, True))):
+                tool["presentResult"] = draw(presenter_behaviors(True, present_hot))
+    elif draw(chance(False, 8)):  # without a viewer, nothing may call them (P14)
         tool["presentCall"] = [{"do": "throw", "value": err("never called")}]
         tool["presentResult"] = [{"do": "throw", "value": err("never called")}]
     if draw(chance(False, 8)):
@@ -594,6 +687,8 @@ EVENT_ROLES: dict[str, tuple[Role, S]] = {
     "tools/post-execute": (POST, post_terminals),
     "tools/result": (OBSERVER, observer_terminals),
     "approval/request": (ANSWER, answer_terminals),
+    "fs/write-intent": (INTENT, intent_terminals),
+    "fs/edit-intent": (INTENT, intent_terminals),
 }
 # How many listeners each event gets, none first.
 LISTENER_COUNTS: dict[str, S] = {
@@ -602,6 +697,9 @@ LISTENER_COUNTS: dict[str, S] = {
     "tools/post-execute": weighted((2, st.just(0)), (3, st.just(1)), (1, st.just(2))),
     "tools/result": weighted((3, st.just(0)), (2, st.just(1)), (1, st.just(2))),
     "approval/request": weighted((1, st.just(0)), (2, st.just(1)), (1, st.just(2))),
+    # invoked only when a body dispatches (P71): often none
+    "fs/write-intent": weighted((5, st.just(0)), (2, st.just(1)), (1, st.just(2))),
+    "fs/edit-intent": weighted((5, st.just(0)), (2, st.just(1)), (1, st.just(2))),
 }
 
 
@@ -618,6 +716,8 @@ def hot_terminals(event: str, focus: str) -> S | None:
             return hot_observer_terminals
         case "approval/request", "approval":
             return hot_answer_terminals
+        case ("fs/write-intent" | "fs/edit-intent"), "work":
+            return hot_intent_terminals
     return None
 
 
@@ -625,9 +725,11 @@ def hot_terminals(event: str, focus: str) -> S | None:
 def listener_defs(draw: Any, loop: bool, agents: tuple[str, ...], lid: str, event: str,
                   hot: S | None = None) -> dict[str, Any]:
     """A listener on ``event``: unscoped, scoped to an agent, or global; maybe prepended
-    or registered only later by a step. ``hot`` replaces its terminal steps."""
+    or registered only later by a step. ``hot`` replaces its terminal steps. An intent
+    listener is never scoped (the scenario check refuses it: a body dispatches without
+    naming an agent)."""
     out: dict[str, Any] = {"id": lid, "event": event}
-    if agents and draw(weighted((3, False), (1, True))):
+    if agents and event not in FS_INTENTS and draw(weighted((3, False), (1, True))):
         out["scope"] = agents[draw(st.integers(0, len(agents) - 1))]
         if draw(weighted((3, False), (1, True))):
             out["global"] = True
@@ -742,9 +844,10 @@ def direct_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[st
 
 @st.composite
 def loop_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[str],
-              focus: str = "mixed") -> dict[str, Any]:
+              focus: str = "mixed", present: bool = False) -> dict[str, Any]:
     """One loop tool step: blocks with raw argument strings, maybe max-tokens, a small
-    pool, an already aborted step, and a release order for the bodies' gates."""
+    pool, an already aborted step, and a release order for the bodies' gates; with
+    ``present`` a viewer projects the step's log afterwards (P14)."""
     args = hot_raw_arguments if focus == "entry" else raw_arguments
     blocks = [{"id": bid, "name": draw(names_for(n_tools)), "arguments": draw(args)} for bid in calls]
     run: dict[str, Any] = {"kind": "loop", "agent": agents[draw(st.integers(0, len(agents) - 1))], "blocks": blocks}
@@ -758,12 +861,15 @@ def loop_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[str]
     run["maxParallelToolCalls"] = 1
     if draw(chance(focus == "entry", 14)):
         run["aborted"] = True
+    if present:
+        run["present"] = True
     return run
 
 
 # ============================================================================ scenarios
 
-LISTENER_EVENTS = ["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result", "approval/request"]
+LISTENER_EVENTS = ["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result", "approval/request",
+                   *FS_INTENTS]
 DUPLICATE_CONTEXT = {"do": "defer-context", "message": message("m1", "same id every time")}
 
 
@@ -782,7 +888,10 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     foci = {focus, second} - ({"mixed"} if focus != second else set())
     abort_at = draw(weighted(*((2 if p in ("after-execute", "after-post") else 1, p) for p in ABORT_POINTS))) \
         if "abort" in foci else None
-    loop = can_loop and ("loop" in foci or draw(weighted((3, False), (1, True))))
+    work = "work" in foci
+    loop = can_loop and ("loop" in foci or draw(weighted((1 if work else 3, False), (1, True))))
+    # the step's view (P14): always when the focus is on it, else now and then
+    present = loop and (work or draw(chance(False, 3)))
     n_tools = draw(st.integers(1, 3))
     agents = draw(agent_lists(loop, n_tools, "approval" in foci))
     agent_ids = tuple(a["id"] for a in agents)
@@ -798,13 +907,18 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     if agents:
         doc["agents"] = agents
     tool_focus = next((f for f in ("body", "finalize", "loop") if f in foci), "mixed")
-    doc["tools"] = [draw(tool_defs(loop, timeout_policy, n, r, s, tool_focus if i == 0 else "mixed"))
+    doc["tools"] = [draw(tool_defs(loop, timeout_policy, n, r, s, tool_focus if i == 0 else "mixed",
+                                   present, present and work and i == 0))
                     for i, (r, n, s) in enumerate(plan)]
     approval = draw(approvals(loop, "approval" in foci))
     listeners: list[dict[str, Any]] = []
     hot_ids: set[str] = set()
+    # intent listeners run only when a body dispatches: drawn where one may (P71)
+    dispatches = work or _has_step(doc["tools"], "dispatch")
     for event in LISTENER_EVENTS:
         if event == "approval/request" and (approval is None or approval.get("service") != "shipped"):
+            continue
+        if event in FS_INTENTS and not dispatches:
             continue
         hot = next((h for f in sorted(foci) if (h := hot_terminals(event, f)) is not None), None)
         count = max(draw(LISTENER_COUNTS[event]), 1 if hot is not None else 0)
@@ -821,7 +935,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     if "loop" in foci:
         n_calls = max(n_calls, 2)
     calls = [("A" if loop else "c") + str(i + 1) for i in range(n_calls)]
-    run = loop_runs(agent_ids, n_tools, calls, focus) if loop else direct_runs(agent_ids, n_tools, calls, focus)
+    run = loop_runs(agent_ids, n_tools, calls, focus, present) if loop else direct_runs(agent_ids, n_tools, calls, focus)
     doc["run"] = draw(run)
     extra: list[dict[str, Any]] = []
     if "loop" in foci:
@@ -830,12 +944,23 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
         extra = draw(weighted((1, st.just([])), (2, st.just([DUPLICATE_CONTEXT])),
                               (3, st.just([{"do": "conclude-turn"}])),
                               (1, st.just([{"do": "inject", "message": message("m2", "injected")}]))))
+    if work:
+        # t1's body does its work first: an intent the focused listeners decide (their
+        # throw is the body's unless caught, P55), a session event (a call without an
+        # agent: the append throws), or both intents in turn
+        extra = extra + draw(weighted(
+            (3, st.builds(lambda e, c: [dispatch(e, catch=c)], st.sampled_from(FS_INTENTS), st.booleans())),
+            (1, st.builds(lambda a: [a], append_steps)),
+            (1, st.builds(lambda d, a: [d, a], dispatch_steps, append_steps)),
+            (1, st.builds(lambda c: [dispatch(FS_INTENTS[0], catch=c), dispatch(FS_INTENTS[1])], st.booleans())),
+        ))
+        doc["run"].pop("finish", None)  # a max-tokens step runs no call: nothing to do, nothing to view
     if foci - {"entry"}:
         aim_first_call(doc, loop, keep_arguments="body" in foci)
-        if extra == [DUPLICATE_CONTEXT]:  # two quiet calls of t1
+        if DUPLICATE_CONTEXT in extra:  # two quiet calls of t1
             doc["run"]["blocks"][1].update(name="t1", arguments='{"x":1}')
             quiet_calls(doc, calls[:2], foci, hot_ids, listeners, guards)
-        elif draw(weighted((1, False), (1, True))):
+        elif work or draw(weighted((1, False), (1, True))):  # the body's work needs a body that runs
             quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards)
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
@@ -865,6 +990,15 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
         # registering guards would never finish, in JavaScript as in the oracle.
         g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards})
     return doc
+
+
+def _has_step(v: Any, do: str) -> bool:
+    """Whether any script inside ``v`` (a part of a scenario document) has a ``do`` step."""
+    if isinstance(v, list):
+        return any(_has_step(x, do) for x in v)
+    if isinstance(v, dict):
+        return v.get("do") == do or any(_has_step(x, do) for x in v.values())
+    return False
 
 
 def _no_guard_registration(v: Any, guard_ids: set[str]) -> Any:
@@ -1098,7 +1232,8 @@ def invocations(scenario: Scenario, trace: Trace) -> list[tuple[Any, list[Any]]]
     for t in scenario.tools:
         scripts[t.ref] = t.body
         for name, b in (("render", t.output.render), ("presentationMeta", t.output.presentationMeta),
-                        ("finalizeContent", t.finalizeContent), ("isConcurrencySafe", t.concurrencySafe)):
+                        ("finalizeContent", t.finalizeContent), ("isConcurrencySafe", t.concurrencySafe),
+                        ("presentCall", t.presentCall), ("presentResult", t.presentResult)):
             if b is not None:
                 scripts[f"{t.ref}.{name}"] = b
     for l in scenario.listeners:
@@ -1149,9 +1284,8 @@ def exercised_rules(scenario: Scenario, trace: Trace) -> set[str]:
 
     if ("result", "start") in kinds:
         out |= {"P1", "P2", "P4"}  # stage order, transitions and outcome shape hold on every outcome
-    if did("pre-execute", lambda s: sum(x.do == "next" for x in s) >= 2) or did(
-            "execute", lambda s: sum(x.do == "next" for x in s) >= 2) or did(
-            "post-execute", lambda s: sum(x.do == "next" for x in s) >= 2):
+    if any(did(stage, lambda s: sum(x.do == "next" for x in s) >= 2)
+           for stage in ("pre-execute", "execute", "post-execute", "fs-intent")):
         out.add("P6")
     if any(l.scope is not None or l.global_ for l in scenario.listeners) and ("pre-execute", "start") in kinds:
         out.add("P7")

@@ -414,7 +414,7 @@ def _check_references(s: Scenario) -> None:
             need_agent(f"$.{kind}[{i}].scope", item.scope)
     for i, l in enumerate(s.listeners):
         if l.event in FS_INTENTS and l.scope is not None:
-            raise ScenarioError(f"$.listeners[{i}].scope", f"a {l.event} listener cannot be scoped: the body dispatches it without an agent")
+            raise ScenarioError(f"$.listeners[{i}].scope", f"a listener on {l.event} cannot be scoped: the body dispatches it without an agent")
     for path, behavior, sync in _behaviors(s):
         for where, step in behavior.all_steps():
             if step.do in BODY_ONLY and not (path.startswith("$.tools[") and path.endswith("].body")):

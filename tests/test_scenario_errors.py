@@ -45,6 +45,33 @@ BAD = [
     ("release-unknown", _with(agents=[{"id": "a"}], run={"kind": "loop", "agent": "a", "release": ["x"]}),
      "$.run.release[0]", "no block"),
     ("negative-timeout", _with(tools=[{"name": "t", "timeoutMs": 0}]), "$.tools[0].timeoutMs", ""),
+    # the body's own work (P71): only a tool body dispatches an intent or appends a session event
+    ("dispatch-in-a-hook", _with(listeners=[{"id": "l", "event": "tools/pre-execute",
+                                             "script": [{"do": "dispatch", "event": "fs/write-intent"}]}]),
+     "$.listeners[0].script.steps[0]", "step 'dispatch' is the work of a tool body"),
+    ("append-in-a-hook", _with(listeners=[{"id": "l", "event": "tools/post-execute",
+                                           "script": [{"do": "append", "data": {"todos": []}}, {"do": "next"}]}]),
+     "$.listeners[0].script.steps[0]", "step 'append' is the work of a tool body"),
+    ("append-in-a-finalizer", _with(tools=[{"name": "t", "finalizeContent": [{"do": "append", "data": {"todos": []}}]}]),
+     "$.tools[0].finalizeContent.steps[0]", "only a body's script may use it"),
+    ("dispatch-in-an-intent-listener", _with(listeners=[{"id": "l", "event": "fs/write-intent", "script": {
+        "byCall": {"c1": [{"do": "dispatch", "event": "fs/edit-intent"}]}}}]),
+     "$.listeners[0].script.byCall.c1[0]", "step 'dispatch' is the work of a tool body"),
+    ("scoped-intent-listener", _with(agents=[{"id": "a"}], listeners=[{"id": "l", "event": "fs/write-intent", "scope": "a"}]),
+     "$.listeners[0].scope", "cannot be scoped"),
+    ("define-presenter-with-viewer", _with(
+        agents=[{"id": "a"}], tools=[{"name": "t", "define": True, "presentCall": [{"do": "return", "value": 1}]}],
+        run={"kind": "loop", "agent": "a", "present": True, "blocks": [{"id": "A1", "name": "t"}]}),
+     "$.tools[0].presentCall", "presents raw definitions only"),
+    ("append-bad-todo-status", _with(tools=[{"name": "t", "body": [
+        {"do": "append", "data": {"todos": [{"content": "x", "status": "done"}]}}]}]),
+     "$.tools[0].body[0].data.todos[0].status", "'pending', 'in_progress' or 'completed'"),
+    ("append-unknown-type", _with(tools=[{"name": "t", "body": [{"do": "append", "type": "todo/read", "data": {"todos": []}}]}]),
+     "$.tools[0].body[0].type", "'todo/write'"),
+    ("dispatch-unknown-event", _with(tools=[{"name": "t", "body": [{"do": "dispatch", "event": "fs/delete-intent"}]}]),
+     "$.tools[0].body[0].event", "'fs/write-intent' or 'fs/edit-intent'"),
+    ("present-on-a-direct-run", _with(run={"kind": "direct", "present": True, "calls": [{"callId": "c1", "name": "t"}]}),
+     "$.run.present", "Extra inputs are not permitted"),
 ]
 
 
@@ -59,6 +86,30 @@ def test_bad_scenario_names_file_and_path(tmp_path, name, doc, path, needle):
     assert needle in err.value.message
     line = str(err.value)
     assert "\n" not in line and line.startswith(f"{f}: {path}: ")
+
+
+# Where the new steps and settings do belong: the rejections above are about the place.
+GOOD_WORK = [
+    ("body-dispatches-and-appends", _with(agents=[{"id": "a"}], tools=[{"name": "t", "body": [
+        {"do": "dispatch", "event": "fs/edit-intent", "target": {"path": "a.txt"}, "catch": True},
+        {"do": "append", "data": {"todos": [{"content": "x", "status": "in_progress"}]}},
+        {"do": "return", "value": 1}]}])),
+    ("unscoped-intent-listener", _with(listeners=[{"id": "l", "event": "fs/write-intent", "prepend": True,
+                                                   "script": [{"do": "next"}, {"do": "return-next"}]}])),
+    ("define-presenter-without-viewer", _with(
+        agents=[{"id": "a"}], tools=[{"name": "t", "define": True, "presentCall": [{"do": "return", "value": 1}]}],
+        run={"kind": "loop", "agent": "a", "blocks": [{"id": "A1", "name": "t"}]})),
+    ("raw-presenter-with-viewer", _with(
+        agents=[{"id": "a"}], tools=[{"name": "t", "presentResult": [{"do": "observe", "what": "result"}]}],
+        run={"kind": "loop", "agent": "a", "present": True, "blocks": [{"id": "A1", "name": "t"}]})),
+]
+
+
+@pytest.mark.parametrize("name,doc", GOOD_WORK, ids=[g[0] for g in GOOD_WORK])
+def test_new_steps_accepted_where_they_belong(tmp_path, name, doc):
+    f = tmp_path / f"{name}.json"
+    f.write_text(json.dumps(doc))
+    load_scenario(f)
 
 
 def test_cli_exit_2_one_line(tmp_path, capsys):

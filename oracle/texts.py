@@ -75,8 +75,11 @@ def timed_out(ms: int) -> str:  # P70
     return f"tool call timed out after {ms}ms"
 
 
+OBSERVER_FAILED = ": tools/result observer failed: "
+
+
 def observer_failed(name: str, call_id: str, message: str) -> str:  # P101
-    return f'tool "{name}" ({call_id}): tools/result observer failed: {message}'
+    return f'tool "{name}" ({call_id}){OBSERVER_FAILED}{message}'
 
 
 # Output-contract violation texts (P73).

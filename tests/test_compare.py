@@ -1,0 +1,41 @@
+"""The comparison's own rules: which differences are divergences, by profile."""
+
+from __future__ import annotations
+
+from conformance.compare import agree, events_for, first_divergence
+from oracle import texts
+from oracle.trace import Event, Trace
+
+
+def test_refused_writes_agree_whatever_the_engines_wording():
+    # The TypeError of a refused write is worded by the engine (spec section 1).
+    assert agree("Cannot create property 'x' on a primitive", "Cannot create property 'x' on string 'c1'", True)
+    assert not agree("Cannot create property 'x' on a primitive", "x is not allowed", True)
+
+
+def test_core_masks_messages_and_reference_compares_them():
+    e, a = {"isError": True, "error": {"message": "no"}}, {"isError": True, "error": {"message": "nope"}}
+    assert agree(e, a, False) and not agree(e, a, True)
+
+
+def _warned(*warnings: str) -> Trace:
+    return Trace(warnings=list(warnings))
+
+
+def test_observer_warnings_compare_their_message_as_a_failure_message():
+    expected = _warned(texts.observer_failed("t1", "c1", "Cannot create property 'x' on a primitive"))
+    same_head = _warned(texts.observer_failed("t1", "c1", "Cannot create property 'x' on string 'c1'"))
+    other_call = _warned(texts.observer_failed("t1", "c2", "Cannot create property 'x' on string 'c1'"))
+    other_message = _warned(texts.observer_failed("t1", "c1", "boom"))
+    assert first_divergence(expected, same_head, {"core", "reference"}) is None
+    for actual in (other_call, other_message, _warned()):
+        d = first_divergence(expected, actual, {"core", "reference"})
+        assert d is not None and d.where == "warnings" and d.rules == ["P101"]
+    assert first_divergence(expected, other_message, {"core"}) is None  # core reads no warning texts
+
+
+def test_a_bodys_session_events_are_compared_under_reference():
+    t = Trace(events=[Event(agent="a", seq=1, type="todo/write", data={"todos": []})])
+    assert events_for(t, {"reference"}) and not events_for(t, {"core", "loop"})
+    lost = first_divergence(t, Trace(), {"reference"})
+    assert lost is not None and lost.where.startswith("events") and "P71" in lost.rules

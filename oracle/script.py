@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import UNDEFINED, JsValue, Thrown, js_error, to_string, token, type_error
+from .jsvalue import UNDEFINED, JsValue, Thrown, is_undefined, js_error, to_string, token, type_error
 from .record import IDENTITY, Record
 from .registry import World
 from .scenario import Behavior, ScenarioError
@@ -278,7 +278,10 @@ def _frozen_write(w: World, value: Any, path: list[str], op: str) -> str | None:
     """Write ``path`` inside ``value``: refused where the container is frozen."""
     node = value
     for part in path[:-1]:
-        node = _child(node, part)
+        if node is None or is_undefined(node):  # reading through a nullish value throws
+            return f"Cannot read properties of {'null' if node is None else 'undefined'} (reading '{part}')"
+        child = _child(node, part)
+        node = UNDEFINED if child is NOTHING else child  # an absent property reads as undefined
     key = path[-1]
     if not isinstance(node, (dict, list)) or token(node) is not None:
         return f"Cannot set properties of {to_string(node) if token(node) != 'undefined' else 'undefined'} (setting '{key}')"

@@ -69,6 +69,10 @@ def type_error(message: str) -> dict[str, Any]:
     return js_error(message, "TypeError")
 
 
+HOSTILE_INSPECTION = js_error("hostile value")
+"""What inspecting a hostile value throws: any read, ``typeof`` aside (spec 3.11)."""
+
+
 def getter_thrown(prop: dict[str, Any]) -> JsValue:
     """The value thrown by reading a ``getter-throws`` property."""
     if "thrown" in prop:
@@ -251,7 +255,7 @@ def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
         case "getter-throws":
             raise Thrown(getter_thrown(v))
         case "hostile":
-            raise Thrown(type_error("hostile value"))
+            raise Thrown(HOSTILE_INSPECTION)
     return "[object Object]"
 
 

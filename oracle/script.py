@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import UNDEFINED, JsValue, Thrown, is_undefined, js_error, to_string, token, type_error
+from .jsvalue import (HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, to_string, token,
+                      type_error)
 from .record import IDENTITY, Record
 from .registry import World
 from .scenario import Behavior, ScenarioError
@@ -63,10 +64,16 @@ async def perform(w: World, inv: Invocation, behavior: Behavior, awaited: bool =
             if "rejects" in value:
                 raise Thrown(value["rejects"])
             value = value.get("resolves", UNDEFINED)
+            if token(value) == "hostile":  # resolving a promise with it reads its `then`
+                raise Thrown(HOSTILE_INSPECTION)
     except Thrown as t:
         w.obs(inv.call, inv.stage, "throw", inv.who, t.value, inv.rules)
         raise
     w.obs(inv.call, inv.stage, "return", inv.who, value, inv.rules)
+    if awaited and token(value) == "hostile":
+        # An asynchronous participant's promise resolves with what it returns, and that
+        # reads the value's `then`: the caller's await sees the inspection's throw.
+        raise Thrown(HOSTILE_INSPECTION)
     return value
 
 
@@ -242,10 +249,12 @@ def _mutate(w: World, inv: Invocation, step: Any) -> None:
 def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> tuple[str | None, tuple[str, ...]]:
     """The TypeError message a write raises (None when it is allowed), and the rules that
     decide it. As in strict-mode JavaScript, deleting a key that is absent succeeds."""
-    if root == "input":
-        return None, ("P23",)  # the caller's object: writes apply and are never read again
     if not path:
         return texts.frozen_set(root), ("P24",)
+    if root == "input":
+        # The caller's object: never frozen, never read again (P23); a write fails only
+        # where it runs into a primitive or through a nullish value.
+        return _frozen_write(w, _caller_input(w, inv.call), path, op), ("P23",)
     key = path[-1]
     if root == "record":
         rec = _need_record(inv)
@@ -258,13 +267,12 @@ def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> 
             return None, rule
         if head == "arguments":
             return _frozen_write(w, rec.arguments, path[1:], op), ("P24", "P25")
-        if head in ("callId", "rootCallId", "name", "token"):
-            # A primitive has no properties: writing one throws, deleting one is a no-op.
-            return (None if op == "delete" else f"Cannot create property '{key}' on a primitive"), ("P24",)
+        if head in ("callId", "rootCallId", "name", "token", "parent") and rec.has(head):
+            # A primitive (a string, a symbol token) has no properties of its own.
+            kind = "string" if head in ("callId", "rootCallId", "name") else "symbol"
+            return _primitive_write(op, key, kind, getattr(rec, head)), ("P24",)
         if head in ("agent", "parent") and not rec.has(head):
-            return f"Cannot set properties of undefined (setting '{key}')", ("P24",)
-        if head == "parent":
-            return (None if op == "delete" else f"Cannot create property '{key}' on symbol"), ("P24",)
+            return _nullish_write(op, key, UNDEFINED), ("P24",)
         if head in ("agent", "signal"):
             return None, ("P24",)  # the agent and signal objects themselves are not frozen
         return (_message(op, key, True) if rec.frozen else None), ("P99",)
@@ -278,17 +286,77 @@ def _frozen_write(w: World, value: Any, path: list[str], op: str) -> str | None:
     """Write ``path`` inside ``value``: refused where the container is frozen."""
     node = value
     for part in path[:-1]:
-        if node is None or is_undefined(node):  # reading through a nullish value throws
-            return f"Cannot read properties of {'null' if node is None else 'undefined'} (reading '{part}')"
+        if node is None or is_undefined(node):
+            return _nullish_write("read", part, node)
         child = _child(node, part)
         node = UNDEFINED if child is NOTHING else child  # an absent property reads as undefined
     key = path[-1]
+    if node is None or is_undefined(node):
+        return _nullish_write(op, key, node)
+    kind = _primitive_kind(node)
+    if kind is not None:
+        return _primitive_write(op, key, kind, node)
     if not isinstance(node, (dict, list)) or token(node) is not None:
-        return f"Cannot set properties of {to_string(node) if token(node) != 'undefined' else 'undefined'} (setting '{key}')"
+        return f"Cannot set properties of {to_string(node)} (setting '{key}')"
     exists = _child(node, key) is not NOTHING
     if not w.is_frozen(node) or (op == "delete" and not exists):
         return None
     return _message(op, key, exists)
+
+
+def _primitive_kind(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (int, float)) or token(v) in ("NaN", "Infinity", "-Infinity", "-0"):
+        return "number"
+    if token(v) in ("symbol", "bigint"):
+        return str(token(v))
+    return None
+
+
+def _primitive_write(op: str, key: str, kind: str, value: Any) -> str | None:
+    """A write to a primitive's property in strict code: a set throws, a delete of a
+    property it does not have is a no-op, defineProperty refuses a non-object."""
+    if op == "delete":
+        return None
+    if op == "define":
+        return "Object.defineProperty called on non-object"
+    # The engine's wording names the primitive; only the prefix is compared (WRITE_REFUSALS).
+    shown = "Symbol()" if kind == "symbol" else to_string(value)
+    return f"Cannot create property '{key}' on {kind} '{shown}'"
+
+
+def _nullish_write(op: str, key: str, node: Any) -> str:
+    """A read, write, delete or define through ``null`` or ``undefined``: each throws."""
+    what = "null" if node is None else "undefined"
+    match op:
+        case "read":
+            return f"Cannot read properties of {what} (reading '{key}')"
+        case "delete":
+            return "Cannot convert undefined or null to object"
+        case "define":
+            return "Object.defineProperty called on non-object"
+    return f"Cannot set properties of {what} (setting '{key}')"
+
+
+def _caller_input(w: World, call: str | None) -> Any:
+    """The caller's input object as a participant can reach it: a direct call's (section
+    3.2); a loop call's input is the loop's own, out of any participant's reach."""
+    run = w.scenario.run
+    spec = next((c for c in getattr(run, "calls", []) if c.callId == call), None)
+    if spec is None:
+        return UNDEFINED
+    out: dict[str, Any] = {"callId": spec.callId, "name": spec.name, "arguments": copy.deepcopy(spec.arguments),
+                           "signal": {}}
+    if spec.agent is not None:
+        out["agent"] = {}
+    if spec.rootCallId is not None:
+        out["rootCallId"] = spec.rootCallId
+    if spec.parent:
+        out["parent"] = {"$js": "symbol", "description": "foreign execution token"}
+    return out
 
 
 def _child(node: Any, key: str) -> Any:

@@ -118,7 +118,7 @@ function decodeValue(wire, realm, stack, origins) {
         p.catch(() => {}) // handled by whoever awaits it; never an unhandled rejection here
         return p
       }
-      return Promise.resolve(decodeIn(wire.resolves ?? { $js: 'undefined' }, realm, stack, origins))
+      return Promise.resolve(decodeIn('resolves' in wire ? wire.resolves : { $js: 'undefined' }, realm, stack, origins))
     }
     default: throw new DecodeError(`unknown token {"$js": ${JSON.stringify(kind)}}`)
   }

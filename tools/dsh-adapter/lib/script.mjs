@@ -66,11 +66,12 @@ export async function perform(w, inv, behavior) {
     ;({ value, wire } = await driveAsync(run(w, inv, steps)))
     while (isPromiseToken(wire)) {
       // The participant returned a promise: its settlement is the participant's outcome.
-      const inner = 'rejects' in wire ? NOTHING : wire.resolves ?? { $js: 'undefined' }
+      const inner = 'rejects' in wire ? NOTHING : 'resolves' in wire ? wire.resolves : { $js: 'undefined' }
       try {
         value = await value
       } catch (x) {
-        inv.thrown = [x, wire.rejects]
+        // A rejection, or a resolution with a value whose `then` cannot be read.
+        inv.thrown = [x, 'rejects' in wire ? wire.rejects : w.enc(x)]
         throw x
       }
       wire = inner

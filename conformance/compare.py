@@ -178,10 +178,41 @@ def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- first divergence
 
+def _is_answerer(item: dict[str, Any]) -> bool:
+    return item["stage"] == "approval" and item["who"] not in (None, "approval")
+
+
+def _abandoned_answers(trace: Trace) -> list[str]:
+    """Calls whose request signal aborted while answerers were deciding: the shipped
+    service settles as cancelled and abandons them (P43.5). Where their own steps fall
+    against the call's next stages is a matter of microtask scheduling, not of the spec."""
+    out, asked = [], set()
+    for o in trace.observations:
+        if o.stage == "approval" and o.who not in (None, "approval") and o.what == "call" and o.call:
+            asked.add(o.call)
+        if (o.stage, o.what, o.who, o.value) == ("approval", "outcome", None, "cancelled") and o.call in asked:
+            out.append(o.call)
+    return out
+
+
+def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[Any]]:
+    """The call's observations with its answerers' moved to a lane of their own, which
+    keeps their order among themselves."""
+    items = by_call.get(call, [])
+    out = dict(by_call)
+    out[call] = [i for i in items if not _is_answerer(i[0])]
+    lane = [i for i in items if _is_answerer(i[0])]
+    if lane:
+        out[f"{call} answerers"] = lane
+    return out
+
+
 def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Divergence | None:
     """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None."""
     exact = "reference" in profiles
     exp_obs, act_obs = observations_by_call(expected), observations_by_call(actual)
+    for call in _abandoned_answers(expected):
+        exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
     for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]:
         es, acts = exp_obs.get(call, []), act_obs.get(call, [])
         for i in range(max(len(es), len(acts))):

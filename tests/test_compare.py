@@ -39,3 +39,34 @@ def test_a_bodys_session_events_are_compared_under_reference():
     assert events_for(t, {"reference"}) and not events_for(t, {"core", "loop"})
     lost = first_divergence(t, Trace(), {"reference"})
     assert lost is not None and lost.where.startswith("events") and "P71" in lost.rules
+
+
+def _approval_trace(order: list[tuple[str, str, str | None, object]]) -> Trace:
+    from oracle.trace import Observation
+    return Trace(observations=[Observation(call="c1", stage=s, what=w, who=who, value=v) for s, w, who, v in order])
+
+
+def test_an_abandoned_answer_may_settle_after_the_cancelled_outcome():
+    # P43.5: the answerer (L5) aborted the request signal while answering; the service
+    # settled as cancelled, and where the answerer's own return falls is the scheduler's.
+    answered_first = _approval_trace([
+        ("approval", "request", None, None), ("approval", "call", "L5", None), ("approval", "return", "L5", "allowed-once"),
+        ("approval", "outcome", None, "cancelled"), ("post-execute", "start", None, None)])
+    cancelled_first = _approval_trace([
+        ("approval", "request", None, None), ("approval", "call", "L5", None), ("approval", "outcome", None, "cancelled"),
+        ("post-execute", "start", None, None), ("approval", "return", "L5", "allowed-once")])
+    assert first_divergence(answered_first, cancelled_first, {"core", "reference"}) is None
+    # The answerer's own steps keep their order, and the pipeline's stages theirs.
+    wrong_answer = _approval_trace([
+        ("approval", "request", None, None), ("approval", "call", "L5", None), ("approval", "outcome", None, "cancelled"),
+        ("post-execute", "start", None, None), ("approval", "return", "L5", "rejected")])
+    d = first_divergence(answered_first, wrong_answer, {"core", "reference"})
+    assert d is not None and d.where == "observations[c1 answerers][1]"
+
+
+def test_an_answer_that_was_not_abandoned_keeps_its_place():
+    answered = _approval_trace([("approval", "request", None, None), ("approval", "call", "L5", None),
+                                ("approval", "return", "L5", "allowed-once"), ("approval", "outcome", None, "allowed-once")])
+    late = _approval_trace([("approval", "request", None, None), ("approval", "call", "L5", None),
+                            ("approval", "outcome", None, "allowed-once"), ("approval", "return", "L5", "allowed-once")])
+    assert first_divergence(answered, late, {"core"}) is not None

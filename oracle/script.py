@@ -276,10 +276,10 @@ def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> 
         if head in ("agent", "signal"):
             return None, ("P24",)  # the agent and signal objects themselves are not frozen
         return (_message(op, key, True) if rec.frozen else None), ("P99",)
+    # A participant handed no arguments or no result reads the root as undefined.
     if root == "args":
-        return _frozen_write(w, inv.args, path, op), ("P25",)
-    target = inv.result if inv.result is not NOTHING else UNDEFINED
-    return _frozen_write(w, target, path, op), ("P11",)
+        return _frozen_write(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op), ("P25",)
+    return _frozen_write(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op), ("P11",)
 
 
 def _frozen_write(w: World, value: Any, path: list[str], op: str) -> str | None:

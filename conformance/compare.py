@@ -184,15 +184,9 @@ def _is_answerer(item: dict[str, Any]) -> bool:
 
 def _abandoned_answers(trace: Trace) -> list[str]:
     """Calls whose request signal aborted while answerers were deciding: the shipped
-    service settles as cancelled and abandons them (P43.5). Where their own steps fall
-    against the call's next stages is a matter of microtask scheduling, not of the spec."""
-    out, asked = [], set()
-    for o in trace.observations:
-        if o.stage == "approval" and o.who not in (None, "approval") and o.what == "call" and o.call:
-            asked.add(o.call)
-        if (o.stage, o.what, o.who, o.value) == ("approval", "outcome", None, "cancelled") and o.call in asked:
-            out.append(o.call)
-    return out
+    service settles as cancelled and abandons them (P43.5; the oracle notes it). Where
+    their own steps fall against the call's next stages is microtask scheduling, not spec."""
+    return [o.call for o in trace.observations if (o.stage, o.what) == ("approval", "abandon") and o.call]
 
 
 def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[Any]]:

@@ -446,8 +446,9 @@ async def _answer(w: World, rec: Record, request: dict[str, Any], signal: Any) -
 
     task = w.sched.spawn(ask())
     first = await w.sched.any_of(task, signal.on_abort)
-    if first == 1:
-        return "cancelled"  # P43.5: the abort came first; any later answer is discarded
+    if first == 1:  # P43.5: the abort came first; any later answer is discarded
+        w.obs(rec.callId, "approval", "abandon", None, None, ("P43",))
+        return "cancelled"
     return task.value
 
 

@@ -34,7 +34,7 @@ INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dis
 What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
-    "unregister", "inject", "commit", "synthetic", "append",
+    "unregister", "inject", "commit", "synthetic", "append", "abandon",
 ]
 
 

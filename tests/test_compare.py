@@ -51,7 +51,7 @@ def test_an_abandoned_answer_may_settle_after_the_cancelled_outcome():
     # settled as cancelled, and where the answerer's own return falls is the scheduler's.
     answered_first = _approval_trace([
         ("approval", "request", None, None), ("approval", "call", "L5", None), ("approval", "return", "L5", "allowed-once"),
-        ("approval", "outcome", None, "cancelled"), ("post-execute", "start", None, None)])
+        ("approval", "abandon", None, None), ("approval", "outcome", None, "cancelled"), ("post-execute", "start", None, None)])
     cancelled_first = _approval_trace([
         ("approval", "request", None, None), ("approval", "call", "L5", None), ("approval", "outcome", None, "cancelled"),
         ("post-execute", "start", None, None), ("approval", "return", "L5", "allowed-once")])
@@ -62,6 +62,17 @@ def test_an_abandoned_answer_may_settle_after_the_cancelled_outcome():
         ("post-execute", "start", None, None), ("approval", "return", "L5", "rejected")])
     d = first_divergence(answered_first, wrong_answer, {"core", "reference"})
     assert d is not None and d.where == "observations[c1 answerers][1]"
+
+
+def test_an_answerer_that_answers_cancelled_was_not_abandoned():
+    # Its steps keep their place: a divergence in them is found where it happens.
+    said = _approval_trace([("approval", "request", None, None), ("approval", "call", "L5", None),
+                            ("approval", "mutate", "L5", {"outcome": "failed"}), ("approval", "return", "L5", "cancelled"),
+                            ("approval", "outcome", None, "cancelled"), ("post-execute", "start", None, "denied")])
+    forged = _approval_trace([("approval", "request", None, None), ("approval", "call", "L5", None),
+                              ("approval", "mutate", "L5", {"outcome": "applied"}), ("approval", "return", "L5", "cancelled"),
+                              ("approval", "outcome", None, "cancelled"), ("post-execute", "start", None, "forged")])
+    assert first_divergence(said, forged, {"core"}).where == "observations[c1][2]"
 
 
 def test_an_answer_that_was_not_abandoned_keeps_its_place():

@@ -342,9 +342,15 @@ def _nullish_write(op: str, key: str, node: Any) -> str:
 
 
 def _caller_input(w: World, call: str | None) -> Any:
-    """The caller's input object as a participant can reach it: a direct call's (section
-    3.2); a loop call's input is the loop's own, out of any participant's reach."""
+    """The caller's input object (section 3.2) as far as a write into it can tell: a
+    direct call's, or the one the loop made from a tool-call block."""
     run = w.scenario.run
+    block = next((b for b in getattr(run, "blocks", []) if b.id == call), None)
+    if block is not None:
+        from .loop import parse_arguments  # the loop owns argument parsing (P16)
+
+        return {"callId": block.id, "name": block.name, "arguments": parse_arguments(block.arguments),
+                "signal": {}, "agent": {}}
     spec = next((c for c in getattr(run, "calls", []) if c.callId == call), None)
     if spec is None:
         return UNDEFINED

@@ -296,8 +296,10 @@ def _frozen_write(w: World, value: Any, path: list[str], op: str) -> str | None:
     kind = _primitive_kind(node)
     if kind is not None:
         return _primitive_write(op, key, kind, node)
-    if not isinstance(node, (dict, list)) or token(node) is not None:
+    if not isinstance(node, (dict, list)):
         return f"Cannot set properties of {to_string(node)} (setting '{key}')"
+    # Objects in wire form (a null-prototype object, an instance, ...) take writes as any
+    # object does.
     exists = _child(node, key) is not NOTHING
     if not w.is_frozen(node) or (op == "delete" and not exists):
         return None
@@ -367,6 +369,8 @@ def _caller_input(w: World, call: str | None) -> Any:
 
 def _child(node: Any, key: str) -> Any:
     if isinstance(node, dict):
+        if token(node) is not None:  # an object in wire form: its own keys are its entries
+            return node.get("entries", {}).get(key, NOTHING)
         return node.get(key, NOTHING)
     if isinstance(node, list) and key.isdigit() and int(key) < len(node):
         return node[int(key)]

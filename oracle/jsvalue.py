@@ -180,6 +180,8 @@ def _snap(v: JsValue, depth: int) -> JsValue:
             return _plain_object({k: _snap(entries[k], depth + 1) for k in js_keys(entries)})
         case "getter-throws":
             raise Thrown(getter_thrown(v))
+        case "hostile":
+            raise Thrown(HOSTILE_INSPECTION)  # its first read throws, and that propagates (P13)
         case _:
             # hole, array-with-extras, cycle, class instances, non-finite numbers, ...
             raise NotLossless()

@@ -136,19 +136,23 @@ def _obs_item(o: Observation) -> dict[str, Any]:
 Blame = tuple[list[str], list[str] | None, list[str]]
 
 
-def observations_by_call(trace: Trace) -> dict[str, list[tuple[dict[str, Any], Blame]]]:
+# An observation as compared: the item, the blame, and its position in its trace.
+Item = tuple[dict[str, Any], Blame, int]
+
+
+def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     """Each call's portable observations with the rules to blame when one differs. When an
     observation carries the call's outcome and the outcome differs, the oracle's latest
     routing of that call (why the outcome is what it is) is blamed, where there is one."""
-    out: dict[str, list[tuple[dict[str, Any], Blame]]] = {}
+    out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
-    for o in trace.observations:
+    for n, o in enumerate(trace.observations):
         call = o.call or "-"
         if o.stage == "route":
             route[call] = list(o.rules)
         elif is_portable(o):
             outcome = route.get(call, []) if _carries_outcome(o) else None
-            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, []))))
+            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, [])), n))
     return out
 
 
@@ -207,14 +211,24 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
     exp_obs, act_obs = observations_by_call(expected), observations_by_call(actual)
     for call in _abandoned_answers(expected):
         exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
+    # Each call's lane is compared in order; of the lanes that part, the first divergence is
+    # the one the oracle's trace reaches first, so that a consequence in one call (a tool a
+    # later call unregistered, shown missing at the end of an earlier call's lane) is not
+    # reported before its cause.
+    found: tuple[float, Divergence] | None = None
     for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]:
         es, acts = exp_obs.get(call, []), act_obs.get(call, [])
         for i in range(max(len(es), len(acts))):
             e = es[i] if i < len(es) else None
             a = acts[i] if i < len(acts) else None
             if e is None or a is None or not agree(e[0], a[0], exact):
-                return Divergence(f"observations[{call}][{i}]", e[0] if e else None,
-                                  a[0] if a else None, _observation_rules(e, a, exact))
+                at = e[2] if e is not None else (es[-1][2] + 0.5 if es else float(a[2]) if a else 0.0)
+                if found is None or at < found[0]:
+                    found = (at, Divergence(f"observations[{call}][{i}]", e[0] if e else None,
+                                            a[0] if a else None, _observation_rules(e, a, exact)))
+                break
+    if found is not None:
+        return found[1]
     ee, ae = events_for(expected, profiles), events_for(actual, profiles)
     if _pooled(expected):
         # P21: in a parallel pool a later call's tool/call *may* follow an earlier call's
@@ -243,13 +257,13 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
     return None
 
 
-def _observation_rules(e: tuple[dict[str, Any], Blame] | None, a: Any, exact: bool = True) -> list[str]:
+def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> list[str]:
     """The rules a divergence in an observation is put down to. The outcome handed to
     ``tools/result`` sums up everything before it, so a difference there is put down to the
     rules the case cites (an empty list tells the runner so)."""
     if e is None:
         return ["P1", "P2"] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
-    item, (rules, outcome_rules, routing) = e
+    item, (rules, outcome_rules, routing) = e[0], e[1]
     if a is not None and (item["stage"], item["what"], item["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         # Not the same step at all: the walk left the path. Blame why the oracle routed the
         # call as it did: the stage that ran instead is that routing's consequence. Without a

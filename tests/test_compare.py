@@ -81,3 +81,23 @@ def test_an_answer_that_was_not_abandoned_keeps_its_place():
     late = _approval_trace([("approval", "request", None, None), ("approval", "call", "L5", None),
                             ("approval", "outcome", None, "allowed-once"), ("approval", "return", "L5", "allowed-once")])
     assert first_divergence(answered, late, {"core"}) is not None
+
+
+def test_the_first_divergence_is_the_one_the_oracles_trace_reaches_first():
+    # c2's pre-execute parts at trace position 2; c1's lane parts only at its end (position
+    # 4: say, a projection of a tool that c2's body went on to unregister). Report c2.
+    from oracle.trace import Observation
+
+    def trace(c2_decision: str, c1_tail: bool) -> Trace:
+        obs = [Observation(call="c1", stage="pre-execute", what="start"),
+               Observation(call="c2", stage="pre-execute", what="start"),
+               Observation(call="c2", stage="pre-execute", what="end", value=c2_decision),
+               Observation(call="c1", stage="result", what="start", value=1)]
+        if c1_tail:
+            obs.append(Observation(call="c1", stage="presentCall", what="call", who="t.presentCall"))
+        return Trace(observations=obs)
+
+    d = first_divergence(trace("deny", True), trace("allow", False), {"core"})
+    assert d is not None and d.where == "observations[c2][1]"
+    d = first_divergence(trace("deny", True), trace("deny", False), {"core"})
+    assert d is not None and d.where == "observations[c1][2]" and d.actual is None

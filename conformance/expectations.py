@@ -7,9 +7,14 @@ An expectations file (YAML) lists expected failures by rule id and/or by case id
       P24: identity fields stay writable until the record is frozen before tools/result
     cases:
       entry-args-cycle-not-lossless: the adapter cannot build this value
+    consequences:
+      P11: [P12, P87]
 
 A failing case is expected when its id is listed, or when every rule it fails (the rules
-of its first divergence and of its broken invariants) is listed. An unexpected failure
+of its first divergence and of its broken invariants) is listed or is a *consequence* of a
+listed rule that the case fails too: an unfrozen result a listener mutates (P11) can go on
+to break P87, and that breach says nothing new. A consequence alone is never expected.
+An unexpected failure
 fails the run; so does a listed entry that no longer fails (*stale*): a listed case that
 passed, or a listed rule that some scored case exercised without any case failing it.
 """
@@ -35,13 +40,18 @@ class Expectations:
     implementation: str = ""
     rules: dict[str, str] = field(default_factory=dict)
     cases: dict[str, str] = field(default_factory=dict)
+    consequences: dict[str, list[str]] = field(default_factory=dict)
 
     def reason(self, case_id: str, failing_rules: list[str]) -> str | None:
         """Why this failure is expected, or None when it is not."""
         if case_id in self.cases:
             return self.cases[case_id]
-        if failing_rules and all(r in self.rules for r in failing_rules):
-            return "; ".join(dict.fromkeys(self.rules[r] for r in failing_rules))
+        causes = [r for r in failing_rules if r in self.rules]
+        followers = {c for r in causes for c in self.consequences.get(r, [])}
+        if causes and all(r in self.rules or r in followers for r in failing_rules):
+            extra = [r for r in failing_rules if r not in self.rules]
+            why = "; ".join(dict.fromkeys(self.rules[r] for r in causes))
+            return why + (f" (and, as a consequence, {', '.join(extra)})" if extra else "")
         return None
 
     def stale(self, records: list[CaseRecord]) -> list[str]:
@@ -70,9 +80,9 @@ def load_expectations(path: str | Path) -> Expectations:
         raise ExpectationsError(f"{p}: not YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(doc, dict):
         raise ExpectationsError(f"{p}: $: expected a mapping")
-    unknown = set(doc) - {"implementation", "rules", "cases"}
+    unknown = set(doc) - {"implementation", "rules", "cases", "consequences"}
     if unknown:
-        raise ExpectationsError(f"{p}: $.{sorted(unknown)[0]}: unknown key (expected implementation, rules, cases)")
+        raise ExpectationsError(f"{p}: $.{sorted(unknown)[0]}: unknown key (expected implementation, rules, cases, consequences)")
     exp = Expectations(str(doc.get("implementation", "")))
     for key in ("rules", "cases"):
         section = doc.get(key) or {}
@@ -84,6 +94,15 @@ def load_expectations(path: str | Path) -> Expectations:
             if key == "rules" and k not in rules():
                 raise ExpectationsError(f"{p}: $.rules.{k}: unknown rule id")
         getattr(exp, key).update({str(k): v for k, v in section.items()})
+    section = doc.get("consequences") or {}
+    if not isinstance(section, dict):
+        raise ExpectationsError(f"{p}: $.consequences: expected a mapping of rule id to a list of rule ids")
+    for k, v in section.items():
+        if str(k) not in exp.rules:
+            raise ExpectationsError(f"{p}: $.consequences.{k}: a consequence follows from a rule listed under rules")
+        if not isinstance(v, list) or not v or not all(isinstance(r, str) and r in rules() for r in v):
+            raise ExpectationsError(f"{p}: $.consequences.{k}: expected a non-empty list of known rule ids")
+        exp.consequences[str(k)] = list(v)
     return exp
 
 
@@ -97,6 +116,8 @@ def from_records(implementation: str, records: list[CaseRecord], previous: Expec
             continue
         if c.failing_rules:
             for r in c.failing_rules:
+                if any(r in previous.consequences.get(x, []) for x in c.failing_rules if x != r):
+                    continue  # it follows from another rule this case fails
                 rule_reasons.setdefault(r, previous.rules.get(r, _describe(c)))
         else:
             case_reasons.setdefault(c.id, previous.cases.get(c.id, _describe(c)))
@@ -105,6 +126,9 @@ def from_records(implementation: str, records: list[CaseRecord], previous: Expec
         doc["rules"] = dict(sorted(rule_reasons.items(), key=lambda kv: int(kv[0][1:])))
     if case_reasons:
         doc["cases"] = dict(sorted(case_reasons.items()))
+    kept = {k: v for k, v in previous.consequences.items() if k in rule_reasons}
+    if kept:
+        doc["consequences"] = kept
     header = ("# Expected failures of this implementation, by rule id and by case id, each with the\n"
               "# observed behavior. Written by `dsh-conformance expectations update`; edit the reasons.\n")
     return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)

@@ -104,6 +104,8 @@ def test_stale_case_expectation(tmp_path, cases):
     ("rules:\n  P3: ''\n", "$.rules.P3: the reason must be a non-empty string"),
     ("bogus: 1\n", "$.bogus: unknown key"),
     ("[1, 2]\n", "$: expected a mapping"),
+    ("rules:\n  P11: x\nconsequences:\n  P24: [P87]\n", "$.consequences.P24: a consequence follows from a rule listed"),
+    ("rules:\n  P11: x\nconsequences:\n  P11: [P999]\n", "$.consequences.P11: expected a non-empty list of known rule ids"),
 ])
 def test_bad_expectations_file(tmp_path, cases, capsys, content, message):
     exp = tmp_path / "bad.yaml"
@@ -139,3 +141,15 @@ def test_bench_prints_ratios(tmp_path, cases, capsys):
     assert main(["bench", "--cases", str(cases), "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "oracle in-process" in out and "oracle over the protocol" in out and "ratio" in out
+
+
+def test_consequences_are_expected_only_beside_their_cause(tmp_path):
+    from conformance.expectations import load_expectations
+
+    f = tmp_path / "exp.yaml"
+    f.write_text("rules:\n  P11: handed results are mutable\nconsequences:\n  P11: [P12, P87]\n")
+    exp = load_expectations(f)
+    assert exp.reason("x", ["P11", "P87"]) == "handed results are mutable (and, as a consequence, P87)"
+    assert exp.reason("x", ["P11"]) == "handed results are mutable"
+    assert exp.reason("x", ["P87"]) is None  # a consequence alone is a failure of its own
+    assert exp.reason("x", ["P11", "P24"]) is None

@@ -212,17 +212,19 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
     for call in _abandoned_answers(expected):
         exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
     # Each call's lane is compared in order; of the lanes that part, the first divergence is
-    # the one the oracle's trace reaches first, so that a consequence in one call (a tool a
-    # later call unregistered, shown missing at the end of an earlier call's lane) is not
-    # reported before its cause.
-    found: tuple[float, Divergence] | None = None
+    # the earliest, so that a consequence in one call (a tool a later call unregistered,
+    # shown missing at the end of an earlier call's lane; a classifier that ran only because
+    # an earlier call went elsewhere) is not reported before its cause. The two traces agree
+    # up to their first divergence, so where each side reaches it is comparable: the
+    # earlier of the two counts.
+    found: tuple[int, Divergence] | None = None
     for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]:
         es, acts = exp_obs.get(call, []), act_obs.get(call, [])
         for i in range(max(len(es), len(acts))):
             e = es[i] if i < len(es) else None
             a = acts[i] if i < len(acts) else None
             if e is None or a is None or not agree(e[0], a[0], exact):
-                at = e[2] if e is not None else (es[-1][2] + 0.5 if es else float(a[2]) if a else 0.0)
+                at = min(x[2] for x in (e, a) if x is not None)
                 if found is None or at < found[0]:
                     found = (at, Divergence(f"observations[{call}][{i}]", e[0] if e else None,
                                             a[0] if a else None, _observation_rules(e, a, exact)))

@@ -101,3 +101,20 @@ def test_the_first_divergence_is_the_one_the_oracles_trace_reaches_first():
     assert d is not None and d.where == "observations[c2][1]"
     d = first_divergence(trace("deny", True), trace("deny", False), {"core"})
     assert d is not None and d.where == "observations[c1][2]" and d.actual is None
+
+
+def test_an_extra_step_late_in_the_run_does_not_hide_an_earlier_cause():
+    # The IUT let a guard rename the call (applied, where the oracle refuses), so a later
+    # call's classifier ran that the oracle never ran: report the rename, not the classifier.
+    from oracle.trace import Observation
+
+    def trace(outcome: str, extra: bool) -> Trace:
+        obs = [Observation(call=None, stage="classify", what="call", who="t.isConcurrencySafe"),
+               Observation(call="A1", stage="guards", what="mutate", who="G1", value={"outcome": outcome}),
+               Observation(call="A1", stage="result", what="start", value=1)]
+        if extra:
+            obs.append(Observation(call=None, stage="classify", what="call", who="t.isConcurrencySafe"))
+        return Trace(observations=obs)
+
+    d = first_divergence(trace("failed", False), trace("applied", True), {"core"})
+    assert d is not None and d.where == "observations[A1][0]"

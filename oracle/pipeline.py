@@ -9,17 +9,16 @@ The staged scheduler of section 3.6 falls out directly: ``prepare`` = entry + ga
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
 
 from . import texts
 from .decisions import OUTCOMES, PRE_KINDS
-from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, getter_thrown, info_of, is_undefined, js_error,
-                      json_text, message_of, snapshot, to_string, token, type_error)
-from .record import Record
+from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object, is_undefined,
+                      js_error, json_text, message_of, snapshot, to_string, token, truthy, type_error)
+from .record import Input, Record
+from .schema_check import schema_violations
 from .registry import World
 from .scenario import DELEGATE, Behavior, Call, CustomApproval, Listener, Tool
 from .scheduler import fuse
@@ -33,18 +32,6 @@ RouteKind = Literal["dispatch", "post", "final"]
 class Route:
     kind: RouteKind
     result: Any = None
-
-
-@dataclass
-class Input:
-    """A call input (section 3.2), as the caller hands it to ``execute``."""
-    callId: str
-    name: str
-    arguments: JsValue
-    signal: Any
-    agent: str | None = None
-    rootCallId: str | None = None
-    parent: str | None = None
 
 
 # ============================================================================ helpers
@@ -96,50 +83,6 @@ def _with_contexts(r: dict[str, Any], prior: Any) -> dict[str, Any]:
     if isinstance(contexts, list) and contexts:
         r["additionalContexts"] = contexts
     return r
-
-
-def get(obj: JsValue, key: str) -> JsValue:
-    """``obj[key]`` for a JS value in wire form; raises Thrown when a getter throws."""
-    kind = token(obj)
-    if isinstance(obj, dict) and kind is None:
-        props = obj
-    elif kind in ("object", "null-proto"):
-        props = obj.get("entries", {})
-    elif kind == "error" and key in ("message", "name", "code"):
-        return obj.get(key, UNDEFINED)
-    else:
-        return UNDEFINED
-    if key not in props:
-        return UNDEFINED
-    v = props[key]
-    if token(v) == "getter-throws":
-        raise Thrown(getter_thrown(v))
-    return v
-
-
-def has_own(obj: JsValue, key: str) -> bool:
-    kind = token(obj)
-    if isinstance(obj, dict) and kind is None:
-        return key in obj
-    if kind in ("object", "null-proto"):
-        return key in obj.get("entries", {})
-    return False
-
-
-def is_object(v: JsValue) -> bool:
-    """``typeof v === "object" && v !== null`` for a wire value."""
-    if isinstance(v, list):
-        return True
-    if not isinstance(v, dict):
-        return False
-    return token(v) not in ("undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol",
-                            "function", "hole")
-
-
-def truthy(v: JsValue) -> bool:
-    if v is None or v is False or v == "" or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0):
-        return False
-    return token(v) not in ("undefined", "NaN", "-0")
 
 
 def own_record(w: World, r: dict[str, Any], rec: Record) -> dict[str, Any]:
@@ -545,22 +488,6 @@ async def body(w: World, rec: Record, tool: Tool) -> JsValue:
         return await perform(w, inv, tool.body)
     finally:
         w.open_gate(rec.callId)
-
-
-def schema_violations(schema: dict[str, Any], value: JsValue, label: str) -> list[str]:
-    """Violations of ``schema``, in schema-walk order. Their wording is implementation-defined
-    (section 1.3); only the prefix and the "; " join are specified (P73, P75)."""
-    # The schema sees the JSON the value stands for, not its wire form: a model's literal
-    # "$js" key is an ordinary key there, and -0 a number. Callers validate lossless values.
-    text = json_text(value)
-    instance = json.loads(text) if text is not None else value
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.validator))
-    out = []
-    for e in errors:
-        where = label + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
-        out.append(f"{where}: {e.message}")
-    return out
 
 
 def success(w: World, rec: Record, tool: Tool, candidate: JsValue) -> dict[str, Any]:

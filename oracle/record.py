@@ -1,4 +1,5 @@
-"""The execution record (section 3.3) and the registry's private per-call state."""
+"""The call input (section 3.2), the execution record (section 3.3) and the registry's
+private per-call state."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ from typing import Any
 from .jsvalue import JsValue, UNDEFINED
 from .scenario import Tool
 from .scheduler import Signal
+
+@dataclass
+class Input:
+    """A call input (section 3.2), as the caller hands it to ``execute``."""
+    callId: str
+    name: str
+    arguments: JsValue
+    signal: Any
+    agent: str | None = None
+    rootCallId: str | None = None
+    parent: str | None = None
+
 
 IDENTITY = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oracle.jsvalue import Thrown
-from oracle.pipeline import get
+from oracle.jsvalue import get
 from oracle.trace import Observation, Trace
 
 from .flow_model import Edge, FlowModel

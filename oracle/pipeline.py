@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 
-from . import texts
+from . import code_mode, texts
 from .decisions import OUTCOMES, PRE_KINDS
 from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object, is_undefined,
                       js_error, json_text, message_of, snapshot, to_string, token, truthy, type_error)
@@ -132,6 +132,7 @@ _STAGE = {
     "approval/request": "approval",
     "fs/write-intent": "fs-intent",
     "fs/edit-intent": "fs-intent",
+    "tools/code-dispatch-log": "code-dispatch-log",
 }
 
 
@@ -194,7 +195,7 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
     rec = Record(token=w.mint_token(), callId=inp.callId,
                  rootCallId=inp.rootCallId if inp.rootCallId is not None else inp.callId,  # P23
                  name=inp.name, agent=inp.agent, parent=inp.parent, arguments=UNDEFINED,
-                 signal=caller, caller=caller,
+                 signal=caller, caller=caller, abort_target=inp.abort_target or caller,
                  finalizer=visible if visible is not None and visible.finalizeContent is not None else None)
     w.obs(rec.callId, "entry", "start", None, {"token": rec.token, "visible": visible is not None},
           ("P22", "P23", "P26"))
@@ -485,6 +486,8 @@ async def body(w: World, rec: Record, tool: Tool) -> JsValue:
             w.obs(rec.callId, "body", "throw", None, "INVALID_ARGS", ("P75",))  # before the script runs
             raise Thrown(harness_error("ToolArgsError", "INVALID_ARGS", texts.invalid_args(violations)))
     try:
+        if code_mode.is_run_code(tool):  # P115: the reserved transport's body is the bridge
+            return await code_mode.run_code(w, rec, STAGES)
         return await perform(w, inv, tool.body)
     finally:
         w.open_gate(rec.callId)
@@ -512,6 +515,8 @@ def success(w: World, rec: Record, tool: Tool, candidate: JsValue) -> dict[str, 
 
 
 def _project(w: World, rec: Record, tool: Tool, which: str, value: JsValue) -> JsValue:
+    if code_mode.is_run_code(tool):  # P128: run_code renders its logs and result
+        return code_mode.render(value)
     behavior = getattr(tool.output, which)
     if behavior is None:  # the default render: the value's JSON text
         return [{"type": "text", "text": json_text(value)}]
@@ -752,3 +757,7 @@ def call_input(w: World, call: Call) -> Input:
     return Input(callId=call.callId, name=call.name, arguments=copy.deepcopy(call.arguments),
                  signal=signal, agent=call.agent, rootCallId=call.rootCallId,
                  parent="foreign-token" if call.parent else None)
+
+
+STAGES = code_mode.Stages(prepare=prepare, dispatch=dispatch, finalize=finalize, waterfall=waterfall)
+"""What the run_code bridge drives its sub-calls through (P120)."""

@@ -20,6 +20,10 @@ class Input:
     agent: str | None = None
     rootCallId: str | None = None
     parent: str | None = None
+    # The scenario language's, not DSH's: the signal an ``abort caller`` step of a participant
+    # aborts. A run_code sub-call's participants abort the run_code call's caller, since the
+    # run's own signal belongs to the bridge (scenario.Abort); None: this input's signal.
+    abort_target: Signal | None = None
 
 
 IDENTITY = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
@@ -45,6 +49,7 @@ class Record:
     frozen: bool = False
     # registry-private state
     caller: Signal | None = None
+    abort_target: Signal | None = None  # what an ``abort caller`` step aborts (Input.abort_target)
     body_invoked: bool = False  # P59
     finalizer: Tool | None = None  # P26: captured at entry
     built: dict[int, Any] = field(default_factory=dict)  # results the registry built for this call (P63)

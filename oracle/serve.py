@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from . import ScenarioError, ScenarioRunError, parse_scenario, run_scenario
 
-PROFILES = ["core", "reference", "loop"]
+PROFILES = ["core", "reference", "loop", "code-mode"]
 
 
 def started() -> dict[str, Any]:

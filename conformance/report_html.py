@@ -157,7 +157,7 @@ def _item(lane: str, v: Any) -> str:
 def _lane_table(lane: Lane, first: str | None, ids: dict[str, str]) -> str:
     bad = lane.first_divergence
     agreeing = bad is None
-    summary = (f"{len(lane.rows)} item{'s' * (len(lane.rows) != 1)} agree" if agreeing
+    summary = (("1 item agrees" if len(lane.rows) == 1 else f"{len(lane.rows)} items agree") if agreeing
                else f"diverges at {bad.where}" + (" (the first divergence)" if bad.where == first else ""))
     rows = []
     for n, row in enumerate(lane.rows):
@@ -303,11 +303,11 @@ def _summary(report: Report, index: int) -> str:
             f"<li>{esc(s)}</li>" for s in report.footer.stale) + "</ul>"
     partial = "" if report.footer else '<p class="note">Partial run: the report has no footer.</p>'
     return (f'<section class="summary" data-impl="{index}"><h2>{esc(report.name)}</h2>{partial}'
+            '<div class="columns"><div>'
             f'<p class="counts"><b>{len(report.cases)}</b> cases: {chips}</p>'
             '<table class="scores"><thead><tr><th>profile</th><th>rules passing / scored</th><th></th><th></th>'
-            f'</tr></thead><tbody>{"".join(score_rows)}</tbody></table>'
-            f'<details><summary>Identity and run</summary><dl class="facts">{identity}{facts}</dl></details>'
-            f"{stale}</section>")
+            f'</tr></thead><tbody>{"".join(score_rows)}</tbody></table>{stale}</div>'
+            f'<dl class="facts identity">{identity}</dl><dl class="facts run">{facts}</dl></div></section>')
 
 
 # ----------------------------------------------------------------------------- matrix
@@ -416,6 +416,8 @@ code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .summaries{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:16px}
 .summary{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 16px}
 .summary h2{margin:0 0 8px;font-size:18px}
+.summary .columns{display:flex;flex-wrap:wrap;gap:8px 36px;align-items:flex-start}
+.summary dl.facts{margin-top:4px}
 .badge{display:inline-block;padding:1px 7px;border-radius:10px;font-size:12px;background:#eee;color:#333;
 white-space:nowrap;margin:1px 0}
 .badge.pass,.cell.pass{background:var(--pass-bg);color:var(--pass)}

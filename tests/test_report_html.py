@@ -17,7 +17,7 @@ from conformance.corpus import CASES
 from conformance.evidence import document_digest, trace_digest
 from conformance.iut import ProcessIUT
 from conformance.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
-from conformance.report import Footer, Outcome, ReportWriter, new_header, read_report, report_schemas
+from conformance.report import Outcome, ReportWriter, new_header, read_report, report_schemas
 from conformance.report_html import case_view, render, replay_command
 from conformance.rule_text import STATEMENTS, dumps_statements, statements, statements_from_spec
 from conformance.rules import rules

@@ -37,9 +37,9 @@ def why_no_browser() -> str | None:
     """Why the report cannot be shown in a browser here, or None when it can."""
     if find_chromium() is None:
         return "no Chromium installed (apt-get install chromium, or set DSH_CHROMIUM)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None:
         return "playwright is not installed (pip install -e '.[dev]')"
     return None
 

@@ -3,10 +3,12 @@
 A report file has one JSON object per line: a ``header`` (suite, spec revision, protocol,
 IUT identity, profiles, seed, machine), one ``case`` record per case as soon as it is
 decided (so a killed run leaves a valid partial report), and a ``footer`` with the counts
-and the exit code. ``report_schemas()`` gives their JSON Schemas (``catalogs/``).
+and the exit code. ``report_schemas()`` gives their JSON Schemas (``catalogs/``). Cases and
+files are named portably (``conformance.portable``), and a case that did not pass keeps
+what a view needs to show why (``conformance.evidence``).
 
 Views: the compliance matrix (rules grouped by profile x implementations) in Markdown,
-HTML or JSON, and JUnit XML for CI.
+HTML (``conformance.report_html``) or JSON, and JUnit XML for CI.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class Header(_Model):
     started: str
     # Portable (``conformance.portable``): "built-in" or the corpus directory's path.
     corpus: str | None = None
-    # The options a replay of a case repeats (impl, expectations), portable.
+    # The options a replay of a case repeats (impl, expectations, profiles), portable.
     options: dict[str, str] = Field(default_factory=dict)
 
 

@@ -31,7 +31,9 @@ from .iut import InProcessIUT, IUTFailure, ProcessIUT, embedded_oracle
 from .report import (CaseRecord, Outcome, ReportError, ReportWriter, new_header, read_report,
                      render_html, render_json, render_junit, render_markdown)
 from .rules import ORACLE_PROFILES, PROFILES, rules
-from .runner import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, EXIT_USAGE, Progress, Runner, corpus_items
+from .portable import corpus_name, portable_command, portable_path
+from .progress import Progress
+from .runner import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, EXIT_USAGE, Runner, corpus_items
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = ROOT / "tools" / "dsh-adapter"
@@ -88,16 +90,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         writer = ReportWriter(report_stream)
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
+        header.corpus = None if args.no_corpus else corpus_name(Path(args.cases))
+        header.options = _replay_options(args)
         writer.write(header)
         runner = Runner(iut, profiles, expectations, writer, Path(args.failures))
-        progress = Progress(len(items))
+        progress = Progress(sys.stderr, quiet=args.quiet)
+        stack.callback(progress.close)
+        progress.phase("corpus", len(items))
         runner.run_cases(items, progress)
-        progress.finish()
         if args.examples:
-            tick = Progress(args.examples)
-            runner.run_properties(args.examples, args.seed, frozenset(runner.iut_profiles),
-                                  lambda n: tick.step(f"generated scenario {n}", Outcome.PASS))
-            tick.finish()
+            progress.phase("generated", args.examples)
+            runner.run_properties(args.examples, args.seed, frozenset(runner.iut_profiles), progress)
+        progress.close()
         footer = runner.finish()
     _print_summary(started.implementation.model_dump(), runner.records, footer.stale, profiles, footer.exit)
     if args.junit:
@@ -105,6 +109,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         Path(args.junit).write_text(render_junit(Report(args.report or "-", header, runner.records)), encoding="utf-8")
     return footer.exit
+
+
+def _replay_options(args: argparse.Namespace) -> dict[str, str]:
+    """The options a replay of one of this run's cases repeats, without the machine's paths."""
+    out = {"impl": portable_command(args.impl) if args.impl else "oracle"}
+    if args.expectations:
+        out["expectations"] = portable_path(args.expectations)
+    if args.profile:
+        out["profiles"] = " ".join(args.profile)
+    return out
 
 
 def _print_summary(impl: dict[str, Any], records: list[CaseRecord], stale: list[str], profiles: set[str], code: int) -> None:
@@ -143,6 +157,8 @@ def _print_summary(impl: dict[str, Any], records: list[CaseRecord], stale: list[
 
 def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.case)
+    if not path.exists() and (CASES / f"{args.case}.json").is_file():
+        path = CASES / f"{args.case}.json"  # a corpus case named by its id, as reports name it
     scenario = load_scenario(path)  # a bad file is a usage error (exit 2)
     doc = json.loads(path.read_text(encoding="utf-8"))
     profiles = set(args.profile or ORACLE_PROFILES)
@@ -150,7 +166,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     with contextlib.closing(iut):
         iut.start()
         runner = Runner(iut, profiles, _expectations(args.expectations))
-        rec = runner.decide(scenario.id or path.stem, doc, "replay", str(path), scenario)
+        rec = runner.decide(scenario.id or path.stem, doc, "replay", portable_path(path), scenario)
     print(f"{rec.outcome.value}: {rec.id} (rules {', '.join(rec.rules) or '-'})")
     if rec.message:
         print(rec.message)
@@ -257,10 +273,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--cases", default=str(CASES), help="the corpus directory (default: the built-in corpus)")
     run.add_argument("--no-corpus", action="store_true", help="run generated scenarios only")
     run.add_argument("--failures", default="dsh-failures", help="where shrunk counterexamples are saved")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
     run.set_defaults(func=cmd_run)
 
     replay = sub.add_parser("replay", help="re-run one case file and print the first divergence")
-    replay.add_argument("case")
+    replay.add_argument("case", help="a case file, or the id of a case of the built-in corpus")
     _iut_options(replay)
     replay.set_defaults(func=cmd_replay)
 
@@ -291,6 +308,9 @@ def parser() -> argparse.ArgumentParser:
 
     from tools import docs_cli
 
+    from . import badges
+
+    badges.register(sub)
     docs_cli.register(sub)
     return p
 

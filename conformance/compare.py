@@ -14,6 +14,7 @@ events. The first divergence names its place, both items, and the rules behind i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,40 +249,33 @@ def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[A
     return out
 
 
-def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Divergence | None:
-    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None."""
-    exact = "reference" in profiles
-    code_mode = "code-mode" in profiles
+def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
+    """``agree`` at the strictness of ``profiles``."""
+    exact, code_mode = "reference" in profiles, "code-mode" in profiles
+    return lambda e, a: agree(e, a, exact, code_mode)
+
+
+def observation_lanes(expected: Trace, actual: Trace) -> list[tuple[str, list[Item], list[Item]]]:
+    """The observation lanes both traces are compared in, named ``observations[<lane>]``:
+    each call's, an abandoned approval's answerers apart, a program's steps and its
+    settlements apart."""
     exp_obs, act_obs = observations_by_call(expected), observations_by_call(actual)
     for call in _abandoned_answers(expected):
         exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
-    # Each call's lane is compared in order; of the lanes that part, the first divergence is
-    # the earliest, so that a consequence in one call (a tool a later call unregistered,
-    # shown missing at the end of an earlier call's lane; a classifier that ran only because
-    # an earlier call went elsewhere) is not reported before its cause. The two traces agree
-    # up to their first divergence, so where each side reaches it is comparable: the
-    # earlier of the two counts.
-    found: tuple[int, Divergence] | None = None
-    for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]:
-        es, acts = exp_obs.get(call, []), act_obs.get(call, [])
-        for i in range(max(len(es), len(acts))):
-            e = es[i] if i < len(es) else None
-            a = acts[i] if i < len(acts) else None
-            if e is None or a is None or not agree(e[0], a[0], exact, code_mode):
-                at = min(x[2] for x in (e, a) if x is not None)
-                if found is None or at < found[0]:
-                    found = (at, Divergence(f"observations[{call}][{i}]", e[0] if e else None,
-                                            a[0] if a else None, _observation_rules(e, a, exact)))
-                break
-    if found is not None:
-        return found[1]
+    return [(f"observations[{call}]", exp_obs.get(call, []), act_obs.get(call, []))
+            for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]]
+
+
+def event_lanes(expected: Trace, actual: Trace, profiles: set[str]) -> list[tuple[str, list[Any], list[Any]]]:
+    """The session events the profiles speak of, in the lanes they are compared in."""
     ee, ae = events_for(expected, profiles), events_for(actual, profiles)
     # P122: a sub-call's tool/code-dispatch follows its commit, after the log waterfall, so
     # where it falls against later starts and commits is microtask order: a lane of its own,
     # by sub-call.
-    lanes_extra = [("events.dispatch-log", _by_sub_call([ev for ev in ee if ev["type"] == DISPATCH_LOG]),
-                    _by_sub_call([ev for ev in ae if ev["type"] == DISPATCH_LOG]))]
-    if lanes_extra[0][1] or lanes_extra[0][2]:
+    logs = ("events.dispatch-log", _by_sub_call([ev for ev in ee if ev["type"] == DISPATCH_LOG]),
+            _by_sub_call([ev for ev in ae if ev["type"] == DISPATCH_LOG]))
+    extra = [logs] if logs[1] or logs[2] else []
+    if extra:
         # Without them, the other events' sequence numbers say nothing: compare them by place.
         ee = _lane_view([ev for ev in ee if ev["type"] != DISPATCH_LOG])
         ae = _lane_view([ev for ev in ae if ev["type"] != DISPATCH_LOG])
@@ -293,27 +287,64 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
                  for name, lane in LANES]
     else:
         lanes = [("events", ee, ae)]
-    for name, el, al in lanes + (lanes_extra if lanes_extra[0][1] or lanes_extra[0][2] else []):
+    return lanes + extra
+
+
+def result_pairs(expected: Trace, actual: Trace) -> list[tuple[str, Any, Any]]:
+    """Each call's final result on both sides (None: no result on that side)."""
+    exp_res = {r.callId: r.model_dump(mode="json") for r in expected.results}
+    act_res = {r.callId: r.model_dump(mode="json") for r in actual.results}
+    return [(call, exp_res.get(call), act_res.get(call)) for call in list(exp_res) + [c for c in act_res if c not in exp_res]]
+
+
+def compared_warnings(expected: Trace, actual: Trace, profiles: set[str]) -> tuple[list[str], list[str], list[str]] | None:
+    """The warnings the profiles compare (reference: all; code-mode: P123's), with the rules
+    they are put down to; None when the profiles compare none."""
+    if "reference" in profiles:
+        logs = _dispatch_log_warnings(expected.warnings) != _dispatch_log_warnings(actual.warnings)
+        return expected.warnings, actual.warnings, ["P123"] if logs else ["P101"]
+    if "code-mode" in profiles:
+        return _dispatch_log_warnings(expected.warnings), _dispatch_log_warnings(actual.warnings), ["P123"]
+    return None
+
+
+def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Divergence | None:
+    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None."""
+    exact = "reference" in profiles
+    same = matcher(profiles)
+    # Each call's lane is compared in order; of the lanes that part, the first divergence is
+    # the earliest, so that a consequence in one call (a tool a later call unregistered,
+    # shown missing at the end of an earlier call's lane; a classifier that ran only because
+    # an earlier call went elsewhere) is not reported before its cause. The two traces agree
+    # up to their first divergence, so where each side reaches it is comparable: the
+    # earlier of the two counts.
+    found: tuple[int, Divergence] | None = None
+    for name, es, acts in observation_lanes(expected, actual):
+        for i in range(max(len(es), len(acts))):
+            e = es[i] if i < len(es) else None
+            a = acts[i] if i < len(acts) else None
+            if e is None or a is None or not same(e[0], a[0]):
+                at = min(x[2] for x in (e, a) if x is not None)
+                if found is None or at < found[0]:
+                    found = (at, Divergence(f"{name}[{i}]", e[0] if e else None,
+                                            a[0] if a else None, _observation_rules(e, a, exact)))
+                break
+    if found is not None:
+        return found[1]
+    for name, el, al in event_lanes(expected, actual, profiles):
         for i in range(max(len(el), len(al))):
             e = el[i] if i < len(el) else None
             a = al[i] if i < len(al) else None
-            if e is None or a is None or not agree(e, a, exact, code_mode):
+            if e is None or a is None or not same(e, a):
                 kind = (e or a or {}).get("type", "")
                 return Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get(kind, []))
-    exp_res = {r.callId: r.model_dump(mode="json") for r in expected.results}
-    act_res = {r.callId: r.model_dump(mode="json") for r in actual.results}
-    for call in list(exp_res) + [c for c in act_res if c not in exp_res]:
-        e, a = exp_res.get(call), act_res.get(call)
-        if e is None or a is None or not agree(e, a, exact, code_mode):
+    for call, e, a in result_pairs(expected, actual):
+        if e is None or a is None or not same(e, a):
             rules = ["P98"] if e is None or a is None else _result_rules(e, a)
             return Divergence(f"results[{call}]", e, a, rules)
-    if exact and not _warnings_agree(expected.warnings, actual.warnings):
-        logs = _dispatch_log_warnings(expected.warnings) != _dispatch_log_warnings(actual.warnings)
-        return Divergence("warnings", expected.warnings, actual.warnings, ["P123"] if logs else ["P101"])
-    if code_mode and not exact:
-        ew, aw = _dispatch_log_warnings(expected.warnings), _dispatch_log_warnings(actual.warnings)
-        if not _warnings_agree(ew, aw):
-            return Divergence("warnings", ew, aw, ["P123"])
+    warned = compared_warnings(expected, actual, profiles)
+    if warned is not None and not _warnings_agree(warned[0], warned[1]):
+        return Divergence("warnings", warned[0], warned[1], warned[2])
     return None
 
 

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +23,11 @@ from oracle import Scenario, parse_scenario, run_scenario
 from oracle.trace import Trace
 
 from .compare import first_divergence
+from .evidence import evidence
 from .expectations import Expectations
 from .iut import InProcessIUT, IUTFailure, ProcessIUT
+from .portable import portable_path, scrub
+from .progress import Progress
 from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
 from .rules import profiles_needed
@@ -43,30 +44,6 @@ def _invariants(scenario: Scenario, trace: Trace) -> list[dict[str, str]]:
     except ImportError:  # the invariants module is optional while it is being written
         return []
     return [{"rule": v.rule, "message": v.message} for v in check(scenario, trace)]
-
-
-@dataclass
-class Progress:
-    """A one-line progress display on a terminal; silent otherwise."""
-
-    total: int
-    stream: Any = sys.stderr
-    done: int = 0
-    enabled: bool = field(default=False)
-
-    def __post_init__(self) -> None:
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-
-    def step(self, label: str, outcome: Outcome) -> None:
-        self.done += 1
-        if self.enabled:
-            self.stream.write(f"\r\x1b[K[{self.done}/{self.total}] {outcome.value:<13} {label[:60]}")
-            self.stream.flush()
-
-    def finish(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
 
 
 class Runner:
@@ -105,12 +82,14 @@ class Runner:
             outcome = _IUT_KIND.get(e.kind, Outcome.ERROR)
             if e.restart:
                 self._restart()
-            message = f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else "")
-            return CaseRecord(**base, outcome=outcome, message=message, duration_ms=_ms(t0))
+            message = scrub(f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else ""))
+            return CaseRecord(**base, outcome=outcome, message=message, duration_ms=_ms(t0),
+                              **evidence(doc, source))
         if isinstance(answer, Skipped):
             return CaseRecord(**base, outcome=Outcome.SKIP, message=answer.reason, duration_ms=_ms(t0))
         if isinstance(answer, Errored):
-            return CaseRecord(**base, outcome=Outcome.ERROR, message=answer.message, duration_ms=_ms(t0))
+            return CaseRecord(**base, outcome=Outcome.ERROR, message=answer.message, duration_ms=_ms(t0),
+                              **evidence(doc, source))
         divergence = first_divergence(expected, answer.trace, needed)
         violations = _invariants(scenario, answer.trace)
         if divergence is None and not violations:
@@ -123,7 +102,8 @@ class Runner:
         return CaseRecord(**base, outcome=Outcome.XFAIL if reason else Outcome.FAIL, failing_rules=failing,
                           divergence=divergence.to_json() if divergence else None, violations=violations,
                           expected_reason=reason, duration_ms=_ms(t0),
-                          message=divergence.describe() if divergence else violations[0]["message"])
+                          message=divergence.describe() if divergence else violations[0]["message"],
+                          **evidence(doc, source, needed, expected, answer.trace))
 
     def record(self, rec: CaseRecord) -> CaseRecord:
         self.records.append(rec)
@@ -140,14 +120,16 @@ class Runner:
 
     def run_cases(self, cases: Iterable[tuple[str, dict[str, Any], str | None]], progress: Progress | None = None) -> None:
         for case_id, doc, path in cases:
+            if progress:
+                progress.begin(case_id)
             rec = self.record(self.decide(case_id, doc, "corpus", path))
             if progress:
-                progress.step(case_id, rec.outcome)
+                progress.done(rec.outcome)
 
     # ------------------------------------------------------------------ properties
 
     def run_properties(self, examples: int, seed: int, profiles: frozenset[str],
-                       progress: Callable[[int], None] | None = None) -> CaseRecord | None:
+                       progress: Progress | None = None) -> CaseRecord | None:
         """Generate ``examples`` scenarios; shrink the first unexpected failure and record it."""
         from hypothesis import HealthCheck, find, settings
         from hypothesis.errors import NoSuchExample
@@ -161,8 +143,10 @@ class Runner:
             nonlocal count
             count += 1
             if progress:
-                progress(count)
+                progress.begin(f"generated scenario {count}")
             rec = self.decide("generated", doc, "property")
+            if progress:
+                progress.done(rec.outcome)
             return rec.outcome in (Outcome.FAIL, *BROKEN)
 
         cfg = settings(max_examples=examples, database=None, deadline=None,
@@ -186,7 +170,7 @@ class Runner:
         self.failures_dir.mkdir(parents=True, exist_ok=True)
         path = self.failures_dir / f"{case_id}.json"
         path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        return str(path)
+        return portable_path(path)
 
     # ------------------------------------------------------------------ the end
 
@@ -208,13 +192,13 @@ def _ms(t0: float) -> int:
 
 
 def corpus_items(directory: Path) -> list[tuple[str, dict[str, Any], str]]:
-    """The corpus as (id, document, path) for the runner."""
+    """The corpus as (id, document, path relative to the corpus) for the runner."""
     from .corpus import load_case
 
     items = []
     for path in sorted(directory.glob("*.json")):
         case = load_case(path)  # validates the id, the rules and the scenario
-        items.append((case.id, json.loads(path.read_text(encoding="utf-8")), str(path)))
+        items.append((case.id, json.loads(path.read_text(encoding="utf-8")), path.name))
     return items
 
 

@@ -70,11 +70,11 @@ async def run_code(w: World, rec: Record, stages: Stages) -> JsValue:
         bindings = {name: bridge.binding(name) for name in w.visible_names(rec.agent)}  # P117
         request = RunRequest(call=rec.callId, code=str(get(rec.arguments, "code")), bindings=bindings,
                              signal=bridge.signal)
-        try:
-            result = await run_program(w, request)
-        finally:
-            bridge.signal.abort(texts.RUN_SETTLED)  # P125
-            await bridge.drain()
+        # The runtime resolves for every program (its failures are in the result), so the
+        # run ends here; JavaScript's `finally` would also cover a runtime that rejects.
+        result = await run_program(w, request)
+        bridge.signal.abort(texts.RUN_SETTLED)  # P125
+        await bridge.drain()
         error = result.get("error")
         if error is not None:  # P128: CodeRunFailedError
             raise Thrown(js_error(texts.code_run_failed(error["kind"], error["message"], result["logs"]),
@@ -151,6 +151,12 @@ class Bridge:
                     arguments=dispatched, agent=self.rec.agent, parent=self.rec.token, signal=self.signal,
                     abort_target=self.rec.abort_target)
         sub = SubCall(n, inp, logged, Deferred())
+        # What a participant's write into "the caller's input" meets: the bridge's own object,
+        # which nothing reads again (P23).
+        self.w.sub_inputs[inp.callId] = {
+            "callId": inp.callId, "rootCallId": inp.rootCallId, "name": name, "arguments": copy.deepcopy(dispatched),
+            **({"agent": {}} if inp.agent is not None else {}),
+            "parent": {"$js": "symbol", "description": "execution token"}, "signal": {}}
         self.obs(inp.callId, "submit", {"n": n, "name": name}, ("P119",))
         self.pending.append(sub)
         self.wakeup()

@@ -163,7 +163,7 @@ class ProgramRun:
                     self.handles[step.as_] = pending
                 else:
                     await _settled(pending)
-            elif step.do == "await":
+            elif step.do == "await" and step.handle in self.handles:  # a call the program never reached: nothing to await
                 await _settled(self.handles[step.handle])
 
     # ------------------------------------------------------------------ calls

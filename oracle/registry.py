@@ -17,7 +17,7 @@ from .jsvalue import JsValue, Thrown, js_error
 from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
 from .scheduler import Deferred, Scheduler, Signal
 from .tool_definitions import RUN_CODE_TOOL
-from .trace import Event, Observation, Trace
+from .trace import Event, Observation, Trace, is_portable
 
 
 INVOCATION_BUDGET = 10_000
@@ -56,6 +56,7 @@ class World:
         self.scenario = scenario
         self.sched = Scheduler()
         self.trace = Trace(scenario=scenario.id)
+        self.portable = 0  # the portable observations recorded so far: where an event falls (Event.at)
         self.agents: dict[str, AgentState] = {a.id: AgentState(a) for a in scenario.agents}
         self.decl: dict[str, Tool | Listener | Guard] = {}
         for item in (*scenario.tools, *scenario.listeners, *scenario.guards):
@@ -76,6 +77,7 @@ class World:
         self.loop_agent: str | None = None
         self.programs: dict[str, Program] = {p.id: p for p in scenario.programs}
         self.generated_messages = 0  # user messages the registry made itself (P126's image contexts)
+        self.sub_inputs: dict[str, dict[str, Any]] = {}  # a run_code sub-call's input object, as writes see it
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
             # before the scenario's own listeners.
@@ -90,14 +92,16 @@ class World:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        self.trace.observations.append(Observation(
-            call=call, stage=stage, what=what, who=who, value=_plain(value), rules=list(rules)))
+        o = Observation(call=call, stage=stage, what=what, who=who, value=_plain(value), rules=list(rules))
+        self.trace.observations.append(o)
+        if is_portable(o):
+            self.portable += 1
 
     def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None) -> int:
         state = self.agents[agent]
         state.seq += 1
         self.trace.events.append(Event(agent=agent, seq=state.seq, type=type_, data=_plain(data),
-                                       sourceEventSeqs=source, at=len(self.trace.observations)))
+                                       sourceEventSeqs=source, at=self.portable))
         return state.seq
 
     # ------------------------------------------------------------------ freezing

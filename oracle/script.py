@@ -350,6 +350,8 @@ def _nullish_write(op: str, key: str, node: Any) -> str:
 def _caller_input(w: World, call: str | None) -> Any:
     """The caller's input object (section 3.2) as far as a write into it can tell: a
     direct call's, or the one the loop made from a tool-call block."""
+    if call in w.sub_inputs:  # a run_code sub-call: the input the bridge built (P119)
+        return w.sub_inputs[call]
     run = w.scenario.run
     block = next((b for b in getattr(run, "blocks", []) if b.id == call), None)
     if block is not None:

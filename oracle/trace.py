@@ -61,8 +61,8 @@ class Event(_Model):
     data: Any
     sourceEventSeqs: list[int] | None = None
     at: int | None = Field(default=None, ge=0, description=(
-        "how many observations the trace held when the event was appended: where the event falls "
-        "among the observations (optional; laws use it, comparisons do not)"))
+        "how many portable observations (those an implementation reports) were recorded before the "
+        "event was appended: where it falls among them (optional; laws use it, comparisons do not)"))
 
 
 class CallResult(_Model):

@@ -17,7 +17,7 @@ from typing import Any
 from oracle.code_mode import render
 from oracle.jsvalue import Thrown, same_value, to_string
 from oracle.texts import code_run_failed
-from oracle.trace import Observation, is_portable
+from oracle.trace import Observation
 
 from .invariants import ABSENT, View, Violation, law
 
@@ -53,7 +53,7 @@ def _rejected_at_call(settle: dict[str, Any] | None) -> bool:
 def runs(v: View) -> dict[str, Run]:
     """The run_code calls of the trace, with their program's observations (full positions)."""
     out: dict[str, Run] = {}
-    for i, o in enumerate(v.trace.observations):
+    for i, o in enumerate(v.obs):
         if o.stage != "program" or o.call is None:
             continue
         r = out.setdefault(o.call, Run(o.call))
@@ -80,9 +80,9 @@ def runs(v: View) -> dict[str, Run]:
 
 
 def positions(v: View, call: str) -> list[tuple[int, Observation]]:
-    """The call's portable observations with their positions in the whole trace (the
-    positions events' ``at`` count in)."""
-    return [(i, o) for i, o in enumerate(v.trace.observations) if o.call == call and is_portable(o)]
+    """The call's portable observations with their positions among the portable
+    observations (the positions events' ``at`` count in)."""
+    return [(i, o) for i, o in enumerate(v.obs) if o.call == call]
 
 
 def first(v: View, call: str, stage: str, what: str) -> int | None:

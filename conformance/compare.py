@@ -14,6 +14,7 @@ events. The first divergence names its place, both items, and the rules behind i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,11 +64,18 @@ def _short(v: Any, limit: int = 400) -> str:
 
 # --------------------------------------------------------------------------- agreement
 
+_RUN_FAILED = re.compile(r"^(code run failed \([a-z-]+\): )")
+
+
 def _loose(s: str) -> str | None:
     """The fixed prefix of a string whose tail is implementation-defined, else None."""
     for prefix in texts.LOOSE_PREFIXES:
         if s.startswith(prefix):
             return prefix
+    m = _RUN_FAILED.match(s)
+    if m:  # P128 repeats the program's message, which may be one of these (an awaited rejection)
+        inner = _loose(s[m.end():])
+        return m[1] + inner if inner is not None else None
     marker = texts.LOOSE_OUTPUT_SCHEMA
     if marker in s:
         head, tail = s.split(marker, 1)
@@ -191,9 +199,13 @@ def _one_classification(items: list[Item]) -> list[Item]:
         i += 1
     if not head:
         return items
-    pairs = [tuple(json.dumps(x[0], sort_keys=True) for x in head[j:j + 2]) for j in range(0, len(head), 2)]
-    if len(head) % 2 == 0 and len(set(pairs)) == 1:
-        return head[:2] + items[i:]
+    groups: list[list[Item]] = []  # one per invocation: its call, then its steps
+    for item in head:
+        if item[0]["what"] == "call" or not groups:
+            groups.append([])
+        groups[-1].append(item)
+    if len({json.dumps([x[0] for x in g], sort_keys=True) for g in groups}) == 1:
+        return groups[0] + items[i:]
     return items
 
 

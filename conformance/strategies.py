@@ -43,9 +43,11 @@ from hypothesis import strategies as st
 from oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenario
 from oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, DirectRun, LoopRun
 
+from . import code_mode_strategies
 from .rules import rules_of
+from .strategy_kit import UNDEF, err, message, text, weighted
 
-ALL_PROFILES: frozenset[str] = frozenset({"core", "reference", "loop"})
+ALL_PROFILES: frozenset[str] = frozenset({"core", "reference", "loop", "code-mode"})
 DEFAULT_EXAMPLES = 300  # the default example budget of the coverage measurement
 DEFAULT_SEED = 20240601
 
@@ -54,33 +56,6 @@ S = st.SearchStrategy
 
 # ============================================================================ helpers
 
-def weighted(*branches: tuple[int, Any]) -> S:
-    """Draw from one of ``branches``, each ``(weight, strategy or plain value)``, chosen
-    with probability proportional to its weight. Shrinking goes to the first branch, so
-    list the plain case first. (``st.one_of`` would not do: it ignores repeated branches.)"""
-    if not any(isinstance(s, st.SearchStrategy) for _, s in branches):
-        return st.sampled_from([v for w, v in branches for _ in range(w)])  # one draw, not two
-    strategies = [s if isinstance(s, st.SearchStrategy) else st.just(s) for _, s in branches]
-    if len(strategies) == 1:
-        return strategies[0]
-    index = st.sampled_from([i for i, (w, _) in enumerate(branches) for _ in range(w)])
-    return index.flatmap(lambda i: strategies[i])
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def message(mid: str, t: str = "context") -> dict[str, Any]:
-    """A user message (section 3.7), as contexts and injections carry them."""
-    return {"id": mid, "role": "user", "content": [text(t)], "source": {"kind": "plugin", "plugin": "gen"}}
-
-
-def err(m: str, cls: str = "Error") -> dict[str, Any]:
-    return {"$js": "error", "class": cls, "message": m}
-
-
-UNDEF = {"$js": "undefined"}
 ABORT_CALLER = {"do": "abort", "signal": "caller"}
 # Waiting for the participant's signal settles only if that signal aborts. Whatever path
 # an implementation takes (it may run a body the oracle never reaches), the signal a
@@ -883,6 +858,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     """A scenario document before it is run (no ``rules`` yet). See ``scenarios``."""
     can_loop = "loop" in profiles
     foci_pool = FOCI if can_loop else tuple(f for f in FOCI if f != "loop")
+    if code_mode_strategies.PROFILE in profiles:
+        foci_pool = (*foci_pool, code_mode_strategies.FOCUS, code_mode_strategies.FOCUS)  # the widest language
     focus = draw(st.sampled_from(foci_pool))
     second = draw(weighted((1, st.just(focus)), (1, st.sampled_from(foci_pool[1:]))))
     foci = {focus, second} - ({"mixed"} if focus != second else set())
@@ -989,6 +966,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
         # A guard that registers a guard is reached again in the same pass (P45): a guard
         # registering guards would never finish, in JavaScript as in the oracle.
         g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards})
+    if code_mode_strategies.FOCUS in foci:
+        code_mode_strategies.code_mode(draw, doc, loop)
     return doc
 
 
@@ -1392,7 +1371,7 @@ def exercised_rules(scenario: Scenario, trace: Trace) -> set[str]:
         out.add("P106")
     if isinstance(run, DirectRun) and any(isinstance(r, dict) and r.get("additionalContexts") for r in results):
         out.add("P102")
-    return out
+    return out | code_mode_strategies.exercised(scenario, trace)
 
 
 def observation_kinds(trace: Trace) -> set[str]:

@@ -160,6 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         started = iut.start()
         writer = ReportWriter(args.report)
+        stack.callback(writer.flush)  # whatever ends the run, the cases decided are in the report
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
         writer.write(header)
@@ -478,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         with _signals():
             return args.func(args)
     except Interrupted as e:
-        print(f"dsh-conformance: {e.what}; the implementation was stopped"
+        print(f"dsh-conformance: {e.what}; nothing it started is left running"
               + (f", the report {e.report} holds the cases decided until then" if e.report else ""), file=sys.stderr)
         return e.code
     except KeyboardInterrupt:  # a Ctrl-C outside the handler (before it was installed)

@@ -168,7 +168,7 @@ class Runner:
             self.gave_up = (f"not run: the implementation was declared broken after {self.consecutive} "
                             "consecutive timeouts or crashes (--give-up-after)")
             self.iut.close(graceful=False)
-        elif e.restart:
+        elif e.restart and e.kind != "start":  # a failed start is tried again by the next case, not twice
             self._restart()
         message = f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else "")
         return CaseRecord(**base, outcome=outcome, message=message, iut_failure=e.kind, duration_ms=_ms(t0))

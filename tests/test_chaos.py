@@ -57,6 +57,7 @@ ROWS = [
     Row("hangs-once", "hang", [P, T, P, P], 3, HANG, "no answer to run 2"),
     Row("crashes-always", "crash-always", [E, E, N, N], 3, HANG, "exited (status 72)"),
     Row("crashes-once", "crash", [P, E, P, P], 3, (), "exited (status 70)"),
+    Row("crashes-and-cannot-restart", "unrestartable", [E, E, N, N], 3, HANG, "exited (status 72)"),
     Row("segfaults", "segfault", [P, E, P, P], 3, (), "status -11"),
     Row("ignores-sigterm-and-stop", "ignore-term", [P, P, P, P], 0),
     Row("keeps-a-worker-process", "worker", [P, P, P, P], 0),

@@ -122,7 +122,7 @@ def hostile(msg: dict, runs: int, reply: dict) -> dict | None:
         os._exit(71)
     if MODE == "never-answers":
         time.sleep(3600)
-    if MODE == "crash-always":
+    if MODE == "crash-always" or (MODE == "unrestartable" and once()):  # once: the restart fails
         os._exit(72)
     if MODE == "segfault" and runs == 2 and once():
         os.kill(os.getpid(), signal.SIGSEGV)
@@ -161,7 +161,7 @@ def hostile(msg: dict, runs: int, reply: dict) -> dict | None:
 def main() -> int:
     if MODE in PATCHES:
         PATCHES[MODE]()
-    if MODE == "exit-at-start":
+    if MODE == "exit-at-start" or (MODE == "unrestartable" and ONCE and os.path.exists(ONCE)):
         return 9
     if MODE == "ignore-term":  # neither SIGTERM nor the stop command ends it
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

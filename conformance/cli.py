@@ -36,8 +36,10 @@ from .outputs import OutputError, OutputLock, check_writable, write_atomic
 from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
                      render_junit, render_markdown)
 from .rules import ORACLE_PROFILES, PROFILES, rules
-from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Progress,
-                     Runner, corpus_items, expected_traces)
+from .portable import corpus_name, portable_command, portable_path
+from .progress import Progress
+from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
+                     corpus_items, expected_traces)
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = ROOT / "tools" / "dsh-adapter"
@@ -149,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     items = corpus_items(cases) if not args.no_corpus else []
     if not items and args.examples == 0:
         raise UsageError("nothing to run: no corpus cases and --examples 0")
-    expected = expected_traces(items)  # a case the oracle cannot run is a bad input file, found before any work
+    expected = expected_traces(items, cases)  # a case the oracle cannot run is a bad input file, found before any work
     for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
         print(f"warning: {warning}", file=sys.stderr)
     iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout)
@@ -163,17 +165,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         stack.callback(writer.flush)  # whatever ends the run, the cases decided are in the report
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
+        header.corpus = None if args.no_corpus else corpus_name(cases)
+        header.options = _replay_options(args)
         writer.write(header)
         runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after)
-        progress = Progress(len(items))
+        progress = Progress(sys.stderr, quiet=args.quiet)
+        stack.callback(progress.close)
         try:
+            progress.phase("corpus", len(items))
             runner.run_cases(items, progress, expected)
-            progress.finish()
             if args.examples:
-                runner.run_properties(args.examples, args.seed, frozenset(runner.iut_profiles), progress.show)
-                progress.finish()
+                progress.phase("generated", args.examples)
+                runner.run_properties(args.examples, args.seed, frozenset(runner.iut_profiles), progress)
+            progress.close()
         except Interrupted as e:
-            progress.finish()
+            progress.close()
             runner.finish(e.code, stopped=e.what)
             e.report = args.report
             raise
@@ -185,6 +191,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
     return footer.exit
+
+
+def _replay_options(args: argparse.Namespace) -> dict[str, str]:
+    """The options a replay of one of this run's cases repeats, without the machine's paths."""
+    out = {"impl": portable_command(args.impl) if args.impl else "oracle"}
+    if args.expectations:
+        out["expectations"] = portable_path(args.expectations)
+    if args.profile:
+        out["profiles"] = " ".join(args.profile)
+    return out
 
 
 def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profiles: set[str], code: int,
@@ -238,6 +254,8 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
 
 def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.case)
+    if not path.exists() and (CASES / f"{args.case}.json").is_file():
+        path = CASES / f"{args.case}.json"  # a corpus case named by its id, as reports name it
     scenario, doc = load_scenario_document(path)  # a bad file is a usage error (exit 2)
     try:
         expected = run_scenario(scenario)
@@ -249,7 +267,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         iut.start()
         runner = Runner(iut, profiles, _expectations(args.expectations), give_up_after=0)
-        rec = runner.decide(scenario.id or path.stem, doc, "replay", str(path), scenario, expected)
+        rec = runner.decide(scenario.id or path.stem, doc, "replay", portable_path(path), scenario, expected)
     print(f"{rec.outcome.value}: {rec.id} (rules {', '.join(rec.rules) or '-'})")
     if rec.message:
         print(rec.message)
@@ -408,10 +426,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--give-up-after", type=_count(0), default=DEFAULT_GIVE_UP_AFTER, metavar="N",
                      help="declare the implementation broken after N consecutive timeouts or crashes: the cases "
                           f"left are recorded as not run, exit 3 (default {DEFAULT_GIVE_UP_AFTER}; 0: never)")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
     run.set_defaults(func=cmd_run)
 
     replay = sub.add_parser("replay", help="re-run one case file and print the first divergence")
-    replay.add_argument("case", help="a case or scenario file (for example one saved under dsh-failures/)")
+    replay.add_argument("case", help="a case file (for example one saved under dsh-failures/), or the id of a case "
+                        "of the built-in corpus")
     _iut_options(replay)
     replay.set_defaults(func=cmd_replay)
 
@@ -445,6 +465,9 @@ def parser() -> argparse.ArgumentParser:
 
     from tools import docs_cli
 
+    from . import badges
+
+    badges.register(sub)
     docs_cli.register(sub)
     return p
 

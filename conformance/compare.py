@@ -13,6 +13,8 @@ events. The first divergence names its place, both items, and the rules behind i
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,9 +27,12 @@ LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent
                          "step/start", "step/end", "user/message"})
 APPROVAL_EVENTS = frozenset({"approval/asked", "approval/decided"})
 BODY_EVENTS = frozenset({"todo/write"})  # tool-owned events a body appends (P71)
+CODE_EVENTS = frozenset({"tool/code-dispatch-start", "tool/code-dispatch"})  # the run_code bridge's (P122)
+DISPATCH_LOG = "tool/code-dispatch"
 EVENT_RULES = {"tool/call": ["P18"], "tool/result": ["P104", "P105"], "agent/inbox/spliced": ["P109"],
                "user/message": ["P110"], "step/start": ["P110"], "step/end": ["P105"],
-               "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"], "todo/write": ["P71"]}
+               "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"], "todo/write": ["P71"],
+               "tool/code-dispatch-start": ["P122"], "tool/code-dispatch": ["P122", "P124"]}
 FIXED_VIOLATIONS = ("value is not lossless JSON", "value snapshot failed: ", "output.render ",
                     "output.presentationMeta ")
 
@@ -52,8 +57,6 @@ class Divergence:
 
 
 def _short(v: Any, limit: int = 400) -> str:
-    import json
-
     text = "(nothing)" if v is None else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -73,13 +76,16 @@ def _loose(s: str) -> str | None:
     return None
 
 
-def agree(expected: Any, actual: Any, exact: bool) -> bool:
+def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> bool:
     """Whether ``actual`` is what ``expected`` requires. ``exact`` (reference) compares
-    texts; otherwise (core) every failure message and ``Error: ...`` text is masked. Where
-    the oracle's trace holds ``oracle.trace.ANY`` the spec leaves the value open."""
+    texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
+    Code Mode's own texts under the code-mode profile (``code_mode``, section 2). Where the
+    oracle's trace holds ``oracle.trace.ANY`` the spec leaves the value open."""
     if expected == ANY:
         return True
     if isinstance(expected, str) and isinstance(actual, str):
+        if code_mode and not exact and _code_mode_text(expected):
+            return agree(expected, actual, True)
         if exact:
             e, a = expected, actual
             if e.startswith("Error: ") and a.startswith("Error: "):
@@ -96,14 +102,20 @@ def agree(expected: Any, actual: Any, exact: bool) -> bool:
             return False
         for k in expected:
             e, a = expected[k], actual[k]
-            if not exact and k == "message" and isinstance(e, str) and isinstance(a, str):
+            if (not exact and k == "message" and isinstance(e, str) and isinstance(a, str)
+                    and not (code_mode and _code_mode_text(e))):
                 continue
-            if not agree(e, a, exact):
+            if not agree(e, a, exact, code_mode):
                 return False
         return True
     if isinstance(expected, list) and isinstance(actual, list):
-        return len(expected) == len(actual) and all(agree(e, a, exact) for e, a in zip(expected, actual))
+        return len(expected) == len(actual) and all(agree(e, a, exact, code_mode) for e, a in zip(expected, actual))
     return same_value(expected, actual)
+
+
+def _code_mode_text(s: str) -> bool:
+    """Whether ``s`` is one of Code Mode's own texts (or a failure content repeating one)."""
+    return s.removeprefix("Error: ").startswith(texts.CODE_MODE_PREFIXES)
 
 
 def _warnings_agree(expected: list[str], actual: list[str]) -> bool:
@@ -143,7 +155,12 @@ Item = tuple[dict[str, Any], Blame, int]
 def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     """Each call's portable observations with the rules to blame when one differs. When an
     observation carries the call's outcome and the outcome differs, the oracle's latest
-    routing of that call (why the outcome is what it is) is blamed, where there is one."""
+    routing of that call (why the outcome is what it is) is blamed, where there is one.
+
+    A run_code program's observations are lanes of their own (``<call> program``), and how
+    its calls settled another (``<call> settled``, by the program's call number): where a
+    settlement falls among the program's steps and the sub-calls' stages is JavaScript's
+    microtask order, which the spec leaves open (laws check what it does fix)."""
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
     for n, o in enumerate(trace.observations):
@@ -152,8 +169,32 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
             route[call] = list(o.rules)
         elif is_portable(o):
             outcome = route.get(call, []) if _carries_outcome(o) else None
+            if o.stage == "program":
+                call = f"{call} {'settled' if o.what == 'settle' else 'program'}"
             out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, [])), n))
+    for lane, items in out.items():
+        if lane.endswith(" settled"):
+            items.sort(key=lambda i: i[0]["value"].get("n", 0) if isinstance(i[0]["value"], dict) else 0)
+        else:
+            out[lane] = _one_classification(items)
     return out
+
+
+def _one_classification(items: list[Item]) -> list[Item]:
+    """A queued sub-call is classified again each time the lane looks at it (P121: "re-read
+    just before each start"); how often that is before it starts is the implementation's.
+    Repeats of the same classifier step at the head of a sub-call's lane count once."""
+    head: list[Item] = []
+    i = 0
+    while i < len(items) and items[i][0]["stage"] == "classify":
+        head.append(items[i])
+        i += 1
+    if not head:
+        return items
+    pairs = [tuple(json.dumps(x[0], sort_keys=True) for x in head[j:j + 2]) for j in range(0, len(head), 2)]
+    if len(head) % 2 == 0 and len(set(pairs)) == 1:
+        return head[:2] + items[i:]
+    return items
 
 
 def _carries_outcome(o: Observation) -> bool:
@@ -168,11 +209,14 @@ def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
         types |= LOOP_EVENTS
     if "reference" in profiles:
         types |= APPROVAL_EVENTS | BODY_EVENTS
+    if "code-mode" in profiles:
+        types |= CODE_EVENTS
     out = []
     for e in trace.events:
         if e.type not in types:
             continue
         doc = e.model_dump(mode="json", exclude_none=True)
+        doc.pop("at", None)  # where an event falls among the observations: laws read it, not comparisons
         if e.type == "assistant/message" and isinstance(doc.get("data"), dict):
             # The model's message comes from the scenario; only its place in the log is the loop's.
             doc["data"] = {k: v for k, v in doc["data"].items() if k in ("turn", "step")}
@@ -205,33 +249,36 @@ def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[A
     return out
 
 
-def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Divergence | None:
-    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None."""
-    exact = "reference" in profiles
+def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
+    """``agree`` at the strictness of ``profiles``."""
+    exact, code_mode = "reference" in profiles, "code-mode" in profiles
+    return lambda e, a: agree(e, a, exact, code_mode)
+
+
+def observation_lanes(expected: Trace, actual: Trace) -> list[tuple[str, list[Item], list[Item]]]:
+    """The observation lanes both traces are compared in, named ``observations[<lane>]``:
+    each call's, an abandoned approval's answerers apart, a program's steps and its
+    settlements apart."""
     exp_obs, act_obs = observations_by_call(expected), observations_by_call(actual)
     for call in _abandoned_answers(expected):
         exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
-    # Each call's lane is compared in order; of the lanes that part, the first divergence is
-    # the earliest, so that a consequence in one call (a tool a later call unregistered,
-    # shown missing at the end of an earlier call's lane; a classifier that ran only because
-    # an earlier call went elsewhere) is not reported before its cause. The two traces agree
-    # up to their first divergence, so where each side reaches it is comparable: the
-    # earlier of the two counts.
-    found: tuple[int, Divergence] | None = None
-    for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]:
-        es, acts = exp_obs.get(call, []), act_obs.get(call, [])
-        for i in range(max(len(es), len(acts))):
-            e = es[i] if i < len(es) else None
-            a = acts[i] if i < len(acts) else None
-            if e is None or a is None or not agree(e[0], a[0], exact):
-                at = min(x[2] for x in (e, a) if x is not None)
-                if found is None or at < found[0]:
-                    found = (at, Divergence(f"observations[{call}][{i}]", e[0] if e else None,
-                                            a[0] if a else None, _observation_rules(e, a, exact)))
-                break
-    if found is not None:
-        return found[1]
+    return [(f"observations[{call}]", exp_obs.get(call, []), act_obs.get(call, []))
+            for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]]
+
+
+def event_lanes(expected: Trace, actual: Trace, profiles: set[str]) -> list[tuple[str, list[Any], list[Any]]]:
+    """The session events the profiles speak of, in the lanes they are compared in."""
     ee, ae = events_for(expected, profiles), events_for(actual, profiles)
+    # P122: a sub-call's tool/code-dispatch follows its commit, after the log waterfall, so
+    # where it falls against later starts and commits is microtask order: a lane of its own,
+    # by sub-call.
+    logs = ("events.dispatch-log", _by_sub_call([ev for ev in ee if ev["type"] == DISPATCH_LOG]),
+            _by_sub_call([ev for ev in ae if ev["type"] == DISPATCH_LOG]))
+    extra = [logs] if logs[1] or logs[2] else []
+    if extra:
+        # Without them, the other events' sequence numbers say nothing: compare them by place.
+        ee = _lane_view([ev for ev in ee if ev["type"] != DISPATCH_LOG])
+        ae = _lane_view([ev for ev in ae if ev["type"] != DISPATCH_LOG])
     if _pooled(expected):
         # P21: in a parallel pool a later call's tool/call *may* follow an earlier call's
         # tool/result, so the interleaving of starts and commits is free. Each lane keeps its
@@ -240,23 +287,79 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
                  for name, lane in LANES]
     else:
         lanes = [("events", ee, ae)]
-    for name, el, al in lanes:
+    return lanes + extra
+
+
+def result_pairs(expected: Trace, actual: Trace) -> list[tuple[str, Any, Any]]:
+    """Each call's final result on both sides (None: no result on that side)."""
+    exp_res = {r.callId: r.model_dump(mode="json") for r in expected.results}
+    act_res = {r.callId: r.model_dump(mode="json") for r in actual.results}
+    return [(call, exp_res.get(call), act_res.get(call)) for call in list(exp_res) + [c for c in act_res if c not in exp_res]]
+
+
+def compared_warnings(expected: Trace, actual: Trace, profiles: set[str]) -> tuple[list[str], list[str], list[str]] | None:
+    """The warnings the profiles compare (reference: all; code-mode: P123's), with the rules
+    they are put down to; None when the profiles compare none."""
+    if "reference" in profiles:
+        logs = _dispatch_log_warnings(expected.warnings) != _dispatch_log_warnings(actual.warnings)
+        return expected.warnings, actual.warnings, ["P123"] if logs else ["P101"]
+    if "code-mode" in profiles:
+        return _dispatch_log_warnings(expected.warnings), _dispatch_log_warnings(actual.warnings), ["P123"]
+    return None
+
+
+def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Divergence | None:
+    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None."""
+    exact = "reference" in profiles
+    same = matcher(profiles)
+    # Each call's lane is compared in order; of the lanes that part, the first divergence is
+    # the earliest, so that a consequence in one call (a tool a later call unregistered,
+    # shown missing at the end of an earlier call's lane; a classifier that ran only because
+    # an earlier call went elsewhere) is not reported before its cause. The two traces agree
+    # up to their first divergence, so where each side reaches it is comparable: the
+    # earlier of the two counts.
+    found: tuple[int, Divergence] | None = None
+    for name, es, acts in observation_lanes(expected, actual):
+        for i in range(max(len(es), len(acts))):
+            e = es[i] if i < len(es) else None
+            a = acts[i] if i < len(acts) else None
+            if e is None or a is None or not same(e[0], a[0]):
+                at = min(x[2] for x in (e, a) if x is not None)
+                if found is None or at < found[0]:
+                    found = (at, Divergence(f"{name}[{i}]", e[0] if e else None,
+                                            a[0] if a else None, _observation_rules(e, a, exact)))
+                break
+    if found is not None:
+        return found[1]
+    for name, el, al in event_lanes(expected, actual, profiles):
         for i in range(max(len(el), len(al))):
             e = el[i] if i < len(el) else None
             a = al[i] if i < len(al) else None
-            if e is None or a is None or not agree(e, a, exact):
+            if e is None or a is None or not same(e, a):
                 kind = (e or a or {}).get("type", "")
                 return Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get(kind, []))
-    exp_res = {r.callId: r.model_dump(mode="json") for r in expected.results}
-    act_res = {r.callId: r.model_dump(mode="json") for r in actual.results}
-    for call in list(exp_res) + [c for c in act_res if c not in exp_res]:
-        e, a = exp_res.get(call), act_res.get(call)
-        if e is None or a is None or not agree(e, a, exact):
+    for call, e, a in result_pairs(expected, actual):
+        if e is None or a is None or not same(e, a):
             rules = ["P98"] if e is None or a is None else _result_rules(e, a)
             return Divergence(f"results[{call}]", e, a, rules)
-    if exact and not _warnings_agree(expected.warnings, actual.warnings):
-        return Divergence("warnings", expected.warnings, actual.warnings, ["P101"])
+    warned = compared_warnings(expected, actual, profiles)
+    if warned is not None and not _warnings_agree(warned[0], warned[1]):
+        return Divergence("warnings", warned[0], warned[1], warned[2])
     return None
+
+
+def _dispatch_log_warnings(warnings: list[str]) -> list[str]:
+    """P123's warnings: Code Mode's own texts, compared under the code-mode profile."""
+    return [w for w in warnings if w.startswith("tools: code-dispatch-log listener failed for ")]
+
+
+def _by_sub_call(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def key(ev: dict[str, Any]) -> tuple[Any, ...]:
+        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        sub = str(data.get("subCallId", ""))
+        head, _, n = sub.rpartition(":code:")
+        return (ev.get("agent", ""), head, int(n) if n.isdigit() else 0, sub)
+    return [{k: v for k, v in ev.items() if k != "seq"} for ev in sorted(events, key=key)]
 
 
 def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> list[str]:
@@ -308,7 +411,7 @@ def _pooled(trace: Trace) -> bool:
 def _lane_view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Events without their sequence numbers, a result citing its call by call id: the
     numbers depend on the interleaving that pools leave free."""
-    calls = {ev["seq"]: ev["data"].get("callId") for ev in events if ev["type"] == "tool/call"}
+    calls = {ev["seq"]: ev["data"].get("callId") for ev in events if ev["type"] == "tool/call" and "seq" in ev}
     out = []
     for ev in events:
         doc = {k: v for k, v in ev.items() if k not in ("seq", "sourceEventSeqs")}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ RANK = {"pre-execute": 1, "approval": 2, "guards": 3, "execute": 4, "body": 4, "
 STAGE_NAME = {1: "pre-execute", 2: "approval", 3: "guards", 4: "tools/execute", 5: "post-execute",
               6: "finalizeContent", 7: "tools/result"}
 UI_STAGES = ("presentCall", "presentResult")  # a client's projections, outside the pipeline (P14)
+# What follows a sub-call's tools/result and is still its own (P122): its dispatch log.
+AFTER_RESULT = ("result", *UI_STAGES, "code-dispatch-log")
 BODY_WORK = ("fs-intent", "tool-event")  # what a body dispatches or appends while it runs (P71)
 IDENTITY_FIELDS = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
 
@@ -92,6 +95,7 @@ class View:
     calls: dict[str, CallTrace]
     order: list[str]  # call ids in run (model) order
     results: dict[str, list[Any]]  # callId -> CallResults
+    sub_calls: dict[str, str] = field(default_factory=dict)  # a run_code sub-call's id -> its run_code call (P119)
 
     @property
     def loop(self) -> LoopRun | None:
@@ -112,7 +116,21 @@ def view(scenario: Scenario, trace: Trace) -> View:
     results: dict[str, list[Any]] = defaultdict(list)
     for r in trace.results:
         results[r.callId].append(r)
-    return View(scenario, trace, portable, calls, list(specs), dict(results))
+    return View(scenario, trace, portable, calls, list(specs), dict(results), _sub_calls(specs, calls, results))
+
+
+SUB_CALL = re.compile(r"^(?P<parent>.+):code:(?P<n>[1-9][0-9]*)$")
+
+
+def _sub_calls(specs: dict[str, CallSpec], *seen: dict[str, Any]) -> dict[str, str]:
+    """Call ids of the form ``<run_code call>:code:<n>`` (P119) whose parent is a run_code
+    call of the scenario: the sub-calls, each with its parent."""
+    out = {}
+    for cid in {c for ids in seen for c in ids}:
+        m = SUB_CALL.match(cid)
+        if m and m["parent"] in specs and specs[m["parent"]].name == "run_code":
+            out[cid] = m["parent"]
+    return out
 
 
 def _call_specs(scenario: Scenario) -> dict[str, CallSpec]:
@@ -257,8 +275,9 @@ def stage_order(v: View) -> Iterator[Violation]:
         start = ct.first("result", "start")
         if start is not None:
             for i, o in ct.obs:
-                if (i > start[0] and o.stage not in ("result", *UI_STAGES)
-                        and not (o.stage == "approval" and o.who is not None)):
+                if (i > start[0] and o.stage not in AFTER_RESULT
+                        and not (o.stage == "approval" and o.who is not None)
+                        and not (o.stage == "program" and o.what != "start")):  # a program's late steps (P125)
                     yield Violation("P1", f"call {cid}: {o.stage} {o.what} after tools/result")
                     break
 
@@ -740,6 +759,8 @@ def handed_results_frozen(v: View) -> Iterator[Violation]:
             continue
         if o.stage in UI_STAGES:
             continue  # a client builds the projection's argument from the log, not the pipeline
+        if o.stage == "code-dispatch-log":
+            continue  # handed the settled sub-call's log entry, not a result (P122)
         handed = o.value["result"]
         if handed == UNDEFINED:
             continue
@@ -932,7 +953,7 @@ def loop_calls_and_results(v: View) -> Iterator[Violation]:
     if [c for c in model if c in result_pos] != sorted(result_pos, key=result_pos.__getitem__):
         yield Violation("P105", "tool/result events out of model order")
     for cid in v.results:
-        if cid not in result_seq:
+        if cid not in result_seq and cid not in v.sub_calls:  # a sub-call has none (P120)
             yield Violation("P105", f"call {cid} has an outcome but no tool/result")
     incomplete = [c for c in model if c not in call_seq or c not in result_seq]
     if incomplete:
@@ -994,3 +1015,7 @@ def contexts_after_the_batch(v: View) -> Iterator[Violation]:
     misplaced = acceptance(v, events).misplaced
     if misplaced is not None:
         yield Violation("P109", f"call {misplaced}: its contexts are not queued in order right after its tool/result")
+
+
+# The laws of Code Mode live beside these, by theme (they register themselves with ``law``).
+from . import code_mode_laws  # noqa: E402,F401

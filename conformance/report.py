@@ -3,16 +3,17 @@
 A report file has one JSON object per line: a ``header`` (suite, spec revision, protocol,
 IUT identity, profiles, seed, machine), one ``case`` record per case as soon as it is
 decided (so a killed run leaves a valid partial report), and a ``footer`` with the counts
-and the exit code. ``report_schemas()`` gives their JSON Schemas (``catalogs/``).
+and the exit code. ``report_schemas()`` gives their JSON Schemas (``catalogs/``). Cases and
+files are named portably (``conformance.portable``), and a case that did not pass keeps
+what a view needs to show why (``conformance.evidence``).
 
 Views: the compliance matrix (rules grouped by profile x implementations) in Markdown,
-HTML or JSON, and JUnit XML for CI.
+HTML (``conformance.report_html``) or JSON, and JUnit XML for CI.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import platform
 import time
@@ -70,6 +71,10 @@ class Header(_Model):
     examples: int = 0
     machine: dict[str, str]
     started: str
+    # Portable (``conformance.portable``): "built-in" or the corpus directory's path.
+    corpus: str | None = None
+    # The options a replay of a case repeats (impl, expectations, profiles), portable.
+    options: dict[str, str] = Field(default_factory=dict)
 
 
 class CaseRecord(_Model):
@@ -83,11 +88,19 @@ class CaseRecord(_Model):
     violations: list[dict[str, str]] = Field(default_factory=list)
     message: str | None = None
     expected_reason: str | None = None
+    # Portable: a corpus case's path relative to its corpus, a saved case's relative to the run.
     case_file: str | None = None
     duration_ms: int = 0
     # What the IUT did wrong when it broke its promises (the outcome is then error, timeout or
     # invalid): start, timeout, crash, protocol, invalid. Absent for an answered error.
     iut_failure: str | None = None
+    # What a view needs to show why a case did not pass (``conformance.evidence``); only
+    # non-passing cases carry it.
+    scenario: dict[str, Any] | None = Field(None, description="the case itself, for a generated or replayed case")
+    scenario_sha256: str | None = Field(None, description="digest of the corpus case's document")
+    profiles: list[str] | None = Field(None, description="the profiles the traces were compared under")
+    trace: dict[str, Any] | None = Field(None, description="the implementation's trace (trace.schema.json)")
+    expected_sha256: str | None = Field(None, description="digest of the oracle's trace the run compared against")
 
 
 class Footer(_Model):
@@ -260,7 +273,7 @@ def matrix(reports: list[Report]) -> list[dict[str, Any]]:
         for outcomes, index in zip(per, failing):
             cases = index.get(rule.id, [])
             cells.append({"outcome": outcomes.get(rule.id, "no case"),
-                          "cases": [{"id": c.id, "file": c.case_file, "outcome": c.outcome.value,
+                          "cases": [{"id": c.id, "source": c.source, "file": c.case_file, "outcome": c.outcome.value,
                                      "divergence": c.divergence, "reason": c.expected_reason} for c in cases]})
         rows.append({"rule": rule.id, "profile": rule.profile, "title": rule.title, "cells": cells})
     return rows
@@ -268,32 +281,33 @@ def matrix(reports: list[Report]) -> list[dict[str, Any]]:
 
 def _section(rule_id: str) -> str:
     """The spec section (5.x) a rule sits in, for grouping."""
-    n = int(rule_id[1:])
-    bounds = [(14, "5.1 Whole pipeline"), (21, "5.2 Loop: block to registry"), (29, "5.3 Entry"),
-              (35, "5.4 tools/pre-execute"), (43, "5.5 Approval"), (51, "5.6 Guards"), (53, "5.7 Before dispatch"),
-              (71, "5.8 tools/execute and dispatch"), (75, "5.9 Output contract"), (89, "5.10 tools/post-execute"),
-              (92, "5.11 Outer normalization"), (97, "5.12 finalizeContent"), (102, "5.13 tools/result"),
-              (113, "5.14 Loop: results, batches, contexts"), (128, "5.15 Code Mode")]
-    return next(name for last, name in bounds if n <= last)
+    from .rule_text import section_of
+
+    return section_of(rule_id)
 
 
-def _relative(rows: list[dict[str, Any]], base: Path | None) -> None:
-    """Make case-file links relative to where the rendered page lives."""
+def _link_cases(rows: list[dict[str, Any]], reports: list[Report], base: Path | None) -> None:
+    """Give each case a link where one holds wherever the page is read: a case of the
+    built-in corpus, on a page that lies in the suite's own tree (the relative link then
+    holds in every clone). Other cases are named by id and portable path, not linked."""
     import os
 
-    if base is None:
-        return
+    from .corpus import CASES
+    from .portable import BUILTIN_CORPUS, SUITE_ROOT
+
+    inside = base is not None and base.resolve().is_relative_to(SUITE_ROOT)
     for row in rows:
-        for cell in row["cells"]:
+        for cell, report in zip(row["cells"], reports):
             for case in cell["cases"]:
-                if case["file"]:
-                    case["file"] = os.path.relpath(case["file"], base)
+                builtin = report.header.corpus == BUILTIN_CORPUS and case["source"] == "corpus"
+                case["link"] = (os.path.relpath(CASES / case["file"], base)
+                                if inside and builtin and case["file"] else None)
 
 
 def render_markdown(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
                     note: str | None = None) -> str:
     rows = matrix(reports)
-    _relative(rows, base)
+    _link_cases(rows, reports, base)
     out = [f"# {title}", ""]
     if note:
         out += [note, ""]
@@ -326,7 +340,12 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
             out.append(f"### {row['rule']} {row['title']} ({names[i]})")
             out.append("")
             for case in cell["cases"]:
-                link = f"[`{case['id']}`]({case['file']})" if case["file"] else f"`{case['id']}`"
+                if case["link"]:
+                    link = f"[`{case['id']}`]({case['link']})"
+                elif case["file"] and case["source"] != "corpus":
+                    link = f"`{case['id']}` (`{case['file']}`)"
+                else:
+                    link = f"`{case['id']}`"
                 line = f"- {link}: {case['outcome']}"
                 if case["reason"]:
                     line += f" (expected: {case['reason']})"
@@ -350,39 +369,21 @@ def _md_cell(cell: dict[str, Any]) -> str:
     outcome = cell["outcome"]
     text = outcome
     if cell["cases"]:
-        first = cell["cases"][0]
-        target = first["file"] or ""
+        target = cell["cases"][0]["link"]
         return f"[{text}]({target})" if target else text
     return text
 
 
 def render_html(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
                 note: str | None = None) -> str:
-    rows = matrix(reports)
-    _relative(rows, base)
-    names = [r.name for r in reports]
-    head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
-    body = []
-    for row in rows:
-        cells = []
-        for cell in row["cells"]:
-            outcome = cell["outcome"]
-            links = "".join(f'<br><a href="{html.escape(c["file"] or "#")}">{html.escape(c["id"])}</a>'
-                            for c in cell["cases"])
-            cells.append(f'<td class="{html.escape(outcome)}">{html.escape(outcome)}{links}</td>')
-        body.append(f"<tr><td>{row['profile']}</td><td>{row['rule']}</td><td>{html.escape(row['title'])}</td>"
-                    + "".join(cells) + "</tr>")
-    style = ("table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
-             ".pass{background:#dfd}.fail,.error,.timeout,.invalid{background:#fdd}"
-             ".expected-fail{background:#ffd}.skip,.not-scored{color:#777}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"{'<p>' + html.escape(note) + '</p>' if note else ''}<table><tr><th>profile</th>"
-            f"<th>rule</th><th>title</th>{head}</tr>{''.join(body)}</table></body></html>\n")
+    """The self-contained HTML report (``conformance.report_html``)."""
+    from .report_html import render
+
+    return render(reports, title, note)
 
 
 def render_json(reports: list[Report], title: str = "", base: Path | None = None, note: str | None = None) -> str:
-    doc = {"implementations": [{"name": r.name, "report": r.path, "header": r.header.model_dump(mode="json")}
+    doc = {"implementations": [{"name": r.name, "report": Path(r.path).name, "header": r.header.model_dump(mode="json")}
                                for r in reports],
            "rules": matrix(reports)}
     return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"

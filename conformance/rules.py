@@ -17,7 +17,7 @@ HERE = Path(__file__).parent
 INDEX = HERE / "rules.json"
 SPEC_RULES = HERE.parent.parent / "shared" / "spec" / "rules.yaml"
 PROFILES = ("core", "reference", "loop", "code-mode")
-ORACLE_PROFILES = ("core", "reference", "loop")  # the profiles the oracle implements today
+ORACLE_PROFILES = PROFILES  # the oracle implements every profile
 
 
 @dataclass(frozen=True)

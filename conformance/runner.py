@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +26,12 @@ from oracle import Scenario, ScenarioRunError, parse_scenario, run_scenario
 from oracle.trace import Trace
 
 from .compare import first_divergence
+from .evidence import evidence
 from .expectations import Expectations
 from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
 from .outputs import write_atomic
+from .portable import portable_path, scrub
+from .progress import Progress
 from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
 from .rules import profiles_needed
@@ -47,33 +48,6 @@ def _invariants(scenario: Scenario, trace: Trace) -> list[dict[str, str]]:
     from .invariants import check
 
     return [{"rule": v.rule, "message": v.message} for v in check(scenario, trace)]
-
-
-@dataclass
-class Progress:
-    """A one-line progress display on a terminal; silent otherwise."""
-
-    total: int
-    stream: Any = sys.stderr
-    done: int = 0
-    enabled: bool = field(default=False)
-
-    def __post_init__(self) -> None:
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-
-    def step(self, label: str, outcome: Outcome) -> None:
-        self.done += 1
-        self.show(f"[{self.done}/{self.total}] {outcome.value:<13} {label[:60]}")
-
-    def show(self, text: str) -> None:
-        if self.enabled:
-            self.stream.write(f"\r\x1b[K{text[:100]}")
-            self.stream.flush()
-
-    def finish(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
 
 
 class _GiveUp(BaseException):
@@ -128,7 +102,7 @@ class Runner:
         try:
             answer = self.iut.run(self.seq, doc)
         except IUTFailure as e:
-            return self._iut_failed(e, base, t0)
+            return self._iut_failed(e, base, t0, doc)
         self.consecutive = 0
         if isinstance(answer, Skipped):
             return CaseRecord(**base, outcome=Outcome.SKIP, message=answer.reason, duration_ms=_ms(t0))
@@ -136,14 +110,14 @@ class Runner:
             self.errors += 1
             reason = self.expectations.error_reason(case_id)
             return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR, message=answer.message,
-                              expected_reason=reason, duration_ms=_ms(t0))
+                              expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, source))
         try:
             divergence = first_divergence(expected, answer.trace, needed)
             violations = _invariants(scenario, answer.trace)
         except Exception as e:  # noqa: BLE001 - an answer the comparison cannot take is not judged
             self.errors += 1
             return CaseRecord(**base, outcome=Outcome.ERROR, duration_ms=_ms(t0),
-                              message=f"cannot judge the answer: {type(e).__name__}: {e}")
+                              message=f"cannot judge the answer: {type(e).__name__}: {e}", **evidence(doc, source))
         self.judged += 1
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
@@ -155,9 +129,10 @@ class Runner:
         return CaseRecord(**base, outcome=Outcome.XFAIL if reason else Outcome.FAIL, failing_rules=failing,
                           divergence=divergence.to_json() if divergence else None, violations=violations,
                           expected_reason=reason, duration_ms=_ms(t0),
-                          message=divergence.describe() if divergence else violations[0]["message"])
+                          message=divergence.describe() if divergence else violations[0]["message"],
+                          **evidence(doc, source, needed, expected, answer.trace))
 
-    def _iut_failed(self, e: IUTFailure, base: dict[str, Any], t0: float) -> CaseRecord:
+    def _iut_failed(self, e: IUTFailure, base: dict[str, Any], t0: float, doc: dict[str, Any]) -> CaseRecord:
         self.broken = True
         outcome = _IUT_KIND.get(e.kind, Outcome.ERROR)
         if e.kind in HARD_FAILURES:
@@ -170,8 +145,9 @@ class Runner:
             self.iut.close(graceful=False)
         elif e.restart and e.kind != "start":  # a failed start is tried again by the next case, not twice
             self._restart()
-        message = f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else "")
-        return CaseRecord(**base, outcome=outcome, message=message, iut_failure=e.kind, duration_ms=_ms(t0))
+        message = scrub(f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else ""))
+        return CaseRecord(**base, outcome=outcome, message=message, iut_failure=e.kind, duration_ms=_ms(t0),
+                          **evidence(doc, base["source"]))
 
     def record(self, rec: CaseRecord) -> CaseRecord:
         self.records.append(rec)
@@ -189,14 +165,16 @@ class Runner:
     def run_cases(self, cases: Iterable[tuple[str, dict[str, Any], str | None]], progress: Progress | None = None,
                   expected: dict[str, Trace] | None = None) -> None:
         for case_id, doc, path in cases:
+            if progress:
+                progress.begin(case_id)
             rec = self.record(self.decide(case_id, doc, "corpus", path, expected=(expected or {}).get(case_id)))
             if progress:
-                progress.step(case_id, rec.outcome)
+                progress.done(rec.outcome)
 
     # ------------------------------------------------------------------ properties
 
     def run_properties(self, examples: int, seed: int, profiles: frozenset[str],
-                       progress: Callable[[str], None] | None = None) -> CaseRecord | None:
+                       progress: Progress | None = None) -> CaseRecord | None:
         """Generate ``examples`` scenarios; shrink the first unexpected failure and record it.
         A generated scenario the IUT timed out, crashed or errored on is recorded unshrunk."""
         from hypothesis import HealthCheck, find, settings
@@ -221,10 +199,11 @@ class Runner:
             else:
                 attempts += 1
             if progress:
-                progress(f"[{count}/{examples}] generated scenarios" if best is None
-                         else f"shrinking the failing scenario: attempt {attempts}")
+                progress.begin(f"generated scenario {count}" if best is None else f"shrinking: attempt {attempts}")
             rec = self.decide(content_id(example.doc), example.doc, "property", scenario=example.scenario,
                               expected=example.trace)
+            if progress:
+                progress.done(rec.outcome)
             if rec.outcome == Outcome.FAIL:  # only a divergence is shrunk
                 best = (example.doc, rec)
                 return True
@@ -271,7 +250,7 @@ class Runner:
         path = self._save(case_id, doc, f"generated scenario ({rec.outcome.value})")
         self.record(rec.model_copy(update={"case_file": path}))
 
-    def _save(self, case_id: str, doc: dict[str, Any], what: str) -> str | None:
+    def _save(self, case_id: str, doc: dict[str, Any], what: str = "shrunk counterexample") -> str | None:
         """Write a generated case as a case file that ``dsh-conformance replay`` re-runs."""
         if self.failures_dir is None:
             return None
@@ -279,7 +258,7 @@ class Runner:
         path = self.failures_dir / f"{case_id}.json"
         write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
         self.saved.append((what, str(path)))
-        return str(path)
+        return portable_path(path)
 
     # ------------------------------------------------------------------ the end
 
@@ -334,17 +313,17 @@ def _ms(t0: float) -> int:
 
 
 def corpus_items(directory: Path) -> list[tuple[str, dict[str, Any], str]]:
-    """The corpus as (id, document, path) for the runner."""
+    """The corpus as (id, document, path relative to the corpus) for the runner."""
     from .corpus import load_case
 
     items = []
     for path in sorted(directory.glob("*.json")):
         case = load_case(path)  # validates the id, the rules and the scenario, within the input limits
-        items.append((case.id, case.document, str(path)))
+        items.append((case.id, case.document, path.name))
     return items
 
 
-def expected_traces(items: list[tuple[str, dict[str, Any], str]]) -> dict[str, Trace]:
+def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Path) -> dict[str, Trace]:
     """The oracle's trace of every case, before any work: a case that cannot run to an end
     is a bad input file (ScenarioFileError), not a verdict on the implementation."""
     from oracle import ScenarioFileError
@@ -354,7 +333,7 @@ def expected_traces(items: list[tuple[str, dict[str, Any], str]]) -> dict[str, T
         try:
             out[case_id] = run_scenario(parse_scenario(doc))
         except ScenarioRunError as e:
-            raise ScenarioFileError(path, "$", str(e)) from None
+            raise ScenarioFileError(str(directory / path), "$", str(e)) from None
     return out
 
 

@@ -388,3 +388,49 @@ def canonical(v: JsValue) -> JsValue:
     if isinstance(v, dict):
         return {k: canonical(v[k]) for k in js_keys(v)}
     return v
+
+
+# --------------------------------------------------------------------- property reads
+
+def get(obj: JsValue, key: str) -> JsValue:
+    """``obj[key]`` for a JS value in wire form; raises Thrown when a getter throws."""
+    kind = token(obj)
+    if isinstance(obj, dict) and kind is None:
+        props = obj
+    elif kind in ("object", "null-proto"):
+        props = obj.get("entries", {})
+    elif kind == "error" and key in ("message", "name", "code"):
+        return obj.get(key, UNDEFINED)
+    else:
+        return UNDEFINED
+    if key not in props:
+        return UNDEFINED
+    v = props[key]
+    if token(v) == "getter-throws":
+        raise Thrown(getter_thrown(v))
+    return v
+
+
+def has_own(obj: JsValue, key: str) -> bool:
+    kind = token(obj)
+    if isinstance(obj, dict) and kind is None:
+        return key in obj
+    if kind in ("object", "null-proto"):
+        return key in obj.get("entries", {})
+    return False
+
+
+def is_object(v: JsValue) -> bool:
+    """``typeof v === "object" && v !== null`` for a wire value."""
+    if isinstance(v, list):
+        return True
+    if not isinstance(v, dict):
+        return False
+    return token(v) not in ("undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol",
+                            "function", "hole")
+
+
+def truthy(v: JsValue) -> bool:
+    if v is None or v is False or v == "" or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0):
+        return False
+    return token(v) not in ("undefined", "NaN", "-0")

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import texts
-from .jsvalue import JsValue, Thrown, canonical_number, js_error
-from .pipeline import (Input, Route, dispatch, finalize, get, prepare)
-from .record import Record
+from .classify import classify
+from .jsvalue import JsValue, Thrown, canonical_number, get, js_error
+from .pipeline import Route, dispatch, finalize, prepare
+from .record import Input, Record
 from .registry import World
 from .scenario import LoopRun
 from .scheduler import Task
-from .script import ABORT_REASON, Invocation, perform_sync
+from .script import ABORT_REASON
 
 NEG_ZERO = {"$js": "-0"}
 
@@ -90,26 +91,6 @@ def splice_append(w: World, message: JsValue, target: str = "next-step") -> None
     queue = w.inbox if target == "next-step" else w.inbox_next_turn
     w.append_event(agent, "agent/inbox/spliced", {"target": target, "start": len(queue), "inserted": [message]})
     queue.append(message)
-
-
-# ---------------------------------------------------------------------------- P19
-
-def classify(w: World, inp: Input) -> str:
-    """P19: "parallel" only when the definition the call would dispatch to says exactly true."""
-    tool = w.view(inp.agent, inp.name)
-    collapsed = tool is not None and w.mode(inp.agent) == "code" and inp.name != "run_code"
-    verdict = "exclusive"
-    if tool is not None and not collapsed and tool.concurrencySafe is not None:
-        from .pipeline import schema_violations
-        if not (tool.define and schema_violations(tool.parameters, inp.arguments, "arguments")):
-            inv = Invocation(who=f"{tool.ref}.isConcurrencySafe", stage="classify", record=None,
-                             rules=("P19",), args=inp.arguments)
-            try:
-                verdict = "parallel" if perform_sync(w, inv, tool.concurrencySafe) is True else "exclusive"
-            except Thrown:
-                verdict = "exclusive"
-    w.obs(inp.callId, "classify", "end", None, verdict, ("P19",))
-    return verdict
 
 
 # ---------------------------------------------------------------------------- events

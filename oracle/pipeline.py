@@ -9,17 +9,16 @@ The staged scheduler of section 3.6 falls out directly: ``prepare`` = entry + ga
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
 
-from . import texts
+from . import code_mode, texts
 from .decisions import OUTCOMES, PRE_KINDS
-from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, getter_thrown, info_of, is_undefined, js_error,
-                      json_text, message_of, snapshot, to_string, token, type_error)
-from .record import Record
+from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object, is_undefined,
+                      js_error, json_text, message_of, snapshot, to_string, token, truthy, type_error)
+from .record import Input, Record
+from .schema_check import schema_violations
 from .registry import World
 from .scenario import DELEGATE, Behavior, Call, CustomApproval, Listener, Tool
 from .scheduler import fuse
@@ -33,18 +32,6 @@ RouteKind = Literal["dispatch", "post", "final"]
 class Route:
     kind: RouteKind
     result: Any = None
-
-
-@dataclass
-class Input:
-    """A call input (section 3.2), as the caller hands it to ``execute``."""
-    callId: str
-    name: str
-    arguments: JsValue
-    signal: Any
-    agent: str | None = None
-    rootCallId: str | None = None
-    parent: str | None = None
 
 
 # ============================================================================ helpers
@@ -98,50 +85,6 @@ def _with_contexts(r: dict[str, Any], prior: Any) -> dict[str, Any]:
     return r
 
 
-def get(obj: JsValue, key: str) -> JsValue:
-    """``obj[key]`` for a JS value in wire form; raises Thrown when a getter throws."""
-    kind = token(obj)
-    if isinstance(obj, dict) and kind is None:
-        props = obj
-    elif kind in ("object", "null-proto"):
-        props = obj.get("entries", {})
-    elif kind == "error" and key in ("message", "name", "code"):
-        return obj.get(key, UNDEFINED)
-    else:
-        return UNDEFINED
-    if key not in props:
-        return UNDEFINED
-    v = props[key]
-    if token(v) == "getter-throws":
-        raise Thrown(getter_thrown(v))
-    return v
-
-
-def has_own(obj: JsValue, key: str) -> bool:
-    kind = token(obj)
-    if isinstance(obj, dict) and kind is None:
-        return key in obj
-    if kind in ("object", "null-proto"):
-        return key in obj.get("entries", {})
-    return False
-
-
-def is_object(v: JsValue) -> bool:
-    """``typeof v === "object" && v !== null`` for a wire value."""
-    if isinstance(v, list):
-        return True
-    if not isinstance(v, dict):
-        return False
-    return token(v) not in ("undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol",
-                            "function", "hole")
-
-
-def truthy(v: JsValue) -> bool:
-    if v is None or v is False or v == "" or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0):
-        return False
-    return token(v) not in ("undefined", "NaN", "-0")
-
-
 def own_record(w: World, r: dict[str, Any], rec: Record) -> dict[str, Any]:
     rec.built[id(r)] = r  # holding the object keeps its id unique for the run
     return r
@@ -189,6 +132,7 @@ _STAGE = {
     "approval/request": "approval",
     "fs/write-intent": "fs-intent",
     "fs/edit-intent": "fs-intent",
+    "tools/code-dispatch-log": "code-dispatch-log",
 }
 
 
@@ -251,7 +195,7 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
     rec = Record(token=w.mint_token(), callId=inp.callId,
                  rootCallId=inp.rootCallId if inp.rootCallId is not None else inp.callId,  # P23
                  name=inp.name, agent=inp.agent, parent=inp.parent, arguments=UNDEFINED,
-                 signal=caller, caller=caller,
+                 signal=caller, caller=caller, abort_target=inp.abort_target or caller,
                  finalizer=visible if visible is not None and visible.finalizeContent is not None else None)
     w.obs(rec.callId, "entry", "start", None, {"token": rec.token, "visible": visible is not None},
           ("P22", "P23", "P26"))
@@ -542,25 +486,11 @@ async def body(w: World, rec: Record, tool: Tool) -> JsValue:
             w.obs(rec.callId, "body", "throw", None, "INVALID_ARGS", ("P75",))  # before the script runs
             raise Thrown(harness_error("ToolArgsError", "INVALID_ARGS", texts.invalid_args(violations)))
     try:
+        if code_mode.is_run_code(tool):  # P115: the reserved transport's body is the bridge
+            return await code_mode.run_code(w, rec, STAGES)
         return await perform(w, inv, tool.body)
     finally:
         w.open_gate(rec.callId)
-
-
-def schema_violations(schema: dict[str, Any], value: JsValue, label: str) -> list[str]:
-    """Violations of ``schema``, in schema-walk order. Their wording is implementation-defined
-    (section 1.3); only the prefix and the "; " join are specified (P73, P75)."""
-    # The schema sees the JSON the value stands for, not its wire form: a model's literal
-    # "$js" key is an ordinary key there, and -0 a number. Callers validate lossless values.
-    text = json_text(value)
-    instance = json.loads(text) if text is not None else value
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.validator))
-    out = []
-    for e in errors:
-        where = label + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
-        out.append(f"{where}: {e.message}")
-    return out
 
 
 def success(w: World, rec: Record, tool: Tool, candidate: JsValue) -> dict[str, Any]:
@@ -585,6 +515,8 @@ def success(w: World, rec: Record, tool: Tool, candidate: JsValue) -> dict[str, 
 
 
 def _project(w: World, rec: Record, tool: Tool, which: str, value: JsValue) -> JsValue:
+    if code_mode.is_run_code(tool):  # P128: run_code renders its logs and result
+        return code_mode.render(value)
     behavior = getattr(tool.output, which)
     if behavior is None:  # the default render: the value's JSON text
         return [{"type": "text", "text": json_text(value)}]
@@ -825,3 +757,7 @@ def call_input(w: World, call: Call) -> Input:
     return Input(callId=call.callId, name=call.name, arguments=copy.deepcopy(call.arguments),
                  signal=signal, agent=call.agent, rootCallId=call.rootCallId,
                  parent="foreign-token" if call.parent else None)
+
+
+STAGES = code_mode.Stages(prepare=prepare, dispatch=dispatch, finalize=finalize, waterfall=waterfall)
+"""What the run_code bridge drives its sub-calls through (P120)."""

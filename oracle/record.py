@@ -1,4 +1,5 @@
-"""The execution record (section 3.3) and the registry's private per-call state."""
+"""The call input (section 3.2), the execution record (section 3.3) and the registry's
+private per-call state."""
 
 from __future__ import annotations
 
@@ -8,6 +9,22 @@ from typing import Any
 from .jsvalue import JsValue, UNDEFINED
 from .scenario import Tool
 from .scheduler import Signal
+
+@dataclass
+class Input:
+    """A call input (section 3.2), as the caller hands it to ``execute``."""
+    callId: str
+    name: str
+    arguments: JsValue
+    signal: Any
+    agent: str | None = None
+    rootCallId: str | None = None
+    parent: str | None = None
+    # The scenario language's, not DSH's: the signal an ``abort caller`` step of a participant
+    # aborts. A run_code sub-call's participants abort the run_code call's caller, since the
+    # run's own signal belongs to the bridge (scenario.Abort); None: this input's signal.
+    abort_target: Signal | None = None
+
 
 IDENTITY = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
 
@@ -32,6 +49,7 @@ class Record:
     frozen: bool = False
     # registry-private state
     caller: Signal | None = None
+    abort_target: Signal | None = None  # what an ``abort caller`` step aborts (Input.abort_target)
     body_invoked: bool = False  # P59
     finalizer: Tool | None = None  # P26: captured at entry
     built: dict[int, Any] = field(default_factory=dict)  # results the registry built for this call (P63)

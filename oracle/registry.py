@@ -12,9 +12,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from . import texts
 from .jsvalue import JsValue, Thrown, js_error
-from .scenario import Agent, Guard, Listener, Scenario, Tool
+from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
 from .scheduler import Deferred, Scheduler, Signal
+from .tool_definitions import RUN_CODE_TOOL
 from .trace import Event, Observation, Trace
 
 
@@ -72,6 +74,8 @@ class World:
         self.inbox: list[JsValue] = []  # the loop agent's next-step queue
         self.inbox_next_turn: list[JsValue] = []  # waking input after an abort starts a new turn
         self.loop_agent: str | None = None
+        self.programs: dict[str, Program] = {p.id: p for p in scenario.programs}
+        self.generated_messages = 0  # user messages the registry made itself (P126's image contexts)
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
             # before the scenario's own listeners.
@@ -93,7 +97,7 @@ class World:
         state = self.agents[agent]
         state.seq += 1
         self.trace.events.append(Event(agent=agent, seq=state.seq, type=type_, data=_plain(data),
-                                       sourceEventSeqs=source))
+                                       sourceEventSeqs=source, at=len(self.trace.observations)))
         return state.seq
 
     # ------------------------------------------------------------------ freezing
@@ -121,6 +125,8 @@ class World:
     def register(self, ref: str) -> None:
         item = self.decl[ref]
         if isinstance(item, Tool):
+            if item.name == RUN_CODE:  # P114: reserved, in every scope
+                raise Thrown(js_error(texts.RUN_CODE_RESERVED))
             layer = self.tools.setdefault(item.scope, {})
             if item.name in layer:
                 where = "in this scope" if item.scope else "(for a per-agent variant, register through that agent's `agent.ctx` instead)"
@@ -171,6 +177,10 @@ class World:
 
     def view(self, agent: str | None, name: str) -> Tool | None:
         """P56: the definition ``name`` resolves to for ``agent`` now."""
+        if name == RUN_CODE:
+            # P114: the reserved transport, only for agents presenting in code or both; it is
+            # outside the registration layers, so restrictions and scopes never touch it.
+            return RUN_CODE_TOOL if self.mode(agent) != "native" else None
         chain = self.chain(agent)
         for a in chain:
             tool = self.tools.get(a, {}).get(name)
@@ -185,6 +195,13 @@ class World:
                                   or (r.deny is not None and name in r.deny)):
                 return None  # a restriction anywhere on the chain hides inherited global tools
         return tool
+
+    def visible_names(self, agent: str | None) -> list[str]:
+        """The names in ``agent``'s schema list except ``run_code`` (P117's bindings), sorted."""
+        names = set(self.tools.get(None, {}))
+        for a in self.chain(agent):
+            names |= set(self.tools.get(a, {}))
+        return sorted(n for n in names if self.view(agent, n) is not None)
 
     def selected(self, event: str, agent: str | None) -> list[Listener]:
         """P5, P7: the listeners a waterfall or emit selects for ``agent``, fixed now."""

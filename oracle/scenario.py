@@ -24,6 +24,7 @@ from .jsonio import InputLimitError, check_limits, load_file
 from .session_events import TodoWriteData
 
 SCENARIO_FORMAT = "dsh-conformance/scenario/v1"
+RUN_CODE = "run_code"  # the reserved Code Mode transport (P114)
 
 JsValue = Any
 
@@ -85,7 +86,9 @@ class SetSignal(_Model):
 
 class Abort(_Model):
     """Abort a signal: ``"caller"`` (the call's own caller signal; in a loop scenario the
-    step's signal) or a named signal made by ``set-signal``."""
+    step's signal; for a ``run_code`` sub-call, the run's signal, P119), ``"step"`` (loop
+    scenarios: the step's signal, whichever call the participant runs for) or a named
+    signal made by ``set-signal``."""
     do: Literal["abort"]
     signal: str = "caller"
     reason: JsValue = None
@@ -175,6 +178,90 @@ Step = Annotated[
 ]
 
 ASYNC_ONLY = frozenset({"next", "return-next", "await-signal", "sleep", "gate", "dispatch"})
+
+# ----------------------------------------------------------------------------- programs
+#
+# Code Mode (section 5.15): a ``run_code`` call's ``code`` names one of the scenario's
+# programs. A program is never real code: the scenario's code runtime (``codeRuntime``)
+# interprets its steps against the bindings the bridge hands it (P117), the same way in
+# the oracle and in every adapter, and records what the program sees.
+
+
+class ProgramCall(_Model):
+    """Call the binding ``tool`` with ``arguments`` (a JS value in wire form; tokens allowed;
+    ``{"$js":"undefined"}`` calls it without an argument). Without ``as`` the program awaits
+    the call at once; with ``as`` it keeps the pending call under that handle and goes on
+    (``await`` it later, or never). A rejection the program awaits fails the program unless
+    ``catch``."""
+    do: Literal["call"]
+    tool: str
+    arguments: JsValue = Field(default_factory=dict)
+    as_: str | None = Field(default=None, alias="as")
+    catch: bool = False
+
+
+class ProgramAwait(_Model):
+    """Await the call kept under ``handle``. A rejection fails the program unless ``catch``."""
+    do: Literal["await"]
+    handle: str
+    catch: bool = False
+
+
+class ProgramLog(_Model):
+    """Print one line: it joins the run's logs (P128)."""
+    do: Literal["log"]
+    text: str
+
+
+class ProgramReturn(_Model):
+    """End the program with ``value`` as its completion value (``undefined`` by default). A
+    value that is not lossless JSON fails the run (kind ``invalid-output``)."""
+    do: Literal["return"]
+    value: JsValue = Field(default_factory=lambda: {"$js": "undefined"})
+
+
+class ProgramThrow(_Model):
+    """The program throws an Error with ``message`` (a run failure of kind ``exception``)."""
+    do: Literal["throw"]
+    message: str = "boom"
+
+
+RUN_FAILURE_KINDS = ("exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit")
+
+
+class ProgramFail(_Model):
+    """The runtime reports a failure of ``kind`` with ``message`` (a budget expiry, the
+    substrate dying, ...): the run ends there (P128)."""
+    do: Literal["fail"]
+    kind: Literal["exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"]
+    message: str = "the run failed"
+
+
+class ProgramSleep(_Model):
+    """Wait ``ms`` milliseconds of virtual time."""
+    do: Literal["sleep"]
+    ms: int = Field(ge=0)
+
+
+ProgramStep = Annotated[
+    Union[ProgramCall, ProgramAwait, ProgramLog, ProgramReturn, ProgramThrow, ProgramFail, ProgramSleep],
+    Field(discriminator="do"),
+]
+LATE_STEPS = frozenset({"call", "await", "sleep"})  # what a program can still do once its run is over
+
+
+class Program(_Model):
+    """A declarative program for ``run_code`` (P117-P128). ``steps`` run when the code
+    runtime starts the program; ending without ``return`` completes with ``undefined``.
+    ``afterSettle`` steps run once the run is over (its signal aborted: the program settled,
+    or the run was aborted), as a continuation the program left behind would: a binding
+    called then is not dispatched (P118), and an awaited handle shows how its call ended
+    (abandoned, discarded, P125)."""
+    id: str
+    steps: list[ProgramStep] = Field(default_factory=list)
+    afterSettle: list[ProgramStep] = Field(default_factory=list)
+
+
 BODY_ONLY = frozenset({"dispatch", "append"})  # the work of a body (P71), not of a hook
 
 
@@ -253,8 +340,9 @@ class Tool(_Model):
         return self.id or self.name
 
 
+CODE_DISPATCH_LOG = "tools/code-dispatch-log"
 EVENTS = ("tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
-          "approval/request", *FS_INTENTS)
+          "approval/request", *FS_INTENTS, CODE_DISPATCH_LOG)
 
 
 class Listener(_Model):
@@ -263,10 +351,13 @@ class Listener(_Model):
     A filesystem intent listener (``fs/write-intent``, ``fs/edit-intent``) is handed the
     target as ``args`` and the body's record; it cannot be scoped: a body dispatches the
     intent without naming an agent, and which scoped listeners that selects is outside
-    the spec."""
+    the spec. A ``tools/code-dispatch-log`` listener (P122, P123) is handed the ``run_code``
+    record and, as ``result``, the settled sub-call ``{subCallId, name, isError, content}``;
+    what it returns is the content ``tool/code-dispatch`` logs (by default, delegating, the
+    unchanged content)."""
     id: str
     event: Literal["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
-                   "approval/request", "fs/write-intent", "fs/edit-intent"]
+                   "approval/request", "fs/write-intent", "fs/edit-intent", "tools/code-dispatch-log"]
     scope: str | None = None
     global_: bool = Field(default=False, alias="global")
     prepend: bool = False
@@ -303,7 +394,8 @@ class Restriction(_Model):
 
 
 class Agent(_Model):
-    """An agent and its scope. ``parent`` forms the scope chain (P7, P45, P56)."""
+    """An agent and its scope. ``parent`` forms the scope chain (P7, P45, P56). ``mode``
+    declares the presentation mode of this scope (P28: the nearest declaration wins)."""
     id: str
     parent: str | None = None
     mode: Literal["native", "code", "both"] | None = None
@@ -364,7 +456,15 @@ class Scenario(_Model):
     title: str | None = None
     rules: list[str] = Field(default_factory=list)
     seed: int | None = Field(default=None, description="the seed of the property run that generated it (informative)")
-    mode: Literal["native", "code", "both"] = "native"
+    mode: Literal["native", "code", "both"] = Field(default="native", description=(
+        "the deployment's tool presentation mode (P28, P114); an agent's own `mode` overrides it "
+        "for its scope and descendants"))
+    codeRuntime: bool = Field(default=True, description=(
+        "whether a code runtime is loaded (ctx.codeRuntime): the scenario's scripted runtime, "
+        "which runs `programs` (P115)"))
+    maxParallelSubCalls: int = Field(default=10, ge=1, description="the run_code overlap cap (P121)")
+    programs: list[Program] = Field(default_factory=list, description=(
+        "the programs run_code calls name in their `code` argument (section 5.15)"))
     agents: list[Agent] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
     listeners: list[Listener] = Field(default_factory=list)
@@ -425,6 +525,21 @@ def _check_references(s: Scenario) -> None:
                 raise ScenarioError(f"{path}.{where}.ref", f"no tool, listener or guard has id {step.ref!r}")
             if step.do == "mutate" and step.target.split(".")[0] not in MUTATION_ROOTS:
                 raise ScenarioError(f"{path}.{where}.target", f"a target starts with one of {', '.join(MUTATION_ROOTS)}")
+    for i, l in enumerate(s.listeners):
+        if l.event == CODE_DISPATCH_LOG and l.script is not None:
+            for where, step in l.script.all_steps():
+                if step.do == "mutate" and step.target.split(".")[0] in ("result", "args"):
+                    # rc.8 hands the listener a plain object and logs whatever its `content`
+                    # holds after the waterfall; whether that entry may be written is not said.
+                    raise ScenarioError(f"$.listeners[{i}].script.{where}.target", (
+                        "a write into the settled sub-call a tools/code-dispatch-log listener is handed "
+                        "is outside the spec (P122 says only what the waterfall returns is logged)"))
+    for i, t in enumerate(s.tools):
+        if t.name == RUN_CODE and t.registered:
+            raise ScenarioError(f"$.tools[{i}].name", (
+                f"{RUN_CODE!r} is reserved (P114) and cannot be registered; declare it with "
+                "\"registered\": false and register it from a participant to see the refusal"))
+    _check_programs(s)
     run = s.run
     if isinstance(run, DirectRun):
         seen: set[str] = set()
@@ -442,6 +557,15 @@ def _check_references(s: Scenario) -> None:
         for i, r in enumerate(run.release):
             if r not in block_ids:
                 raise ScenarioError(f"$.run.release[{i}]", f"no block has id {r!r}")
+        if run.present and any(_effective_mode(s, a) != "native" for a in (run.agent, *agents)):
+            raise ScenarioError("$.run.present", (
+                "the viewer (run.present) covers native presentation only: how a client presents "
+                "run_code and its sub-calls is outside the pipeline (P14) and this suite"))
+        if not s.codeRuntime and _effective_mode(s, run.agent) != "native":
+            raise ScenarioError("$.codeRuntime", (
+                "a loop agent presenting in Code Mode needs a code runtime before the model is asked "
+                "(the prompt's run_code section is assembled from it): outside the spec; use direct "
+                "calls to check a missing runtime (P28, P115)"))
         if run.present:
             for i, t in enumerate(s.tools):
                 for name in ("presentCall", "presentResult"):
@@ -449,6 +573,39 @@ def _check_references(s: Scenario) -> None:
                         raise ScenarioError(f"$.tools[{i}].{name}", (
                             "the viewer (run.present) presents raw definitions only: what a defineTool "
                             "presenter does with arguments that fail its parameters is outside the spec"))
+
+
+def _effective_mode(s: Scenario, agent: str | None) -> str:
+    """P28: the nearest scope's declared mode, else the deployment's."""
+    parents = {a.id: a for a in s.agents}
+    while agent is not None and agent in parents:
+        if parents[agent].mode is not None:
+            return parents[agent].mode
+        agent = parents[agent].parent
+    return s.mode
+
+
+def _check_programs(s: Scenario) -> None:
+    seen: set[str] = set()
+    for i, prog in enumerate(s.programs):
+        path = f"$.programs[{i}]"
+        if prog.id in seen:
+            raise ScenarioError(f"{path}.id", f"duplicate program id {prog.id!r}")
+        seen.add(prog.id)
+        handles: set[str] = set()
+        for part, steps in (("steps", prog.steps), ("afterSettle", prog.afterSettle)):
+            for j, step in enumerate(steps):
+                where = f"{path}.{part}[{j}]"
+                if part == "afterSettle" and step.do not in LATE_STEPS:
+                    raise ScenarioError(where, (
+                        f"step {step.do!r} cannot run once the run is over: the run's result is settled "
+                        f"(afterSettle takes {', '.join(sorted(LATE_STEPS))})"))
+                if step.do == "call" and step.as_ is not None:
+                    if step.as_ in handles:
+                        raise ScenarioError(f"{where}.as", f"handle {step.as_!r} is already in use")
+                    handles.add(step.as_)
+                if step.do == "await" and step.handle not in handles:
+                    raise ScenarioError(f"{where}.handle", f"no earlier call step keeps a handle {step.handle!r}")
 
 
 def _check_acyclic(s: Scenario) -> None:
@@ -530,6 +687,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 _TAGS = frozenset({
+    "call", "await", "log", "fail",
     "next", "return", "return-next", "throw", "mutate", "set-signal", "abort", "defer-context",
     "conclude-turn", "await-signal", "sleep", "gate", "register", "unregister", "inject", "steer",
     "observe", "dispatch", "append", "shipped", "custom", "direct", "loop",

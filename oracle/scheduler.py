@@ -78,6 +78,23 @@ class Scheduler:
         self._ready.append(task)
         return task
 
+    def start(self, coro: Coroutine[Any, Any, Any]) -> Task:
+        """Call an async function as JavaScript does: it runs at once, up to its first real
+        wait, and the caller goes on with the promise (the task)."""
+        task = Task(coro)
+        self._step(task)
+        return task
+
+    def tick(self) -> Deferred:
+        """A wait that lets every task already ready run first: what an ``await`` of an
+        already settled promise costs in JavaScript (one turn of the microtask queue)."""
+        d = Deferred()
+
+        async def resolve() -> None:
+            d.resolve(None)
+        self.spawn(resolve())
+        return d
+
     def timer(self, ms: int) -> Deferred:
         d = Deferred()
         self._seq += 1

@@ -43,11 +43,15 @@ class Invocation:
     input: dict[str, Any] | None = None
     saved_signal: Signal | None = None
     last_next: Any = NOTHING
-    call_id: str | None = None  # the call of a participant handed no record (a UI projection)
+    call_id: str | None = None  # the call it runs for, where the record does not say (a UI projection)
 
     @property
     def call(self) -> str | None:
-        return self.record.callId if self.record is not None else self.call_id
+        # The call the invocation runs for: its record's, unless it runs for another call
+        # than its record's (a dispatch-log listener is handed run_code's record for a sub-call).
+        if self.call_id is not None:
+            return self.call_id
+        return self.record.callId if self.record is not None else None
 
 
 async def perform(w: World, inv: Invocation, behavior: Behavior, awaited: bool = True) -> JsValue:
@@ -123,7 +127,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                         inv.saved_signal = rec.signal
                     rec.signal = w.signal(step.signal)
             case "abort":
-                target = _need_record(inv).caller if step.signal == "caller" else w.signal(step.signal)
+                target = _need_record(inv).abort_target if step.signal == "caller" else w.signal(step.signal)
                 assert target is not None
                 reason = ABORT_REASON if step.reason is None else copy.deepcopy(step.reason)
                 w.obs(inv.call, inv.stage, "abort", inv.who, step.signal, inv.rules + ("P52",))

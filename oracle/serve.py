@@ -14,7 +14,7 @@ from typing import IO, Any
 from . import ScenarioError, ScenarioRunError, parse_scenario, run_scenario
 from .jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
 
-PROFILES = ["core", "reference", "loop"]
+PROFILES = ["core", "reference", "loop", "code-mode"]
 
 
 def started() -> dict[str, Any]:

@@ -170,7 +170,8 @@ EVENTS: tuple[EventSpec, ...] = (
               "a hook command's outcome, paired to hook/invoked by handlerId"),
 )
 
-WRITTEN_BY_ORACLE = frozenset({"loop", "approval-service", "agent-inbox", "tool-body"})  # tool-body: a scripted body's append step
+WRITTEN_BY_ORACLE = frozenset({"loop", "approval-service", "agent-inbox", "tool-body",  # tool-body: a scripted body's append step
+                               "code-mode-bridge"})
 
 
 def event_class_name(name: str) -> str:

@@ -26,8 +26,10 @@ NO_OPEN_TURN = (  # P43
 )
 NULLISH_WRAPPER_RESULT = "tools/execute returned no result"  # P63: implementation-defined
 FEEDBACK_NOT_ARRAY = "block feedback is not an array"  # P84: implementation-defined
+# P114 says run_code "cannot be registered"; how the refusal is worded is the implementation's.
+RUN_CODE_RESERVED = "run_code is reserved for the Code Mode transport and cannot be registered"
 # Messages the spec leaves wholly to the implementation: comparisons accept any text there.
-IMPLEMENTATION_DEFINED = frozenset({NULLISH_WRAPPER_RESULT, FEEDBACK_NOT_ARRAY})
+IMPLEMENTATION_DEFINED = frozenset({NULLISH_WRAPPER_RESULT, FEEDBACK_NOT_ARRAY, RUN_CODE_RESERVED})
 
 
 def approval_not_supported(name: str) -> str:  # P38
@@ -137,3 +139,61 @@ LOOSE_PREFIXES: tuple[str, ...] = (
     NULLISH_WRAPPER_RESULT,
 )
 LOOSE_OUTPUT_SCHEMA = " returned invalid output: "  # only when a schema step produced it
+
+
+# ----------------------------------------------------------------------------- Code Mode (5.15)
+
+BLANK_DESCRIPTION = "invalid description: expected a non-empty string"  # P115
+RUN_CODE_NO_OUTPUT = "(run_code completed with no output)"  # P128
+BINDING_ARGS_NOT_LOSSLESS = (  # P118
+    "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)")
+CODE_MODE_PLUGIN = "tools-code-mode"  # P126: the source plugin of an image-bearing sub-call's context
+
+
+def no_code_runtime(mode: str) -> str:  # P115: <mode> is the deployment's configured mode
+    return (f'dsh-tools: mode "{mode}" requires a code runtime \u2014 load a ctx.codeRuntime implementation '
+            '(e.g. @deepseek-ai/dsh-code-runtime-worker-thread) or set tools mode to "native"')
+
+
+def binding_args_failed(m: str) -> str:  # P118
+    return f"tool arguments must be lossless JSON: {m}"
+
+
+def run_over(reason: str, name: str, what: str) -> str:  # P118, P125
+    """``what``: ``not dispatched`` (P118), ``tool call abandoned``, ``result discarded`` (P125)."""
+    return f"run_code run is over ({reason}); {name} {what}"
+
+
+NOT_DISPATCHED, ABANDONED, DISCARDED = "not dispatched", "tool call abandoned", "result discarded"
+RUN_SETTLED = "run_code settled"  # P125: the run signal's abort reason when the program settles
+
+
+def code_run_failed(kind: str, message: str, logs: list[str]) -> str:  # P128
+    captured = "\nCaptured output:\n" + "\n".join(logs) if logs else ""
+    return f"code run failed ({kind}): {message}{captured}"
+
+
+def dispatch_log_failed(name: str, m: str) -> str:  # P123
+    return f"tools: code-dispatch-log listener failed for {name}: {m}; logging the original settled content"
+
+
+# Texts of the scenario's scripted code runtime. They are not the spec's: the runtime is the
+# suite's own participant, and the oracle and every adapter run it alike.
+def no_program(code: str) -> str:
+    return f'the scenario has no program "{code}"'
+
+
+def not_a_function(name: str) -> str:
+    return f"tools.{name} is not a function"
+
+
+INVALID_COMPLETION = "the program's completion value is not lossless JSON"
+RUN_ABORTED = "the run was aborted"
+TOOL_CALL_ERROR = "ToolCallError"  # the namespace's rejection class (bindings' errorClass)
+
+# Code Mode's own texts (section 2: exact texts of code-mode rules belong to that profile):
+# comparisons under the code-mode profile compare strings with these prefixes exactly.
+CODE_MODE_PREFIXES: tuple[str, ...] = (
+    "run_code run is over (", "tool arguments must be lossless JSON", "code run failed (",
+    RUN_CODE_NO_OUTPUT, BLANK_DESCRIPTION, 'dsh-tools: mode "', "tools: code-dispatch-log listener failed for ",
+)

@@ -14,6 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .scenario import RUN_CODE as RUN_CODE_NAME
+from .scenario import Output, Tool
+
 
 class ToolSchema(BaseModel):
     """The part of a definition offered to the model."""
@@ -73,6 +76,29 @@ RUN_CODE = ToolSchema(
         "required": ["code", "description"],
     },
 )
+
+
+RUN_CODE_OUTPUT_SCHEMA: dict[str, Any] = {  # P128: {logs: string[], result?: JSON}
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"logs": {"type": "array", "items": {"type": "string"}}, "result": {}},
+    "required": ["logs"],
+}
+
+
+class RunCodeTool(Tool):
+    """The reserved ``run_code`` transport as a definition (P114, P115): a ``defineTool``
+    tool whose arguments are ``{code: string, description: string}``. Its body and its render
+    are the Code Mode bridge's (``oracle.code_mode``), not scripts; it has no finalizer,
+    classifier, timeout or ``presentationMeta``."""
+
+
+RUN_CODE_TOOL = RunCodeTool(
+    name=RUN_CODE_NAME, define=True, description=RUN_CODE.description,
+    parameters={"type": "object",
+                "properties": {"code": {"type": "string"}, "description": {"type": "string"}},
+                "required": ["code", "description"]},
+    output=Output(schema=RUN_CODE_OUTPUT_SCHEMA))
 
 
 @dataclass(frozen=True)

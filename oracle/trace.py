@@ -28,13 +28,15 @@ Stage = Literal[
     "entry", "pre-execute", "approval", "guards", "checkpoint", "execute", "dispatch", "body",
     "post-execute", "materialize", "finalize", "result", "route", "classify", "render",
     "presentationMeta", "loop", "fs-intent", "tool-event", "presentCall", "presentResult",
+    "program", "code-mode", "code-dispatch-log",
 ]
-INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch"})
+INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch", "code-mode"})
 
 What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
     "unregister", "inject", "commit", "synthetic", "append", "abandon",
+    "bind", "settle", "log", "late", "submit",
 ]
 
 
@@ -58,6 +60,9 @@ class Event(_Model):
     type: str
     data: Any
     sourceEventSeqs: list[int] | None = None
+    at: int | None = Field(default=None, ge=0, description=(
+        "how many observations the trace held when the event was appended: where the event falls "
+        "among the observations (optional; laws use it, comparisons do not)"))
 
 
 class CallResult(_Model):
@@ -129,7 +134,9 @@ def is_portable(o: Observation) -> bool:
 
 
 def _dump(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    # U+2028 and U+2029 stay escaped: they are line breaks to many readers of a text file
+    # (and to the golden-trace files), and the JSON value is the same either way.
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":")).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def parse_trace(data: Any) -> Trace:

@@ -184,7 +184,8 @@ def test_generated_timeouts_are_saved_unshrunk(tmp_path: Path) -> None:
     assert done.returncode == 3
     rep = read_report(report)
     saved = [c for c in rep.cases if c.outcome.value == "timeout"]
-    assert len(saved) == 2 and all(c.case_file and Path(c.case_file).is_file() for c in saved)
+    # saved under --failures, named relative to the run's working directory (portable)
+    assert len(saved) == 2 and all(c.case_file and (tmp_path / c.case_file).is_file() for c in saved)
     assert "declared broken after 2 consecutive timeouts" in rep.cases[-1].message
     assert "generated scenario(s) that ended in an error, a timeout or a crash" in done.stdout
     assert "STOPPED: the implementation was declared broken" in done.stdout

@@ -118,7 +118,7 @@ def test_handshake_names_the_real_package_and_its_profiles():
         assert started.implementation.name == "@deepseek-ai/dsh-tools"
         assert started.implementation.version == "0.1.0-rc.8"
         assert started.implementation.language == "javascript"
-        assert set(started.profiles) == {"core", "reference", "loop"}
+        assert set(started.profiles) == {"core", "reference", "loop", "code-mode"}
         assert client.stop() == 0
     finally:
         client.close()
@@ -193,12 +193,17 @@ def test_every_corpus_case_is_answered_with_a_trace_or_a_skip(adapter):
 
 # --------------------------------------------------------------------------- skip and error
 
-def test_code_mode_is_skipped_with_a_reason(adapter):
-    scenario = case("pre-deny-skips-body")
-    scenario["mode"] = "code"
-    answer = parse_answer(adapter.run(scenario))
-    assert isinstance(answer, Skipped)
-    assert "code-mode" in answer.reason and "$.mode" in answer.reason
+@pytest.mark.rules("P117", "P122", "P128")
+def test_code_mode_runs_on_the_real_bridge(adapter):
+    """A program runs on the real run_code bridge through the scripted ctx.codeRuntime: its
+    bindings, its sub-call, the bridge's dispatch events and run_code's rendered value."""
+    answer = parse_answer(adapter.run(case("code-dispatch-logged-with-an-agent")))
+    assert not isinstance(answer, Skipped), answer
+    trace = answer.trace
+    starts = [o.value for o in trace.observations if o.stage == "program" and o.what == "start" and o.call == "c1"]
+    assert starts == [{"bindings": ["bad", "t"]}]
+    assert [e.type for e in trace.events][:2] == ["tool/code-dispatch-start", "tool/code-dispatch"]
+    assert {r.callId for r in trace.results} >= {"c1", "c1:code:1", "c1:code:2", "c2"}
 
 
 def test_unknown_scenario_field_is_skipped_not_ignored(adapter):

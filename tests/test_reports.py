@@ -60,11 +60,11 @@ def test_matrix_links_failures_to_cases(tmp_path, cases, capsys):
     assert main(["report", str(good), str(bad), "--format", "md", "-o", str(out)]) == 0
     md = out.read_text()
     assert "| rule | title | dsh-conformance-oracle 0.1.0 | fake-guard-bypass 0.1.0 |" in md
-    assert "## Profile `core`" in md and "### 5.6 Guards" in md
-    assert "guard-denies-with-number.json" in md and "first divergence at" in md
+    assert "## Profile `core`" in md and "### 5.6 Monotonic guards" in md
+    assert "`guard-denies-with-number`" in md and "first divergence at" in md
     capsys.readouterr()
     assert main(["report", str(good), str(bad), "--format", "html"]) == 0
-    assert "<td>P46</td>" in capsys.readouterr().out
+    assert "<th scope=\"row\">P46</th>" in capsys.readouterr().out
     assert main(["report", str(good), str(bad), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     row = next(r for r in doc["rules"] if r["rule"] == "P46")  # the guard's denial was not followed

@@ -8,7 +8,9 @@ flow model (catalogs/*.flow.yaml), which is not generated but must stay valid.
 The schemas come from typed sources: the oracle's scenario and trace languages, the
 protocol's message models (``conformance.protocol``), the report record (``conformance.report``,
 when present), and the DSH vocabulary typed in oracle/ (session events, decisions, results,
-tool definitions), whose names and vocabularies are the oracle's own.
+tool definitions), whose names and vocabularies are the oracle's own. The project's copies
+of the spec's rule index and rule statements (``conformance/``) follow the spec when it is
+beside the clone.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from conformance import rule_text
 from conformance import rules as rule_index
 from conformance.protocol import message_schemas
 from oracle.scenario import scenario_json_schema
@@ -117,6 +120,9 @@ def generate() -> dict[Path, str]:
     if rule_index.SPEC_RULES.is_file():
         # The project's copy of the rule index follows the spec whenever the spec is at hand.
         out[rule_index.INDEX] = rule_index.dumps_index(rule_index.index_from_spec())
+    if rule_text.SPEC_TEXT.is_file():
+        # So do the rules' statements that reports show.
+        out[rule_text.STATEMENTS] = rule_text.dumps_statements(rule_text.statements_from_spec())
     return out
 
 

@@ -27,18 +27,21 @@ assistant message) and enter ``toolCall`` with their ``tool/call`` event. After
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from oracle.jsvalue import Thrown
-from oracle.pipeline import get
+from oracle.jsvalue import get
 from oracle.trace import Observation, Trace
 
 from .flow_model import Edge, FlowModel
 
 START_DIRECT = "caller"
 START_LOOP = "model"
+SUB_CALL = re.compile(r"^.+:code:[1-9][0-9]*$")  # a run_code sub-call's id (P119)
+NOT_STARTED = ("code-mode", "classify")  # what a queued sub-call shows before it starts
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,8 @@ def _call_walk(model: FlowModel, call: str, observations: list[Observation], sta
         if o.stage == "checkpoint":
             w.last = o  # a checkpoint decides where the call goes next (P53)
             continue
+        if o.stage == "program" and o.what != "start":
+            continue  # a program's steps and settlements are the body's own; its late ones outlive it (P125)
         target = stages.get(o.stage)
         if target is None:
             continue  # entry, classify, render, presentationMeta, loop bookkeeping: no node
@@ -233,10 +238,13 @@ def walks(model: FlowModel, trace: Trace) -> list[Walk]:
     loop = any(e.type == "assistant/message" for e in trace.events)
     results = {e.data.get("message", {}).get("source", {}).get("callId") for e in trace.events if e.type == "tool/result"}
     calls = {e.data.get("callId") for e in trace.events if e.type == "tool/call"}
+    subs = {c for c in order if SUB_CALL.match(c) and any(o.stage not in NOT_STARTED for o in by_call[c])}
     settled = loop and not loop_threw and loop_end in ("next-step", "concluded", "aborted")
-    out = [_call_walk(model, c, by_call[c], START_LOOP if loop else START_DIRECT,
-                      tool_result=c in results, settled=settled, next_step=loop_end == "next-step")
-           for c in order if not loop or c in calls]
+    # A run_code sub-call is a call of its own that enters the registry from the bridge, as
+    # a direct call does (P120); one abandoned before its start never entered (P125).
+    out = [_call_walk(model, c, by_call[c], START_DIRECT if c in subs or not loop else START_LOOP,
+                      tool_result=c in results, settled=settled and c not in subs, next_step=loop_end == "next-step")
+           for c in order if (c in calls if loop else not SUB_CALL.match(c)) or c in subs]
     if loop and not out:
         out.append(Walk(None, [START_LOOP]))  # a step that ran no call (P15)
     return out
@@ -248,6 +256,7 @@ class Coverage:
     by_edge: dict[str, list[str]]
     off_graph: list[tuple[str, Walk, Step]]
     unfinished: list[tuple[str, Walk]] = field(default_factory=list)
+    owned: dict[str, list[str]] = field(default_factory=dict)  # a tool-owned event type -> the cases showing it
 
     def uncovered(self, model: FlowModel) -> list[Edge]:
         """Drawn edges no corpus case walks: every drawn edge must be walked."""
@@ -266,7 +275,11 @@ def coverage(model: FlowModel, traces: dict[str, Trace]) -> Coverage:
     by_edge: dict[str, list[str]] = {e.id: [] for e in model.edges}
     off: list[tuple[str, Walk, Step]] = []
     unfinished: list[tuple[str, Walk]] = []
+    owned: dict[str, list[str]] = defaultdict(list)
     for case, trace in traces.items():
+        for o in trace.observations:
+            if o.stage == "tool-event" and isinstance(o.value, dict) and case not in owned[str(o.value.get("type"))]:
+                owned[str(o.value.get("type"))].append(case)
         for walk in walks(model, trace):
             if not walk.complete:
                 unfinished.append((case, walk))
@@ -275,7 +288,7 @@ def coverage(model: FlowModel, traces: dict[str, Trace]) -> Coverage:
                     off.append((case, walk, s))
                 elif case not in by_edge[s.edge.id]:
                     by_edge[s.edge.id].append(case)
-    return Coverage(by_edge, off, unfinished)
+    return Coverage(by_edge, off, unfinished, dict(owned))
 
 
 def corpus_traces() -> dict[str, Trace]:
@@ -296,6 +309,9 @@ def render_coverage(model: FlowModel, cov: Coverage, limit: int = 5) -> str:
         shown = ", ".join(cases[:limit]) + (f", ... ({len(cases)} cases)" if len(cases) > limit else "")
         status = f"{len(cases)} case(s): {shown}" if cases else ("UNCOVERED" if e.drawn else "no case")
         lines.append(f"{head}  [{kind}] {status}")
+    for kind, cases in sorted(cov.owned.items()):
+        shown = ", ".join(cases[:limit]) + (f", ... ({len(cases)} cases)" if len(cases) > limit else "")
+        lines.append(f"     owned event {kind}: {len(cases)} case(s): {shown}")
     drawn = [e for e in model.drawn_edges]
     covered = [e for e in drawn if cov.by_edge.get(e.id)]
     lines.append("")

@@ -21,8 +21,8 @@ const require = createRequire(import.meta.url)
 const version = (name) => require(`${name}/package.json`).version
 const self = require('./package.json')
 
-const PROFILES = ['core', 'reference', 'loop']
-const FEATURES = ['direct', 'loop', 'shipped-approval', 'custom-approval', 'timeout-policy', 'define-tool', 'virtual-time']
+const PROFILES = ['core', 'reference', 'loop', 'code-mode']
+const FEATURES = ['direct', 'loop', 'shipped-approval', 'custom-approval', 'timeout-policy', 'define-tool', 'virtual-time', 'code-mode', 'scripted-code-runtime']
 
 function handshake() {
   return {

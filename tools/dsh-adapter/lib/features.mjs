@@ -5,8 +5,9 @@
 import { Unsupported } from './faults.mjs'
 
 const KEYS = {
-  scenario: ['$format', 'id', 'title', 'rules', 'seed', 'mode', 'agents', 'tools', 'listeners', 'guards', 'approval',
-    'timeoutPolicy', 'run', 'expect'],
+  scenario: ['$format', 'id', 'title', 'rules', 'seed', 'mode', 'codeRuntime', 'maxParallelSubCalls', 'programs', 'agents',
+    'tools', 'listeners', 'guards', 'approval', 'timeoutPolicy', 'run', 'expect'],
+  program: ['id', 'steps', 'afterSettle'],
   agent: ['id', 'parent', 'mode', 'openTurn', 'restrict'],
   restrict: ['allow', 'deny'],
   tool: ['id', 'name', 'define', 'description', 'parameters', 'output', 'body', 'finalizeContent', 'concurrencySafe',
@@ -46,7 +47,29 @@ const STEP_KEYS = {
 }
 
 const EVENTS = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result', 'approval/request',
-  'fs/write-intent', 'fs/edit-intent']
+  'fs/write-intent', 'fs/edit-intent', 'tools/code-dispatch-log']
+
+// The steps of a run_code program (oracle/scenario.py Program), run by lib/code-runtime.mjs.
+const PROGRAM_STEP_KEYS = {
+  call: ['tool', 'arguments', 'as', 'catch'],
+  await: ['handle', 'catch'],
+  log: ['text'],
+  return: ['value'],
+  throw: ['message'],
+  fail: ['kind', 'message'],
+  sleep: ['ms'],
+}
+
+function programSteps(steps, path) {
+  ;(steps ?? []).forEach((step, i) => {
+    if (step === null || typeof step !== 'object' || !Object.hasOwn(PROGRAM_STEP_KEYS, step.do)) {
+      throw new Unsupported(`${path}[${i}]: unknown program step ${JSON.stringify(step?.do)}`)
+    }
+    for (const key of Object.keys(step)) {
+      if (key !== 'do' && !PROGRAM_STEP_KEYS[step.do].includes(key)) throw new Unsupported(`${path}[${i}].${key}: unknown field of a '${step.do}' program step`)
+    }
+  })
+}
 
 function keys(obj, kind, path) {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new Unsupported(`${path}: expected an object`)
@@ -79,15 +102,14 @@ function stepKeys(step, path) {
 /** Throws Unsupported when the scenario uses something this adapter cannot express. */
 export function checkFeatures(s) {
   keys(s, 'scenario', '$')
-  if ((s.mode ?? 'native') !== 'native') {
-    throw new Unsupported(`$.mode: Code Mode presentation ("${s.mode}") belongs to the code-mode profile, which this adapter does not cover (it needs a code runtime)`)
-  }
+  ;(s.programs ?? []).forEach((p, i) => {
+    keys(p, 'program', `$.programs[${i}]`)
+    programSteps(p.steps, `$.programs[${i}].steps`)
+    programSteps(p.afterSettle, `$.programs[${i}].afterSettle`)
+  })
   ;(s.agents ?? []).forEach((a, i) => {
     keys(a, 'agent', `$.agents[${i}]`)
     if (a.restrict) keys(a.restrict, 'restrict', `$.agents[${i}].restrict`)
-    if ((a.mode ?? 'native') !== 'native') {
-      throw new Unsupported(`$.agents[${i}].mode: Code Mode presentation ("${a.mode}") belongs to the code-mode profile, which this adapter does not cover (it needs a code runtime)`)
-    }
   })
   ;(s.tools ?? []).forEach((t, i) => {
     const path = `$.tools[${i}]`

@@ -20,7 +20,7 @@ import { TOOL_RUNTIME_SCHEDULER } from '@deepseek-ai/dsh-tools'
 
 export const REPORTED_EVENTS = new Set([
   'assistant/message', 'tool/call', 'tool/result', 'agent/inbox/spliced', 'step/start', 'step/end',
-  'user/message', 'approval/asked', 'approval/decided', 'todo/write',
+  'user/message', 'approval/asked', 'approval/decided', 'todo/write', 'tool/code-dispatch-start', 'tool/code-dispatch',
 ])
 
 export class ScriptedModel extends LlmAdapter {
@@ -69,6 +69,18 @@ export function instrumentScheduler(w, tools) {
     promise.then(onValue, onError)
     return promise
   }
+  // A run_code sub-call's classifier runs for that sub-call (oracle/classify.py).
+  const executionMode = tools.executionMode
+  tools.executionMode = function (input) {
+    if (input?.parent === undefined) return executionMode.call(this, input)
+    const saved = w.classifying
+    w.classifying = String(input.callId)
+    try {
+      return executionMode.call(this, input)
+    } finally {
+      w.classifying = saved
+    }
+  }
   scheduler.prepare = (input) => {
     w.inputs.set(input.callId, input)
     return settled(w.within(input.callId, () => prepare(input)), (prepared) => {
@@ -94,6 +106,14 @@ export function instrumentScheduler(w, tools) {
 /** Run the loop scenario's one tool step on `agent` and return when the agent is idle. */
 export async function runLoop(w, agent, run) {
   w.loopAgent = agent
+  // Where each event falls among the observations (the trace's `at`).
+  const record = agent.session.append
+  agent.session.append = function (type, data, ...rest) {
+    const at = w.trace.observations.length
+    const event = record.call(this, type, data, ...rest)
+    if (event !== null && typeof event === 'object') w.eventAt.set(event.seq, at)
+    return event
+  }
   if (run.aborted) {
     // The step's signal is aborted right after the assistant message is recorded, before
     // the batch starts (oracle: st.signal.abort after assistant/message).
@@ -129,6 +149,7 @@ export function loopEvents(w, agentId, sessionEvents) {
       type: e.type,
       data: eventData(w, e.type, e.data),
       sourceEventSeqs: Array.isArray(sources) && e.type !== 'assistant/message' ? sources.map((s) => renumbered.get(s) ?? s) : null,
+      ...(w.eventAt.has(e.seq) ? { at: w.eventAt.get(e.seq) } : {}),
     })
   }
   return out

@@ -41,7 +41,7 @@ export function toolDefinition(w, t) {
   }
   if (t.concurrencySafe) {
     extra.isConcurrencySafe = (args) =>
-      performSync(w, new Invocation({ who: `${ref}.isConcurrencySafe`, stage: 'classify', record: null, args }), t.concurrencySafe)
+      performSync(w, new Invocation({ who: `${ref}.isConcurrencySafe`, stage: 'classify', call: w.classifying, record: null, args }), t.concurrencySafe)
   }
   if (t.timeoutMs !== undefined && t.timeoutMs !== null) extra.timeoutMs = t.timeoutMs
   // UI projections: the pipeline never calls them (P14; if it did, the trace shows it in
@@ -196,6 +196,16 @@ export function listenerFunction(w, l) {
     case 'fs/edit-intent':
       // A filesystem intent, dispatched by a body as ctx.waterfall(event, target, exec, next).
       return (target, exec, next) => perform(w, new Invocation({ who: l.id, stage: 'fs-intent', call: w.callOf(exec), record: exec, next, args: target }), script)
+    case 'tools/code-dispatch-log':
+      // P122: handed the settled sub-call and run_code's record; it runs for the sub-call.
+      return (dispatch, next) => perform(w, new Invocation({
+        who: l.id,
+        stage: 'code-dispatch-log',
+        call: String(dispatch?.subCallId),
+        record: dispatch?.exec ?? null,
+        next,
+        result: { subCallId: dispatch?.subCallId, name: dispatch?.name, isError: dispatch?.isError, content: dispatch?.content },
+      }), script)
   }
   throw new Unsupported(`listener ${l.id}: unknown event ${JSON.stringify(l.event)}`)
 }

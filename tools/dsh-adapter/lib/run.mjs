@@ -8,11 +8,12 @@ import AgentRegistry from '@deepseek-ai/dsh-agent'
 import AgentLoop from '@deepseek-ai/dsh-agent-loop'
 import LlmRuntime, { HarnessError } from '@deepseek-ai/dsh-llm'
 import { bindScopeParent, createScope } from '@deepseek-ai/dsh-scope'
-import SessionStore, { SessionId } from '@deepseek-ai/dsh-session'
+import SessionStore, { SessionId, snapshotJsonValue } from '@deepseek-ai/dsh-session'
 import SystemPrompt from '@deepseek-ai/dsh-system-prompt'
 import * as TimeoutPolicy from '@deepseek-ai/dsh-tool-call-timeout-policy'
 import ToolRuntime from '@deepseek-ai/dsh-tools'
 import { Clock, settle } from './clock.mjs'
+import { codeRuntimePlugin } from './code-runtime.mjs'
 import { checkFeatures } from './features.mjs'
 import { Unsupported } from './faults.mjs'
 import { ScriptedModel, instrumentScheduler, loopEvents, runLoop, eventData } from './loop.mjs'
@@ -72,7 +73,10 @@ async function drive(w, ctx, scenario) {
     await ctx.plugin(SessionStore)
   }
   await ctx.plugin(SystemPrompt)
-  await ctx.plugin(ToolRuntime, { mode: 'native' })
+  // Code Mode (section 5.15): the deployment's mode and overlap cap are the real
+  // configuration; the code runtime is the scenario's scripted one (lib/code-runtime.mjs).
+  if (scenario.codeRuntime !== false) await ctx.plugin(codeRuntimePlugin(w))
+  await ctx.plugin(ToolRuntime, { mode: scenario.mode ?? 'native', maxParallelSubCalls: scenario.maxParallelSubCalls ?? 10 })
   if (scenario.approval) {
     const { plugin, config } = approvalPlugin(w, scenario.approval)
     await ctx.plugin(plugin, config)
@@ -102,6 +106,14 @@ async function drive(w, ctx, scenario) {
     }
   }
   for (const a of scenario.agents ?? []) {
+    if (a.mode === undefined || a.mode === null) continue
+    try {
+      w.agents.get(a.id).ctx.tools.presentAs(a.mode) // P28: the scope's own presentation
+    } catch (e) {
+      throw new Unsupported(`the package refuses the presentation mode of agent ${JSON.stringify(a.id)}: ${e?.message ?? e}`)
+    }
+  }
+  for (const a of scenario.agents ?? []) {
     if (!a.restrict) continue
     const filter = {}
     if (a.restrict.allow) filter.allow = a.restrict.allow
@@ -113,9 +125,11 @@ async function drive(w, ctx, scenario) {
     }
   }
   w.probes = installProbes(w, w.host)
+  // The loop and the run_code bridge drive calls through the staged scheduler: it tells
+  // which call each stage runs for, and the sub-calls' final results.
+  instrumentScheduler(w, ctx.tools)
 
   if (loop) {
-    instrumentScheduler(w, ctx.tools)
     await runLoop(w, loopAgent, run)
     w.trace.events.push(...loopEvents(w, run.agent, loopAgent.session.events))
     if (run.present) present(w, ctx.tools, loopAgent)
@@ -187,10 +201,16 @@ function standInSession(w, agentId, openTurn) {
   return {
     events,
     append(type, data, options) {
+      // As the real session does, data that is not lossless JSON is refused.
+      const snapshot = snapshotJsonValue(data)
+      if (snapshot === undefined) throw new Error(`session event "${type}" carries non-JSON-serializable data`)
       seq += 1
       const event = { seq, type, data, ...(options?.sourceEventSeqs ? { sourceEventSeqs: options.sourceEventSeqs } : {}) }
       events.push(event)
-      w.trace.events.push({ agent: agentId, seq, type, data: eventData(w, type, data), sourceEventSeqs: options?.sourceEventSeqs ?? null })
+      w.trace.events.push({
+        agent: agentId, seq, type, data: eventData(w, type, data), sourceEventSeqs: options?.sourceEventSeqs ?? null,
+        at: w.trace.observations.length,
+      })
       return event
     },
   }

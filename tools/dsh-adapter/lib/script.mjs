@@ -169,7 +169,8 @@ function* run(w, inv, steps) {
       }
       case 'abort': {
         const signal = step.signal ?? 'caller'
-        const abort = signal === 'caller' ? w.callerAbort(needRecord(w, inv)) : w.namedAbort(signal)
+        const abort = signal === 'caller' ? w.callerAbort(needRecord(w, inv))
+          : signal === 'step' && w.loopAgent !== null ? w.stepAbort() : w.namedAbort(signal)
         w.obs(inv.call, inv.stage, 'abort', inv.who, signal)
         if (step.reason === undefined || step.reason === null) abort()
         else abort(w.dec(step.reason))

@@ -6,6 +6,8 @@ import { decode, encode, isDeeplyFrozen } from './codec.mjs'
 import { AdapterFault, Unsupported } from './faults.mjs'
 import { guardFunction, listenerFunction, toolDefinition } from './participants.mjs'
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
 /** The call a synchronous projection (render, presentationMeta) runs for. */
 const current = new AsyncLocalStorage()
 
@@ -34,6 +36,10 @@ export class World {
     this.loopAgent = null
     this.probes = null
     this.approvalIds = new Map()
+    this.messageIds = new Map() // random ids of messages the package made -> generated-1, generated-2, ...
+    this.tokenCalls = new Map() // execution token -> call id (a sub-call's parent is its run_code's token)
+    this.eventAt = new Map() // loop session seq -> observations recorded before it was appended
+    this.classifying = null // the sub-call whose classifier runs now
     this.origins = new WeakMap() // decoded object -> the wire form the scenario wrote
     for (const t of scenario.tools ?? []) this.declare(t.id ?? t.name, 'tool', t)
     for (const l of scenario.listeners ?? []) this.declare(l.id, 'listener', l)
@@ -52,7 +58,31 @@ export class World {
   }
 
   enc(value) {
-    return encode(value, this.realm, this.origins)
+    return this.renumberMessages(encode(value, this.realm, this.origins))
+  }
+
+  /**
+   * A user message the package made itself (P126's image context: createUserMessage draws a
+   * random UUID) gets a stable id, `generated-<n>` in order of sight, as the oracle numbers
+   * the messages it makes in order of creation.
+   */
+  renumberMessages(wire) {
+    if (wire === null || typeof wire !== 'object') return wire
+    if (Array.isArray(wire)) {
+      let out = null
+      wire.forEach((item, i) => {
+        const next = this.renumberMessages(item)
+        if (next !== item) (out ??= [...wire])[i] = next
+      })
+      return out ?? wire
+    }
+    let out = null
+    for (const [key, item] of Object.entries(wire)) {
+      const next = key === 'id' && wire.role === 'user' && typeof item === 'string' && UUID.test(item)
+        ? this.messageId(item) : this.renumberMessages(item)
+      if (next !== item) (out ??= { ...wire })[key] = next
+    }
+    return out ?? wire
   }
 
   dec(wire) {
@@ -161,6 +191,7 @@ export class World {
     const call = this.currentCall() ?? exec.callId
     this.execCalls.set(exec, call)
     this.execs.set(call, exec)
+    if (exec.token !== undefined) this.tokenCalls.set(exec.token, call)
     return call
   }
 
@@ -185,16 +216,32 @@ export class World {
     return (...reason) => controller.abort(...reason)
   }
 
-  /** Abort "caller": the call's own caller signal; in a loop run, the step's signal. */
+  /**
+   * Abort "caller": the call's own caller signal; in a loop run, the step's signal; for a
+   * run_code sub-call, the run_code call's caller (the run's signal is the bridge's own).
+   */
   callerAbort(rec) {
-    const call = this.callOf(rec)
-    if (this.loopAgent !== null) {
-      const agent = this.loopAgent
-      return (...reason) => agent.cancel(reason[0], { keepInbox: true })
+    if (this.loopAgent !== null) return this.stepAbort()
+    let call = this.callOf(rec)
+    while (rec?.parent !== undefined && this.tokenCalls.has(rec.parent)) {
+      call = this.tokenCalls.get(rec.parent)
+      rec = this.execs.get(call)
     }
     const controller = this.callers.get(call)
     if (controller === undefined) throw this.fault(`no caller signal for call ${JSON.stringify(call)}`)
     return (...reason) => controller.abort(...reason)
+  }
+
+  /** Abort "step" (loop runs): the step's signal, as a user's cancel does. */
+  stepAbort() {
+    const agent = this.loopAgent
+    return (...reason) => agent.cancel(reason[0], { keepInbox: true })
+  }
+
+  /** Message ids the package drew at random (crypto.randomUUID): renumbered in order of sight. */
+  messageId(id) {
+    if (!this.messageIds.has(id)) this.messageIds.set(id, `generated-${this.messageIds.size + 1}`)
+    return this.messageIds.get(id)
   }
 
   /** How an `observe record` step names the record's signal (oracle Record.view). */

@@ -1,0 +1,75 @@
+"""Badges for the README of an implementation: its score, overall and per profile.
+
+``dsh-conformance badge REPORT.jsonl [-o DIR]`` writes, for the implementation of each
+report, ``<name>.svg`` ("dsh conformance 102/111") and ``<name>-<profile>.svg`` ("dsh core
+41/48") in the flat style of shields badges (anybadge draws them). The numbers are the
+scores of ``conformance.scores``: rules passing of rules scored. The colour goes from
+green (every scored rule passes) through yellow to red.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import anybadge
+
+from .report import Report, read_report
+from .scores import Score, scores
+
+# Shields' named colours, by the share of scored rules that pass.
+COLOURS = [(1.0, "#4c1"), (0.9, "#a4a61d"), (0.75, "#dfb317"), (0.5, "#fe7d37"), (0.0, "#e05d44")]
+NO_SCORE = "#9f9f9f"
+
+
+def colour(score: Score) -> str:
+    if not score.scored:
+        return NO_SCORE
+    return next(c for floor, c in COLOURS if score.ratio >= floor)
+
+
+def badge_svg(label: str, score: Score) -> str:
+    value = str(score) if score.scored else "no rule scored"
+    return anybadge.Badge(label, value, default_color=colour(score)).badge_svg_text
+
+
+def slug(report: Report) -> str:
+    """A file name for the report's implementation: ``@deepseek-ai/dsh-tools 0.1.0-rc.8``
+    gives ``deepseek-ai-dsh-tools-0.1.0-rc.8``."""
+    return re.sub(r"[^A-Za-z0-9._]+", "-", report.name).strip("-.") or "implementation"
+
+
+def write_badges(reports: list[Report], directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    taken: dict[str, int] = {}
+    for report in reports:
+        name = slug(report)
+        taken[name] = taken.get(name, 0) + 1
+        if taken[name] > 1:
+            name = f"{name}-{taken[name]}"  # two reports of one implementation
+        for score in scores(report):
+            overall = score.profile == "all"
+            path = directory / (f"{name}.svg" if overall else f"{name}-{score.profile}.svg")
+            path.write_text(badge_svg("dsh conformance" if overall else f"dsh {score.profile}", score),
+                            encoding="utf-8")
+            written.append(path)
+    return written
+
+
+def cmd_badge(args: argparse.Namespace) -> int:
+    reports = [read_report(p) for p in args.reports]
+    for path in write_badges(reports, Path(args.output)):
+        print(f"wrote {path}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("badge", help="write SVG badges of each report's scores, overall and per profile")
+    p.add_argument("reports", nargs="+", metavar="REPORT.jsonl", help="JSON-lines reports written by run --report")
+    p.add_argument("-o", "--output", default=".", help="the directory to write the badges in (default: here)")
+    p.set_defaults(func=cmd_badge)
+
+
+__all__ = ["write_badges", "badge_svg", "register"]

@@ -1,0 +1,486 @@
+"""Oracle-independent laws of Code Mode (section 5.15): what every trace of a ``run_code``
+call must show, whatever the oracle says.
+
+The laws read what an implementation reports: the ``run_code`` program's observations
+(stage ``program``: the bindings, each binding call and how it settled, the run's end), each
+sub-call's lane (its call id is ``<run_code call>:code:<n>``), the final results (sub-calls'
+too), the bridge's session events with ``at`` (where an event falls among the
+observations) and the scenario. They register with ``conformance.invariants.law``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from oracle.code_mode import render
+from oracle.jsvalue import Thrown, same_value, to_string
+from oracle.texts import code_run_failed
+from oracle.trace import Observation, is_portable
+
+from .invariants import ABSENT, View, Violation, law
+
+RUN_OVER = "run_code run is over ("
+REJECTED_AT_CALL = ("tool arguments must be lossless JSON",)  # P118.2; P118.1 ends in "not dispatched"
+
+
+@dataclass
+class Run:
+    """One run_code call as its trace shows it."""
+    call: str
+    binds: list[dict[str, Any]] = field(default_factory=list)  # the program's calls, in order
+    settles: dict[int, dict[str, Any]] = field(default_factory=dict)  # by the program's call number
+    numbers: dict[int, int] = field(default_factory=dict)  # program call n -> sub-call number (accepted calls)
+    abandoned: set[int] = field(default_factory=set)  # sub-call numbers abandoned in the queue (P125)
+    program_start: int | None = None
+    program_end: Observation | None = None
+    program_end_at: int | None = None
+
+
+def _rejected_at_call(settle: dict[str, Any] | None) -> bool:
+    """A binding call that took no sub-call number (P118): the run was over, its argument was
+    not lossless, or there was no such binding."""
+    if settle is None or "error" not in settle:
+        return False
+    error = settle["error"]
+    message = str(error.get("message", ""))
+    if error.get("name") == "TypeError":
+        return True
+    return message.startswith(REJECTED_AT_CALL) or (message.startswith(RUN_OVER) and message.endswith("not dispatched"))
+
+
+def runs(v: View) -> dict[str, Run]:
+    """The run_code calls of the trace, with their program's observations (full positions)."""
+    out: dict[str, Run] = {}
+    for i, o in enumerate(v.trace.observations):
+        if o.stage != "program" or o.call is None:
+            continue
+        r = out.setdefault(o.call, Run(o.call))
+        value = o.value if isinstance(o.value, dict) else {}
+        if o.what == "start" and r.program_start is None:
+            r.program_start = i
+        elif o.what == "bind":
+            r.binds.append(value)
+        elif o.what == "settle" and isinstance(value.get("n"), int):
+            r.settles[value["n"]] = value
+        elif o.what == "end":
+            r.program_end, r.program_end_at = o, i
+    for r in out.values():
+        k = 0
+        for b in r.binds:
+            n = b.get("n")
+            if isinstance(n, int) and not _rejected_at_call(r.settles.get(n)):
+                k += 1
+                r.numbers[n] = k
+                error = r.settles.get(n, {}).get("error", {})
+                if str(error.get("message", "")).endswith("tool call abandoned"):
+                    r.abandoned.add(k)
+    return out
+
+
+def positions(v: View, call: str) -> list[tuple[int, Observation]]:
+    """The call's portable observations with their positions in the whole trace (the
+    positions events' ``at`` count in)."""
+    return [(i, o) for i, o in enumerate(v.trace.observations) if o.call == call and is_portable(o)]
+
+
+def first(v: View, call: str, stage: str, what: str) -> int | None:
+    return next((i for i, o in positions(v, call) if o.who is None and o.stage == stage and o.what == what), None)
+
+
+def subs_of(v: View, parent: str) -> dict[int, str]:
+    return {int(cid.rsplit(":code:", 1)[1]): cid for cid, p in v.sub_calls.items() if p == parent}
+
+
+def dispatch_events(v: View, parent: str) -> list[Any]:
+    return [e for e in v.trace.events if e.type in ("tool/code-dispatch-start", "tool/code-dispatch")
+            and isinstance(e.data, dict) and e.data.get("parentCallId") == parent]
+
+
+def spec_of(v: View, call: str) -> Any:
+    ct = v.calls.get(call)
+    return ct.spec if ct is not None else None
+
+
+# ============================================================================ the laws
+
+@law
+def sub_call_numbering(v: View) -> Iterator[Violation]:
+    """P118, P119, P125: accepted binding calls are numbered from 1 in submission order, with
+    no gaps; a rejected call takes no number; every accepted call starts as sub-call
+    ``<run_code call>:code:<n>`` unless it was abandoned in the queue, and no other sub-call
+    appears."""
+    for parent, r in runs(v).items():
+        started = set(subs_of(v, parent))
+        accepted = set(r.numbers.values())
+        if not started <= accepted:
+            extra = sorted(started - accepted)
+            yield Violation("P119", f"run_code {parent}: sub-call {parent}:code:{extra[0]} matches no accepted binding call")
+            continue
+        missing = sorted(accepted - started - r.abandoned)
+        if missing and r.program_end is not None:
+            yield Violation("P119", f"run_code {parent}: accepted binding call {missing[0]} never started as {parent}:code:{missing[0]}")
+
+
+@law
+def sub_calls_stay_off_the_model_log(v: View) -> Iterator[Violation]:
+    """P120, P28: a sub-call appends no ``tool/call`` or ``tool/result``, computes no
+    ``meta``, and is never collapsed."""
+    for e in v.trace.events:
+        if e.type not in ("tool/call", "tool/result") or not isinstance(e.data, dict):
+            continue
+        cid = e.data.get("callId")
+        if cid is None and isinstance(e.data.get("message"), dict):
+            cid = e.data["message"].get("source", {}).get("callId")
+        if cid in v.sub_calls:
+            yield Violation("P120", f"sub-call {cid} appended {e.type}")
+    for cid in v.sub_calls:
+        res = v.result(cid)
+        if res is ABSENT or not isinstance(res, dict):
+            continue
+        if "meta" in res:
+            yield Violation("P120", f"sub-call {cid}: its outcome carries meta (P74: nested calls compute none)")
+        error = res.get("error") if isinstance(res.get("error"), dict) else {}
+        if "only `run_code` is callable directly" in str(error.get("message", "")):
+            yield Violation("P120", f"sub-call {cid} was collapsed (P28 never applies to a call with a parent)")
+
+
+@law
+def dispatch_logging(v: View) -> Iterator[Violation]:
+    """P122: with an agent, each started sub-call appends one ``tool/code-dispatch-start``
+    before its first stage and one ``tool/code-dispatch`` after its tools/result, both with
+    the run_code call's root and id, the sub-call's id and name and the same arguments;
+    without an agent, neither; an abandoned sub-call, neither."""
+    for parent, r in runs(v).items():
+        spec = spec_of(v, parent)
+        events = dispatch_events(v, parent)
+        subs = subs_of(v, parent)
+        if spec is None:
+            continue
+        if spec.agent is None:
+            if events:
+                yield Violation("P122", f"run_code {parent} has no agent, yet {events[0].type} was appended")
+            continue
+        for k, cid in sorted(subs.items()):
+            mine = [e for e in events if e.data.get("subCallId") == cid]
+            starts = [e for e in mine if e.type == "tool/code-dispatch-start"]
+            logs = [e for e in mine if e.type == "tool/code-dispatch"]
+            if len(starts) != 1 or len(logs) > 1 or (len(logs) == 0 and r.program_end is not None
+                                                     and first(v, cid, "result", "start") is not None):
+                yield Violation("P122", f"sub-call {cid}: {len(starts)} tool/code-dispatch-start and {len(logs)} tool/code-dispatch events")
+                continue
+            start = starts[0]
+            expected = {"rootCallId": spec.rootCallId, "parentCallId": parent, "subCallId": cid}
+            if any(start.data.get(key) != value for key, value in expected.items()):
+                yield Violation("P122", f"sub-call {cid}: tool/code-dispatch-start names another root, parent or sub-call")
+                continue
+            if logs and any(not same_value(logs[0].data.get(key), start.data.get(key))
+                            for key in ("rootCallId", "parentCallId", "subCallId", "name", "arguments")):
+                yield Violation("P122", f"sub-call {cid}: tool/code-dispatch and tool/code-dispatch-start disagree")
+                continue
+            own = [(i, o) for i, o in positions(v, cid) if o.stage != "classify"]  # classified before it starts
+            if start.at is not None and own and start.at > own[0][0]:
+                yield Violation("P122", f"sub-call {cid}: tool/code-dispatch-start after the sub-call's first stage")
+            result_start = first(v, cid, "result", "start")
+            if logs and logs[0].at is not None and (result_start is None or logs[0].at <= result_start):
+                yield Violation("P122", f"sub-call {cid}: tool/code-dispatch before the sub-call's tools/result")
+            res = v.result(cid)
+            if logs and res is not ABSENT and isinstance(res, dict) and logs[0].data.get("isError") != res.get("isError"):
+                yield Violation("P122", f"sub-call {cid}: tool/code-dispatch's isError is not the outcome's")
+        for e in events:
+            k_str = str(e.data.get("subCallId", "")).rsplit(":code:", 1)[-1]
+            if k_str.isdigit() and int(k_str) in r.abandoned:
+                yield Violation("P122", f"abandoned sub-call {e.data.get('subCallId')} appended {e.type}")
+
+
+@law
+def sub_call_identity(v: View) -> Iterator[Violation]:
+    """P119: a sub-call's record shows its own id, the run_code call's root, its agent and a
+    parent; it carries the parent token (not the parent's identity)."""
+    for cid, parent in v.sub_calls.items():
+        spec = spec_of(v, parent)
+        if spec is None:
+            continue
+        for _, o in positions(v, cid):
+            if o.what != "observe" or not isinstance(o.value, dict) or "callId" not in o.value or "hasParent" not in o.value:
+                continue
+            if o.stage == "code-dispatch-log":
+                continue  # that listener is handed the run_code record
+            rec = o.value
+            want = {"callId": cid, "rootCallId": spec.rootCallId, "hasParent": True, "hasAgent": spec.agent is not None}
+            wrong = [k for k, val in want.items() if rec.get(k) != val]
+            if spec.agent is not None and rec.get("agent") != spec.agent:
+                wrong.append("agent")
+            if wrong:
+                yield Violation("P119", f"sub-call {cid}: {o.who} sees a record with the wrong {wrong[0]}")
+                break
+
+
+def _segments(v: View, cid: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None, tuple[int, int] | None]:
+    """A sub-call's start (its first stage up to dispatch), its dispatch and its commit, as
+    spans of observation positions."""
+    own = [(i, o) for i, o in positions(v, cid) if o.stage not in ("classify", "code-dispatch-log")]
+    if not own:
+        return None, None, None
+    s = own[0][0]
+    d = first(v, cid, "execute", "start")
+    d_end = next((i for i, o in own if o.who is None and o.stage == "execute" and o.what in ("end", "throw")), None)
+    p = first(v, cid, "post-execute", "start")
+    r = first(v, cid, "result", "start")
+    commit_from = p if p is not None else r
+    start_to = (d if d is not None else (commit_from if commit_from is not None else own[-1][0] + 1)) - 1
+    start = (s, start_to)
+    dispatch = (d, d_end if d_end is not None else d) if d is not None else None
+    commit = (commit_from, r) if commit_from is not None and r is not None else None
+    return start, dispatch, commit
+
+
+@law
+def one_ordered_lane(v: View) -> Iterator[Violation]:
+    """P121: sub-calls start, and commit, in submission order; starts and commits run one at
+    a time (no start or commit overlaps another)."""
+    for parent in runs(v):
+        subs = subs_of(v, parent)
+        spans = {k: _segments(v, cid) for k, cid in subs.items()}
+        starts = [(k, sp[0][0]) for k, sp in spans.items() if sp[0] is not None]
+        if [k for k, _ in sorted(starts, key=lambda x: x[1])] != sorted(k for k, _ in starts):
+            yield Violation("P121", f"run_code {parent}: sub-calls did not start in submission order")
+            continue
+        commits = [(k, sp[2][1]) for k, sp in spans.items() if sp[2] is not None]
+        if [k for k, _ in sorted(commits, key=lambda x: x[1])] != sorted(k for k, _ in commits):
+            yield Violation("P121", f"run_code {parent}: sub-calls did not commit in submission order")
+            continue
+        lane = sorted((span, k) for k, sp in spans.items() for span in (sp[0], sp[2]) if span is not None)
+        for (a, ka), (b, kb) in zip(lane, lane[1:]):
+            if b[0] <= a[1]:
+                yield Violation("P121", f"run_code {parent}: a start or commit of {parent}:code:{kb} overlaps one of {parent}:code:{ka}")
+                break
+
+
+def _static_mode(v: View, name: str) -> str | None:
+    """The classification a tool always gets, when the scenario makes it certain: no
+    classifier is exclusive; a classifier that only returns true is parallel (P19)."""
+    tools = [t for t in v.scenario.tools if t.name == name]
+    if len(tools) != 1:
+        return None
+    t = tools[0]
+    if t.concurrencySafe is None:
+        return "exclusive"
+    if t.define:
+        return None
+    b = t.concurrencySafe
+    if b.byCall or b.perInvocation:
+        return None
+    if len(b.steps) == 1 and b.steps[0].do == "return" and b.steps[0].value is True:
+        return "parallel"
+    return None
+
+
+@law
+def exclusive_and_pooled_sub_calls(v: View) -> Iterator[Violation]:
+    """P121: an exclusive sub-call runs alone: no other sub-call's body overlaps its run, and
+    no later sub-call starts before its commit is done; at most ``maxParallelSubCalls``
+    bodies are in flight at once."""
+    limit = v.scenario.maxParallelSubCalls
+    for parent in runs(v):
+        subs = subs_of(v, parent)
+        spans = {k: _segments(v, cid) for k, cid in subs.items()}
+        names = {k: _sub_name(v, cid) for k, cid in subs.items()}
+        bodies = [(sp[1], k) for k, sp in spans.items() if sp[1] is not None]
+        for k, sp in spans.items():
+            if names[k] is None or _static_mode(v, names[k]) != "exclusive" or sp[1] is None:
+                continue
+            begin, end = sp[0][0], (sp[2][1] if sp[2] is not None else sp[1][1])
+            others = [kk for (b, kk) in bodies if kk != k and b[0] <= end and b[1] >= begin]
+            later = [kk for kk, s2 in spans.items() if kk > k and s2[0] is not None and begin < s2[0][0] < end]
+            if others or later:
+                yield Violation("P121", f"exclusive sub-call {parent}:code:{k} did not run alone "
+                                        f"({parent}:code:{(others or later)[0]} overlapped it)")
+                break
+        events = sorted([(b[0], 1) for b, _ in bodies] + [(b[1] + 0.5, -1) for b, _ in bodies])
+        level = 0
+        for _, step in events:
+            level += step
+            if level > limit:
+                yield Violation("P121", f"run_code {parent}: more than maxParallelSubCalls={limit} sub-call bodies in flight")
+                break
+
+
+def _sub_name(v: View, cid: str) -> str | None:
+    for e in v.trace.events:
+        if e.type == "tool/code-dispatch-start" and isinstance(e.data, dict) and e.data.get("subCallId") == cid:
+            return e.data.get("name")
+    for _, o in positions(v, cid):
+        if o.what == "observe" and isinstance(o.value, dict) and isinstance(o.value.get("name"), str):
+            return o.value["name"]
+    return None
+
+
+@law
+def bindings_settle_with_the_outcome(v: View) -> Iterator[Violation]:
+    """P124, P125: a binding resolves with its sub-call's value or rejects with its
+    ``error.message`` (as an Error's message), unless the run was over by then (result
+    discarded); an accepted call that never started was abandoned."""
+    for parent, r in runs(v).items():
+        subs = subs_of(v, parent)
+        for n, k in r.numbers.items():
+            settle = r.settles.get(n)
+            cid = subs.get(k)
+            if settle is None or cid is None:
+                continue
+            res = v.result(cid)
+            if res is ABSENT or not isinstance(res, dict):
+                continue
+            error = settle.get("error")
+            if error is not None and str(error.get("message", "")).startswith(RUN_OVER):
+                if not str(error["message"]).endswith("result discarded"):
+                    yield Violation("P125", f"sub-call {cid} committed, yet its binding says {error['message']!r}")
+                continue
+            if res.get("isError"):
+                want = _error_text(res)
+                if error is None or (want is not None and error.get("message") != want):
+                    yield Violation("P124", f"sub-call {cid} failed, yet its binding settled otherwise")
+            elif error is not None or not same_value(settle.get("value"), res.get("value")):
+                yield Violation("P124", f"sub-call {cid} succeeded, yet its binding did not resolve with its value")
+
+
+def _error_text(res: dict[str, Any]) -> str | None:
+    message = (res.get("error") or {}).get("message")
+    try:
+        return to_string(message)  # new Error(message)
+    except Thrown:
+        return None
+
+
+@law
+def run_lifetime(v: View) -> Iterator[Violation]:
+    """P125, P117: the program runs inside run_code's body; the body returns only after every
+    started sub-call committed and every dispatch log was appended."""
+    for parent, r in runs(v).items():
+        start = first(v, parent, "execute", "start")
+        end = next((i for i, o in positions(v, parent) if o.who is None and o.stage == "execute"
+                    and o.what in ("end", "throw")), None)
+        if r.program_start is not None and (start is None or r.program_start < start):
+            yield Violation("P117", f"run_code {parent}: the program started outside run_code's tools/execute")
+        if end is None:
+            continue
+        for k, cid in subs_of(v, parent).items():
+            committed = first(v, cid, "result", "start")
+            if committed is not None and committed > end:
+                yield Violation("P125", f"run_code {parent} returned before sub-call {cid} committed")
+                break
+        for e in dispatch_events(v, parent):
+            if e.type == "tool/code-dispatch" and e.at is not None and e.at > end:
+                yield Violation("P125", f"run_code {parent} returned before {e.data.get('subCallId')}'s dispatch log")
+                break
+
+
+@law
+def contexts_ride_on_the_parent(v: View) -> Iterator[Violation]:
+    """P126: a sub-call's contexts (and an image-bearing success's content, as a context)
+    are deferred on the run_code record: they lead run_code's result into post-execute, in
+    commit order; in a loop they are queued only after run_code's tool/result."""
+    for parent in runs(v):
+        subs = subs_of(v, parent)
+        carried: list[Any] = []
+        for k in sorted(subs):
+            res = v.result(subs[k])
+            if res is ABSENT or not isinstance(res, dict):
+                continue
+            if not res.get("isError") and any(isinstance(b, dict) and b.get("type") == "image" for b in res.get("content", [])):
+                carried.append({"content": res["content"], "source": {"kind": "plugin", "plugin": "tools-code-mode"},
+                                "role": "user"})
+            carried += [c for c in res.get("additionalContexts", []) if isinstance(c, dict)]
+        if not carried:
+            continue
+        post = next((o for _, o in positions(v, parent) if o.who is None and o.stage == "post-execute" and o.what == "start"), None)
+        if post is not None and isinstance(post.value, dict) and _dispatched(v, parent):
+            got = post.value.get("additionalContexts", [])
+            head = got[:len(carried)] if isinstance(got, list) else []
+            if len(head) != len(carried) or not all(_same_message(a, b) for a, b in zip(carried, head)):
+                yield Violation("P126", f"run_code {parent}: the sub-calls' contexts do not lead its result, in commit order")
+                continue
+        if v.loop is not None:
+            yield from _queued_after(v, parent, carried)
+
+
+def _dispatched(v: View, parent: str) -> bool:
+    return first(v, parent, "execute", "start") is not None
+
+
+def _same_message(expected: dict[str, Any], actual: Any) -> bool:
+    if not isinstance(actual, dict):
+        return False
+    keys = [k for k in expected if k != "id"]
+    return all(same_value(expected[k], actual.get(k)) for k in keys)
+
+
+def _queued_after(v: View, parent: str, carried: list[Any]) -> Iterator[Violation]:
+    """No carried context is queued while run_code runs: between its tool/call and its
+    tool/result (earlier calls may have queued equal messages before)."""
+    events = [e for e in v.trace.events if v.loop is not None and e.agent == v.loop.agent]
+    call_at = next((n for n, e in enumerate(events) if e.type == "tool/call" and isinstance(e.data, dict)
+                    and e.data.get("callId") == parent), None)
+    result_at = next((n for n, e in enumerate(events) if e.type == "tool/result"
+                      and isinstance(e.data, dict) and isinstance(e.data.get("message"), dict)
+                      and e.data["message"].get("source", {}).get("callId") == parent), None)
+    if call_at is None:
+        return
+    for n, e in enumerate(events):
+        if n < call_at or e.type not in ("agent/inbox/spliced", "user/message"):
+            continue
+        inserted = e.data.get("inserted", []) if e.type == "agent/inbox/spliced" and isinstance(e.data, dict) else [e.data]
+        for m in inserted:
+            if any(_same_message(c, m) for c in carried) and (result_at is None or n < result_at):
+                yield Violation("P126", f"run_code {parent}: a sub-call's context was queued before run_code's tool/result")
+                return
+
+
+@law
+def turn_conclusion_from_sub_calls(v: View) -> Iterator[Violation]:
+    """P127: a successful sub-call that concludes the turn marks run_code: run_code's
+    success carries ``concludesTurn: true``; a failed sub-call cannot mark it."""
+    for parent in runs(v):
+        res = v.result(parent)
+        if res is ABSENT or not isinstance(res, dict) or res.get("isError"):
+            continue
+        concluding = [cid for cid in subs_of(v, parent).values()
+                      if isinstance(r := v.result(cid), dict) and not r.get("isError") and r.get("concludesTurn") is True]
+        if concluding and res.get("concludesTurn") is not True:
+            yield Violation("P127", f"run_code {parent}: sub-call {concluding[0]} concluded the turn, yet run_code's success does not")
+
+
+@law
+def run_value_and_content(v: View) -> Iterator[Violation]:
+    """P128: where nothing but the bridge shapes run_code's outcome (no tools/execute or
+    post-execute listener), a completed program gives ``{logs, result?}`` rendered as one
+    text block, and a failed one ``CodeRunFailedError`` with the kind, the message and the
+    captured output."""
+    if any(l.event in ("tools/execute", "tools/post-execute") for l in v.scenario.listeners) or v.scenario.timeoutPolicy:
+        return
+    for parent, r in runs(v).items():
+        res = v.result(parent)
+        end = r.program_end
+        if res is ABSENT or not isinstance(res, dict) or end is None or not isinstance(end.value, dict):
+            continue
+        if _aborted_outcome(res):
+            continue  # P116: a checkpoint replaced it
+        outcome = end.value
+        if "error" in outcome:
+            error = outcome["error"]
+            want = code_run_failed(str(error.get("kind")), str(error.get("message")), list(outcome.get("logs", [])))
+            got = res.get("error") if isinstance(res.get("error"), dict) else {}
+            if not res.get("isError") or got.get("message") != want or got.get("info") != {"name": "CodeRunFailedError", "code": "CODE_RUN_FAILED"}:
+                yield Violation("P128", f"run_code {parent}: the failed program did not give CodeRunFailedError {want!r}")
+            continue
+        value: dict[str, Any] = {"logs": outcome.get("logs", [])}
+        if "value" in outcome:
+            value["result"] = outcome["value"]
+        if res.get("isError") or not same_value(res.get("value"), value) or not same_value(res.get("content"), render(value)):
+            yield Violation("P128", f"run_code {parent}: its outcome is not the run's value {{logs, result?}} and its rendering")
+
+
+def _aborted_outcome(res: dict[str, Any]) -> bool:
+    info = (res.get("error") or {}).get("info") if isinstance(res.get("error"), dict) else None
+    return isinstance(info, dict) and info.get("name") == "AbortError"

@@ -1,0 +1,407 @@
+"""The HTML report: one self-contained page a person can open anywhere.
+
+One ``.html`` file with its CSS and a little JavaScript inline and nothing fetched, so it
+works from ``file://``, served statically, or attached to a CI run. For one report or
+several side by side (a comparison across implementations or versions) it shows:
+
+- a summary per implementation: identity (adapter included), suite and spec version,
+  seed and examples, counts per outcome, the score per profile (``conformance.scores``)
+  and the run time;
+- the rule matrix (rules x implementations) grouped by profile and spec section, each
+  rule's title linking to its statement (embedded: ``conformance.rule_text``), filterable
+  by outcome and profile, expected failures with their reason;
+- for each failing or expected-failing cell, a detail view (a dialog, opened by a click or
+  by the page's ``#d-...`` fragment) with each of its cases: title and rules, the expected
+  (oracle) and actual traces side by side, lane by lane (``conformance.trace_lanes``),
+  with the first divergence highlighted and every lane's other divergences listed, the
+  replay command, and the scenario (inline and downloadable for a generated case).
+
+The oracle's trace is recomputed from the case (``conformance.evidence``): from the
+embedded case, or from the corpus the run used when this suite holds the same case.
+The page holds no path of the machine that rendered it, and no time of its own: the
+same reports give the same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from markdown_it import MarkdownIt
+
+from oracle import parse_scenario, run_scenario
+from oracle.trace import parse_trace
+
+from . import __version__
+from .evidence import document_digest, trace_digest
+from .portable import BUILTIN_CORPUS
+from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, matrix
+from .report_assets import CSS, JS
+from .rule_text import statements
+from .rules import PROFILES
+from .scores import scores
+from .trace_lanes import Lane, divergences, lanes
+
+FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
+SHOWN = FAILING | {Outcome.XFAIL.value, Outcome.XERROR.value}  # cells that open a detail view
+
+
+def esc(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _json(v: Any, indent: int | None = None) -> str:
+    if indent is None:
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(v, ensure_ascii=False, indent=indent)
+
+
+# ----------------------------------------------------------------------------- one case
+
+
+@dataclass
+class CaseView:
+    """What the detail view shows of one non-passing case."""
+
+    record: CaseRecord
+    scenario: dict[str, Any] | None = None
+    lanes: list[Lane] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _corpus_dir(report: Report) -> Path | None:
+    from .corpus import CASES
+
+    corpus = report.header.corpus
+    if corpus == BUILTIN_CORPUS:
+        return CASES
+    if corpus and Path(corpus).is_dir():
+        return Path(corpus)  # a relative path: the corpus as seen from where the run was made
+    return None
+
+
+def case_view(report: Report, rec: CaseRecord) -> CaseView:
+    view = CaseView(rec)
+    if rec.scenario is not None:
+        view.scenario = rec.scenario
+    elif rec.source == "corpus" and rec.case_file:
+        directory = _corpus_dir(report)
+        path = directory / rec.case_file if directory else None
+        if path is None or not path.is_file():
+            view.notes.append(f"The case {rec.case_file} of the run's corpus ({report.header.corpus or 'unknown'}) "
+                              "is not at hand here: its scenario and expected trace are not shown.")
+        else:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if rec.scenario_sha256 and document_digest(doc) != rec.scenario_sha256:
+                view.notes.append("The corpus at hand holds another version of this case than the run used: "
+                                  "its scenario and expected trace are not shown.")
+            else:
+                view.scenario = doc
+    if view.scenario is None or rec.trace is None:
+        return view
+    try:
+        expected = run_scenario(parse_scenario(view.scenario))
+        actual = parse_trace(rec.trace)
+    except Exception as e:  # a scenario this oracle cannot run, or a trace it cannot read
+        view.notes.append(f"The traces cannot be shown: {type(e).__name__}: {e}")
+        return view
+    if rec.expected_sha256 and trace_digest(expected) != rec.expected_sha256:
+        view.notes.append(f"This suite's oracle (dsh-conformance {__version__}) gives another expected trace "
+                          f"than the run compared against (dsh-conformance {report.header.suite.get('version')}); "
+                          "the expected side below is this oracle's.")
+    view.lanes = lanes(expected, actual, set(rec.profiles or ["core"]))
+    return view
+
+
+def replay_command(report: Report, rec: CaseRecord) -> str:
+    options = report.header.options
+    if rec.source == "corpus" and report.header.corpus == BUILTIN_CORPUS:
+        ref = rec.id
+    elif rec.source == "corpus" and report.header.corpus and rec.case_file:
+        ref = f"{report.header.corpus}/{rec.case_file}"
+    else:
+        ref = rec.case_file or f"{rec.id}.json"
+    words = ["dsh-conformance", "replay", ref, "--impl", options.get("impl", "IMPL")]
+    if "expectations" in options:
+        words += ["--expectations", options["expectations"]]
+    for p in options.get("profiles", "").split():
+        words += ["--profile", p]
+    return shlex.join(words)
+
+
+def _item(lane: str, v: Any) -> str:
+    """One trace item: what it is, in words, then the rest as JSON."""
+    if v is None:
+        return '<span class="none">(nothing)</span>'
+    if isinstance(v, dict) and lane.startswith("observations") and "stage" in v:
+        head = " · ".join(str(v[k]) for k in ("stage", "what", "who") if v.get(k) is not None)
+        rest = v.get("value")
+    elif isinstance(v, dict) and lane.startswith("events") and "type" in v:
+        head = str(v["type"])
+        rest = {k: x for k, x in v.items() if k != "type"}
+    elif isinstance(v, dict) and lane == "results" and "callId" in v:
+        head = f"{v['callId']} ({'frozen' if v.get('frozen') else 'not frozen'}"
+        head += ", observed)" if v.get("observed") else ", not the observed object)"
+        rest = v.get("result")
+    else:
+        head, rest = "", v
+    body = "" if rest is None else f"<code>{esc(_json(rest))}</code>"
+    return (f'<span class="step">{esc(head)}</span> ' if head else "") + body
+
+
+def _lane_table(lane: Lane, first: str | None, ids: dict[str, str]) -> str:
+    bad = lane.first_divergence
+    agreeing = bad is None
+    summary = (("1 item agrees" if len(lane.rows) == 1 else f"{len(lane.rows)} items agree") if agreeing
+               else f"diverges at {bad.where}" + (" (the first divergence)" if bad.where == first else ""))
+    rows = []
+    for n, row in enumerate(lane.rows):
+        cls = "first" if row.where == first else ("agree" if row.agree else "diff")
+        rid = ids.get(row.where)
+        id_attr = f' id="{esc(rid)}"' if rid else ""
+        rows.append(f'<tr class="{cls}"{id_attr}>'
+                    f'<th scope="row" title="{esc(row.where)}">{n}</th>'
+                    f"<td>{_item(lane.name, row.expected)}</td><td>{_item(lane.name, row.actual)}</td></tr>")
+    return (f'<details class="lane"{" open" if not agreeing else ""}><summary><code>{esc(lane.name)}</code> '
+            f"<span>{esc(summary)}</span></summary>"
+            '<table class="sbs"><thead><tr><th>#</th><th>expected (oracle)</th><th>actual</th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></details>")
+
+
+def _case_html(report: Report, rec: CaseRecord, key: str, open_: bool) -> str:
+    view = case_view(report, rec)
+    title = (view.scenario or {}).get("title") or ""
+    d = rec.divergence
+    first = d["where"] if d else None
+    parts = [f'<details class="case" id="{esc(key)}"{" open" if open_ else ""}>'
+             f'<summary><span class="badge {esc(rec.outcome.value)}">{esc(rec.outcome.value)}</span> '
+             f"<code>{esc(rec.id)}</code> {esc(title)}</summary>", '<dl class="facts">']
+    facts = [("rules cited", " ".join(rec.rules) or "-"), ("failing rules", " ".join(rec.failing_rules) or "-"),
+             ("source", rec.source + (f" ({rec.case_file})" if rec.case_file else ""))]
+    if rec.profiles:
+        facts.append(("compared under", ", ".join(rec.profiles)))
+    for k, v in facts:
+        parts.append(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>")
+    if rec.expected_reason:
+        parts.append(f'<dt>expected failure</dt><dd class="reason">{esc(rec.expected_reason)}</dd>')
+    parts.append("</dl>")
+    for note in view.notes:
+        parts.append(f'<p class="note">{esc(note)}</p>')
+    if d:
+        parts.append(f'<p class="first-divergence">First divergence at <code>{esc(d["where"])}</code> '
+                     f'(rules {esc(", ".join(d.get("rules") or rec.failing_rules) or "-")})</p>')
+    elif rec.message:
+        parts.append(f'<pre class="message">{esc(rec.message)}</pre>')
+    if rec.violations:
+        items = "".join(f"<li><b>{esc(v['rule'])}</b> {esc(v['message'])}</li>" for v in rec.violations)
+        parts.append(f'<p>Invariants broken:</p><ul class="violations">{items}</ul>')
+    if view.lanes:
+        found = divergences(view.lanes)
+        ids = {row.where: f"{key}-r{n}" for n, row in enumerate(found)}
+        others = [r for r in found if r.where != first]
+        if others:
+            links = ", ".join(f'<a href="#{ids[r.where]}" data-row="{ids[r.where]}"><code>{esc(r.where)}</code></a>'
+                              for r in others)
+            parts.append(f'<p class="others">Other divergences: {links}</p>')
+        parts.append('<div class="lanes">' + "".join(_lane_table(lane, first, ids) for lane in view.lanes) + "</div>")
+    elif d:
+        # No traces to show (an older report, or the case is not at hand): the recorded
+        # divergence alone.
+        parts.append('<table class="sbs"><thead><tr><th>#</th><th>expected (oracle)</th><th>actual</th></tr></thead>'
+                     f'<tbody><tr class="first"><th>{esc(d["where"])}</th>'
+                     f'<td>{_item(d["where"], d.get("expected"))}</td><td>{_item(d["where"], d.get("actual"))}</td>'
+                     "</tr></tbody></table>")
+    if rec.message and d:
+        parts.append(f'<details><summary>Message</summary><pre class="message">{esc(rec.message)}</pre></details>')
+    parts.append(f'<p>Replay:</p><pre class="cmd">{esc(replay_command(report, rec))}</pre>')
+    if view.scenario is not None:
+        text = _json(view.scenario, indent=1)
+        generated = rec.scenario is not None
+        name = Path(rec.case_file).name if rec.case_file else f"{rec.id}.json"
+        download = (f' <a download="{esc(name)}" href="data:application/json;charset=utf-8,{quote(text)}">'
+                    f"save as {esc(name)}</a>") if generated else ""
+        label = "The shrunk case" if rec.source == "property" else "Scenario"
+        parts.append(f'<details class="scenario"{" open" if generated else ""}><summary>{label}{download}</summary>'
+                     f"<pre>{esc(text)}</pre></details>")
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _detail(report: Report, index: int, rule: dict[str, Any], cell: dict[str, Any], md: MarkdownIt) -> str:
+    """The template of one cell's detail view."""
+    key = f"d-{index}-{rule['rule']}"
+    records = {c.id: c for c in report.cases}
+    cases = [records[c["id"]] for c in cell["cases"] if c["id"] in records]
+    st = statements().get(rule["rule"])
+    head = (f'<header><h2><a href="#rule-{esc(rule["rule"])}" class="close-on-nav">{esc(rule["rule"])}</a> '
+            f"{esc(rule['title'])}</h2><p>{esc(report.name)}: "
+            f'<span class="badge {esc(cell["outcome"])}">{esc(cell["outcome"])}</span> '
+            f"{len(cases)} case{'s' * (len(cases) != 1)}</p></header>")
+    statement = (f'<details class="statement"><summary>Statement of {esc(rule["rule"])}</summary>'
+                 f"{md.render(st.text)}</details>") if st else ""
+    nav = ""
+    if len(cases) > 1:
+        nav = '<nav class="case-list">' + " ".join(
+            f'<a href="#{key}-c{n}" data-case="{key}-c{n}"><code>{esc(c.id)}</code></a>' for n, c in enumerate(cases)) + "</nav>"
+    body = "".join(_case_html(report, c, f"{key}-c{n}", n == 0) for n, c in enumerate(cases))
+    bar = f"{rule['rule']} {rule['title']}: {report.name}"
+    return f'<template id="{key}" data-title="{esc(bar)}">{head}{statement}{nav}{body}</template>'
+
+
+# ----------------------------------------------------------------------------- summary
+
+
+def _run_time(report: Report) -> str:
+    try:
+        t0 = datetime.strptime(report.header.started, "%Y-%m-%dT%H:%M:%SZ")
+        t1 = datetime.strptime(report.footer.finished, "%Y-%m-%dT%H:%M:%SZ") if report.footer else None
+    except ValueError:
+        t1 = None
+    if t1 is not None:
+        seconds = (t1 - t0).total_seconds()
+        return f"{seconds:.0f} s" if seconds >= 1 else "under 1 s"
+    total = sum(c.duration_ms for c in report.cases) / 1000
+    return f"{total:.1f} s in cases (partial run)"
+
+
+def _counts(report: Report) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for c in report.cases:
+        counts[c.outcome.value] = counts.get(c.outcome.value, 0) + 1
+    return counts
+
+
+def _summary(report: Report, index: int) -> str:
+    h = report.header
+    impl = h.implementation
+    identity = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in impl.items() if v not in (None, ""))
+    run = [("suite", f"dsh-conformance {h.suite.get('version', '?')}"),
+           ("spec", f"rules {h.spec.get('rules', '?')}, upstream {h.spec.get('upstream', '?')}"),
+           ("protocol", h.protocol), ("profiles", ", ".join(h.profiles)),
+           ("seed", "-" if h.seed is None else h.seed), ("examples", h.examples),
+           ("corpus", h.corpus or "none"), ("started", h.started), ("run time", _run_time(report))]
+    if report.footer:
+        run.append(("exit code", report.footer.exit))
+    facts = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run)
+    counts = _counts(report)
+    chips = "".join(f'<span class="badge {esc(k)}" data-count="{esc(k)}">{esc(k)} <b>{v}</b></span> '
+                    for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    score_rows = []
+    for s in scores(report):
+        pct = f"{100 * s.ratio:.0f}%" if s.scored else "-"
+        score_rows.append(f'<tr data-profile="{esc(s.profile)}"><th>{esc(s.profile)}</th>'
+                          f'<td class="score">{s}</td><td><span class="meter"><span style="width:{100 * s.ratio:.1f}%">'
+                          f"</span></span></td><td>{pct}</td></tr>")
+    stale = ""
+    if report.footer and report.footer.stale:
+        stale = '<p class="stale">Stale expectations:</p><ul>' + "".join(
+            f"<li>{esc(s)}</li>" for s in report.footer.stale) + "</ul>"
+    partial = "" if report.footer else '<p class="note">Partial run: the report has no footer.</p>'
+    return (f'<section class="summary" data-impl="{index}"><h2>{esc(report.name)}</h2>{partial}'
+            '<div class="columns"><div>'
+            f'<p class="counts"><b>{len(report.cases)}</b> cases: {chips}</p>'
+            '<table class="scores"><thead><tr><th>profile</th><th>rules passing / scored</th><th></th><th></th>'
+            f'</tr></thead><tbody>{"".join(score_rows)}</tbody></table>{stale}</div>'
+            f'<dl class="facts identity">{identity}</dl><dl class="facts run">{facts}</dl></div></section>')
+
+
+# ----------------------------------------------------------------------------- matrix
+
+
+def _cell(report: Report, index: int, rule: dict[str, Any], cell: dict[str, Any]) -> str:
+    outcome = cell["outcome"]
+    label = esc(outcome)
+    if outcome in SHOWN and cell["cases"]:
+        n = len(cell["cases"])
+        reasons = list(dict.fromkeys(c["reason"] for c in cell["cases"] if c["reason"]))
+        # A consequence's reason repeats its cause's and adds to it: show the longer one.
+        reasons = [r for r in reasons if not any(o != r and o.startswith(r) for o in reasons)]
+        reason = "".join(f'<span class="reason">{esc(r)}</span>' for r in reasons)
+        return (f'<td class="cell {esc(outcome)}" data-outcome="{esc(outcome)}">'
+                f'<button type="button" data-detail="d-{index}-{esc(rule["rule"])}">{label} '
+                f'<small>{n} case{"s" * (n != 1)}</small></button>{reason}</td>')
+    return f'<td class="cell {esc(outcome.replace(" ", "-"))}" data-outcome="{esc(outcome)}">{label}</td>'
+
+
+def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -> str:
+    from .report import _section
+
+    head = "".join(f"<th>{esc(r.name)}</th>" for r in reports)
+    out = []
+    span = 2 + len(reports)
+    for profile in PROFILES:
+        prow = [r for r in rows if r["profile"] == profile]
+        if not prow:
+            continue
+        out.append(f'<tbody data-profile="{profile}"><tr class="profile"><th colspan="{span}">Profile '
+                   f"<code>{profile}</code></th></tr>")
+        section = None
+        for row in prow:
+            if _section(row["rule"]) != section:
+                section = _section(row["rule"])
+                out.append(f'<tr class="section"><th colspan="{span}">{md.renderInline(section)}</th></tr>')
+            outcomes = " ".join(sorted({c["outcome"].replace(" ", "-") for c in row["cells"]}))
+            cells = "".join(_cell(r, i, row, c) for i, (r, c) in enumerate(zip(reports, row["cells"])))
+            out.append(f'<tr class="rule" data-rule="{row["rule"]}" data-profile="{profile}" data-outcomes="{outcomes}">'
+                       f'<th scope="row">{row["rule"]}</th><td class="title"><a href="#rule-{row["rule"]}">'
+                       f'{esc(row["title"])}</a></td>{cells}</tr>')
+        out.append("</tbody>")
+    return (f'<table class="matrix"><thead><tr><th>rule</th><th>title</th>{head}</tr></thead>'
+            f'{"".join(out)}</table>')
+
+
+def _statements(md: MarkdownIt) -> str:
+    from .rules import rules
+
+    known = rules()
+    out = []
+    for rid, st in statements().items():
+        rule = known.get(rid)
+        heading = f"{rid} · {rule.profile} · {rule.title}" if rule else rid
+        out.append(f'<article id="rule-{esc(rid)}"><h3>{esc(heading)}</h3>'
+                   f'<p class="section">{md.renderInline(st.section)}</p>{md.render(st.text)}</article>')
+    return '<section id="statements"><h2>Rule statements</h2>' + "".join(out) + "</section>"
+
+
+# ----------------------------------------------------------------------------- the page
+
+
+FILTER_OUTCOMES = [("all", "all outcomes"), ("failing", "failing (fail, error, timeout, invalid)"),
+                   ("expected-fail", "expected failures"), ("pass", "pass"), (INCONCLUSIVE, "inconclusive"),
+                   ("unscored", "not scored (skip, not-scored, no case)")]
+
+
+def render(reports: list[Report], title: str = "Compliance matrix", note: str | None = None) -> str:
+    md = MarkdownIt("commonmark").enable("table")
+    rows = matrix(reports)
+    details = [_detail(r, i, row, row["cells"][i], md)
+               for row in rows for i, r in enumerate(reports)
+               if row["cells"][i]["outcome"] in SHOWN and row["cells"][i]["cases"]]
+    profiles = [p for p in PROFILES if any(row["profile"] == p for row in rows)]
+    options_o = "".join(f'<option value="{v}">{esc(t)}</option>' for v, t in FILTER_OUTCOMES)
+    options_p = '<option value="all">all profiles</option>' + "".join(
+        f'<option value="{p}">{p}</option>' for p in profiles)
+    filters = (f'<form class="filters" onsubmit="return false"><label>Outcome <select id="f-outcome">{options_o}'
+               f'</select></label> <label>Profile <select id="f-profile">{options_p}</select></label> '
+               '<span id="f-count"></span></form>')
+    summaries = "".join(_summary(r, i) for i, r in enumerate(reports))
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+            f"<header class=\"page\"><h1>{esc(title)}</h1>{f'<p>{esc(note)}</p>' if note else ''}"
+            f'<p class="gen">dsh-conformance report of {len(reports)} run{"s" * (len(reports) != 1)}</p></header>'
+            f'<main><div class="summaries">{summaries}</div><h2>Rules</h2>{filters}{_matrix(reports, rows, md)}'
+            f"{_statements(md)}</main>"
+            '<dialog id="detail"><form method="dialog" class="bar"><span class="bar-title"></span>'
+            '<button class="close" value="close">Close (Esc)</button></form><div class="body"></div></dialog>'
+            f'<div hidden id="details">{"".join(details)}</div>'
+            f"<script>{JS}</script></body></html>\n")
+
+
+__all__ = ["render", "case_view", "replay_command"]

@@ -1,0 +1,171 @@
+"""What reports keep of failures and how they name cases: portably, never with a path of
+the machine that produced them; and the HTML report's content, read as text (the browser
+test, ``test_report_browser.py``, looks at it as a person does)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conformance.cli import main
+from conformance.corpus import CASES
+from conformance.evidence import document_digest, trace_digest
+from conformance.iut import ProcessIUT
+from conformance.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
+from conformance.report import Outcome, ReportWriter, new_header, read_report, report_schemas
+from conformance.report_html import case_view, render, replay_command
+from conformance.rule_text import STATEMENTS, dumps_statements, statements, statements_from_spec
+from conformance.rules import rules
+from conformance.runner import Runner
+from oracle import parse_scenario, run_scenario
+from oracle.trace import parse_trace
+
+from .conftest import FAKE, ROOT, corpus_subset
+
+BYPASS = f"{sys.executable} {FAKE} guard-bypass"
+PICK = ["guard-denies-with-number", "pre-deny-skips-body", "guard-falsy-returns-deny"]
+
+
+def _generated_failure(tmp_path: Path) -> Path:
+    """A report holding a failure of a generated case, as ``run_properties`` records its
+    shrunk counterexample (a guard denial the fake ignores), saved under an absolute path."""
+    doc = json.loads((CASES / "guard-denies-with-number.json").read_text())
+    doc = {**doc, "id": "prop-0123456789ab", "title": "shrunk counterexample of a property run", "seed": 7}
+    iut = ProcessIUT(BYPASS.split(), 30.0, False)
+    started = iut.start()
+    try:
+        path = tmp_path / "report-generated.jsonl"
+        writer = ReportWriter(path)
+        writer.write(new_header(started.implementation.model_dump(), ["core", "loop", "reference"], 7, 10))
+        runner = Runner(iut, {"core", "loop", "reference"}, writer=writer, failures_dir=tmp_path / "failures")
+        saved = runner._save(doc["id"], doc)
+        runner.record(runner.decide(doc["id"], doc, "property", saved))
+        runner.finish()
+    finally:
+        iut.close()
+    return path
+
+
+def test_no_report_holds_a_path_of_the_machine(tmp_path, monkeypatch):
+    """JSONL, Markdown, HTML, JSON and JUnit of runs whose corpus, failures and outputs lie
+    outside the working directory name none of them absolutely."""
+    cases = corpus_subset(tmp_path, PICK)
+    jsonl, junit = tmp_path / "run.jsonl", tmp_path / "run.xml"
+    assert main(["run", "--impl", BYPASS, "--cases", str(cases), "--examples", "0", "--report", str(jsonl),
+                 "--junit", str(junit), "--failures", str(tmp_path / "failures")]) == 1
+    generated = _generated_failure(tmp_path)
+    outputs = [jsonl.read_text(), junit.read_text(), generated.read_text()]
+    for fmt in ("md", "html", "json"):
+        out = tmp_path / f"matrix.{fmt}"
+        assert main(["report", str(jsonl), str(generated), "--format", fmt, "-o", str(out)]) == 0
+        outputs.append(out.read_text())
+    machine = [str(tmp_path), str(ROOT), str(Path.cwd()), str(Path(sys.executable).parent)]
+    for text in outputs:
+        for path in machine:
+            assert path not in text
+    header = read_report(jsonl).header
+    assert header.corpus == "cases"  # outside the working directory: its name
+    assert header.options == {"impl": portable_command(BYPASS)}
+    rec = next(c for c in read_report(generated).cases)
+    assert rec.case_file == "prop-0123456789ab.json" and rec.scenario["id"] == "prop-0123456789ab"
+
+
+def test_failing_cases_carry_their_evidence(tmp_path):
+    """Only non-passing cases carry the IUT's trace and the digests; they validate against
+    the record schema, and a view recomputes the oracle's trace to the same digest."""
+    report = tmp_path / "bi.jsonl"
+    assert main(["run", "--impl", BYPASS, "--examples", "0", "--report", str(report)]) == 1
+    validator = jsonschema.Draft202012Validator(report_schemas()["report-record.schema.json"])
+    for line in report.read_text().splitlines():
+        validator.validate(json.loads(line))
+    rep = read_report(report)
+    assert rep.header.corpus == BUILTIN_CORPUS
+    failing = [c for c in rep.cases if c.outcome == Outcome.FAIL]
+    assert failing and all(c.trace and c.expected_sha256 and c.scenario_sha256 and c.profiles for c in failing)
+    assert all(c.trace is None and c.scenario is None and c.scenario_sha256 is None
+               for c in rep.cases if c.outcome == Outcome.PASS)
+    for c in failing:
+        assert c.case_file == f"{c.id}.json"
+        doc = json.loads((CASES / c.case_file).read_text())
+        assert document_digest(doc) == c.scenario_sha256
+        assert trace_digest(run_scenario(parse_scenario(doc))) == c.expected_sha256
+        parse_trace(c.trace)
+        view = case_view(rep, c)
+        assert view.notes == [] and view.lanes
+        first = [row for lane in view.lanes for row in lane.rows if row.where == c.divergence["where"]]
+        assert len(first) == 1 and not first[0].agree
+    c = failing[0]
+    assert replay_command(rep, c) == f"dsh-conformance replay {c.id} --impl '{portable_command(BYPASS)}'"
+
+
+def test_replay_takes_a_corpus_case_by_id(capsys):
+    assert main(["replay", "guard-denies-with-number", "--impl", BYPASS]) == 1
+    assert capsys.readouterr().out.startswith("fail: guard-denies-with-number")
+
+
+def test_changed_corpus_case_is_noted_not_shown(tmp_path, monkeypatch):
+    """A view whose corpus holds another version of a case says so instead of showing an
+    expected trace of another case."""
+    monkeypatch.chdir(tmp_path)
+    cases = corpus_subset(tmp_path, PICK[:1])
+    assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "r.jsonl"]) == 1
+    rep = read_report("r.jsonl")
+    assert rep.header.corpus == "cases"
+    assert case_view(rep, rep.cases[0]).lanes  # found relative to where the run was made
+    f = cases / f"{PICK[0]}.json"
+    f.write_text(f.read_text().replace('"title": "', '"title": "changed: '))
+    view = case_view(rep, rep.cases[0])
+    assert view.lanes == [] and "another version of this case" in view.notes[0]
+    assert "another version of this case" in render([rep])
+
+
+def test_html_is_self_contained_and_holds_the_failure(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    corpus_subset(tmp_path, PICK)
+    assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "r.jsonl"]) == 1
+    generated = _generated_failure(tmp_path)
+    reps = [read_report("r.jsonl"), read_report(generated)]
+    page = render(reps, "t")
+    # Nothing fetched: no external script, style, image, font or frame.
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
+    assert "@import" not in page and "url(" not in page
+    # The detail of P46's failing cell for the corpus run, with the case's traces.
+    rec = next(c for c in reps[0].cases if "P46" in c.failing_rules)
+    template = re.search(r'<template id="d-0-P46".*?</template>', page, re.S).group(0)
+    assert rec.id in template and 'class="first"' in template and "expected (oracle)" in template
+    assert f"dsh-conformance replay cases/{rec.case_file}" in template
+    # The generated failure: the shrunk case inline, and downloadable.
+    gen = re.search(r'<template id="d-1-P46".*?</template>', page, re.S).group(0)
+    assert "The shrunk case" in gen and 'download="prop-0123456789ab.json"' in gen
+    assert "dsh-conformance replay failures/prop-0123456789ab.json --impl IMPL" in gen  # saved under the run
+    # Every rule's statement is in the page.
+    assert all(f'id="rule-{r}"' in page for r in rules())
+
+
+def test_statements_copy_matches_the_spec(shared):
+    assert STATEMENTS.read_text(encoding="utf-8") == dumps_statements(
+        statements_from_spec(shared / "spec" / "pipeline.md"))
+
+
+def test_every_rule_has_a_statement_and_a_section():
+    st = statements()
+    assert list(st) == list(rules())
+    assert all(s.text.strip() and re.match(r"5\.\d+ ", s.section) for s in st.values())
+
+
+@pytest.mark.parametrize("path,expected", [
+    ("relative/x.json", "relative/x.json"),
+    (str(ROOT / "conformance" / "cases" / "a.json"), "conformance/cases/a.json"),
+    ("/nowhere/else/b.json", "b.json"),
+])
+def test_portable_path(path, expected):
+    assert portable_path(path) == expected
+
+
+def test_scrub_takes_the_machine_out_of_free_text():
+    assert scrub(f'File "{ROOT}/tests/fakes/fake_iut.py", line 3') == 'File "tests/fakes/fake_iut.py", line 3'

@@ -6,34 +6,40 @@ protocol) against the corpus and generated scenarios and prints the compliance t
 ``expectations update`` writes an expectations file from a report; ``bench`` measures
 throughput; ``catalogs`` and ``docs`` keep the generated files in step.
 
-Exit codes: 0 all pass (or only expected failures); 1 conformance failures or stale
-expectations; 2 usage error or bad input file; 3 the implementation is broken (cannot
-start, crashes, hangs, breaks the protocol).
+Exit codes: 0 all pass (or only expected failures and errors); 1 conformance failures,
+unexpected errors or stale expectations; 2 usage error or bad input file (before any
+work); 3 the implementation is broken (cannot start, crashes, hangs, breaks the protocol,
+was declared broken by the early stop, or errored on every case); 130 (143) interrupted by
+Ctrl-C (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
+import math
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from oracle import ScenarioFileError, load_scenario, parse_scenario, run_scenario
+from oracle import ScenarioFileError, ScenarioRunError, parse_scenario, run_scenario
+from oracle.scenario import load_scenario_document
 
 from . import __version__
 from .corpus import CASES
 from .expectations import Expectations, ExpectationsError, from_records, load_expectations
-from .iut import InProcessIUT, IUTFailure, ProcessIUT, embedded_oracle
-from .report import (CaseRecord, Outcome, ReportError, ReportWriter, new_header, read_report,
-                     render_html, render_json, render_junit, render_markdown)
+from .iut import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, ProcessIUT, embedded_oracle
+from .outputs import OutputError, OutputLock, check_writable, write_atomic
+from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
+                     render_junit, render_markdown)
 from .rules import ORACLE_PROFILES, PROFILES, rules
 from .portable import corpus_name, portable_command, portable_path
 from .progress import Progress
-from .runner import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, EXIT_USAGE, Runner, corpus_items
+from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
+                     corpus_items, expected_traces)
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = ROOT / "tools" / "dsh-adapter"
@@ -43,29 +49,61 @@ class UsageError(Exception):
     pass
 
 
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped from outside (Ctrl-C, SIGTERM): ``code`` is its exit code. A
+    KeyboardInterrupt, so that nothing on the way (hypothesis, an ``except Exception``)
+    takes it for a failure."""
+
+    def __init__(self, what: str, code: int) -> None:
+        super().__init__(what)
+        self.what, self.code = what, code
+        self.report: str | None = None  # the report completed with a footer before stopping
+
+
 # ------------------------------------------------------------------------- IUTs
 
-def make_iut(spec: str | None, timeout: float, validate: bool) -> ProcessIUT | InProcessIUT:
+def make_iut(spec: str | None, timeout: float, validate: bool,
+             start_timeout: float = DEFAULT_START_TIMEOUT) -> ProcessIUT | InProcessIUT:
     """``None``/``oracle``: the embedded oracle over the protocol; ``dsh``: the real DSH
     package through the Node adapter; ``py:MODULE``: a Python IUT in-process (the module
-    has ``started()`` and ``answer(seq, scenario)``); anything else: a command line."""
+    has ``started()`` and ``answer(seq, scenario)``); anything else: a command line. A spec
+    that names no implementation is a UsageError, before anything is started."""
     if spec in (None, "oracle"):
-        return ProcessIUT([sys.executable, "-m", "oracle", "serve"], timeout, validate)
+        return ProcessIUT([sys.executable, "-m", "oracle", "serve"], timeout, validate, start_timeout=start_timeout)
     if spec == "oracle-inprocess":
-        return embedded_oracle(validate)
+        return embedded_oracle(validate, timeout)
     if spec == "dsh":
         if not (ADAPTER / "node_modules").is_dir():
             raise IUTFailure("start", f"the DSH adapter is not installed: run `npm ci --prefix {ADAPTER}`")
-        return ProcessIUT(["node", str(ADAPTER / "adapter.mjs")], timeout, validate)
+        return ProcessIUT(["node", str(ADAPTER / "adapter.mjs")], timeout, validate, start_timeout=start_timeout)
     if spec.startswith("py:"):
-        import importlib
+        return _python_iut(spec, timeout, validate, start_timeout)
+    if not spec.strip():
+        raise UsageError("--impl '': an empty command line")
+    try:
+        argv = shlex.split(spec)
+    except ValueError as e:
+        raise UsageError(f"--impl {spec}: not a command line: {e}") from None
+    return ProcessIUT(argv, timeout, validate, start_timeout=start_timeout)
 
-        try:
-            module = importlib.import_module(spec[3:])
-        except ImportError as e:
-            raise UsageError(f"--impl {spec}: cannot import {spec[3:]}: {e}") from None
-        return InProcessIUT(module.started(), module.answer, validate)
-    return ProcessIUT(shlex.split(spec), timeout, validate)
+
+def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> InProcessIUT:
+    import importlib
+
+    name = spec[3:]
+    if not name:
+        raise UsageError(f"--impl {spec}: name a module, as in py:mypackage.iut")
+    try:
+        module = importlib.import_module(name)
+    except ImportError as e:
+        raise UsageError(f"--impl {spec}: cannot import {name}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the module's own import-time failure
+        raise UsageError(f"--impl {spec}: importing {name} raised {type(e).__name__}: {e}") from None
+    started, answer = getattr(module, "started", None), getattr(module, "answer", None)
+    if not callable(started) or not callable(answer):
+        raise UsageError(f"--impl {spec}: {name} is not an in-process implementation: it needs the functions "
+                         "started() and answer(seq, scenario)")
+    return InProcessIUT(started, answer, validate, timeout, start_timeout)
 
 
 def _expectations(path: str | None) -> Expectations:
@@ -74,40 +112,84 @@ def _expectations(path: str | None) -> Expectations:
     return load_expectations(path)
 
 
+def _profiles(asked: list[str] | None) -> set[str]:
+    for p in asked or []:
+        if p not in ORACLE_PROFILES:
+            raise UsageError(f"--profile {p}: the oracle does not implement this profile yet, so no case can be "
+                             f"judged under it (it implements {', '.join(ORACLE_PROFILES)})")
+    return set(asked or ORACLE_PROFILES)
+
+
+def _outputs(pairs: list[tuple[str, str | None]]) -> list[OutputLock]:
+    """Locks on the output paths, checked before any work (one path per option)."""
+    seen: dict[Path, str] = {}
+    locks = []
+    for option, value in pairs:
+        if value is None:
+            continue
+        p = check_writable(value, option)
+        key = p.resolve()
+        if key in seen:
+            raise UsageError(f"{option} {value}: the same file as {seen[key]}")
+        seen[key] = option
+        locks.append(OutputLock(p, option))
+    return locks
+
+
 # ------------------------------------------------------------------------- run
 
 def cmd_run(args: argparse.Namespace) -> int:
-    profiles = set(args.profile or ORACLE_PROFILES)
+    profiles = _profiles(args.profile)
+    locks = _outputs([("--report", args.report), ("--junit", args.junit)])
     expectations = _expectations(args.expectations)
-    items = corpus_items(Path(args.cases)) if not args.no_corpus else []
+    cases = Path(args.cases)
+    if not args.no_corpus and not cases.is_dir():
+        raise UsageError(f"--cases {cases}: no such directory")
+    failures = Path(args.failures)
+    if failures.exists() and not failures.is_dir():
+        raise UsageError(f"--failures {failures}: not a directory")
+    items = corpus_items(cases) if not args.no_corpus else []
     if not items and args.examples == 0:
         raise UsageError("nothing to run: no corpus cases and --examples 0")
-    iut = make_iut(args.impl, args.timeout, args.validate)
+    expected = expected_traces(items, cases)  # a case the oracle cannot run is a bad input file, found before any work
+    for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
+        print(f"warning: {warning}", file=sys.stderr)
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout)
     with contextlib.ExitStack() as stack:
+        for lock in locks:
+            stack.enter_context(lock)
+        # A normal end asks the IUT to stop; an interrupt or an error kills its process group.
+        stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         started = iut.start()
-        stack.callback(iut.close)
-        report_stream = stack.enter_context(open(args.report, "w", encoding="utf-8")) if args.report else None
-        writer = ReportWriter(report_stream)
+        writer = ReportWriter(args.report)
+        stack.callback(writer.flush)  # whatever ends the run, the cases decided are in the report
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
-        header.corpus = None if args.no_corpus else corpus_name(Path(args.cases))
+        header.corpus = None if args.no_corpus else corpus_name(cases)
         header.options = _replay_options(args)
         writer.write(header)
-        runner = Runner(iut, profiles, expectations, writer, Path(args.failures))
+        runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after)
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
-        progress.phase("corpus", len(items))
-        runner.run_cases(items, progress)
-        if args.examples:
-            progress.phase("generated", args.examples)
-            runner.run_properties(args.examples, args.seed, frozenset(runner.iut_profiles), progress)
-        progress.close()
+        try:
+            progress.phase("corpus", len(items))
+            runner.run_cases(items, progress, expected)
+            if args.examples:
+                progress.phase("generated", args.examples)
+                runner.run_properties(args.examples, args.seed, frozenset(runner.iut_profiles), progress)
+            progress.close()
+        except Interrupted as e:
+            progress.close()
+            runner.finish(e.code, stopped=e.what)
+            e.report = args.report
+            raise
         footer = runner.finish()
-    _print_summary(started.implementation.model_dump(), runner.records, footer.stale, profiles, footer.exit)
-    if args.junit:
-        from .report import Report
+        _print_summary(started.implementation.model_dump(), runner, footer.stale, profiles, footer.exit,
+                       args.report, args.impl)
+        if args.junit:
+            from .report import Report
 
-        Path(args.junit).write_text(render_junit(Report(args.report or "-", header, runner.records)), encoding="utf-8")
+            write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
     return footer.exit
 
 
@@ -121,9 +203,11 @@ def _replay_options(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
-def _print_summary(impl: dict[str, Any], records: list[CaseRecord], stale: list[str], profiles: set[str], code: int) -> None:
+def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profiles: set[str], code: int,
+                   report: str | None, spec: str | None) -> None:
     from .report import rule_outcomes
 
+    records = runner.records
     outcomes = rule_outcomes(records)
     print(f"dsh-conformance {__version__}: {impl.get('name')} {impl.get('version', '')} "
           f"({impl.get('language', '?')}), profiles {', '.join(sorted(profiles))}\n")
@@ -143,7 +227,20 @@ def _print_summary(impl: dict[str, Any], records: list[CaseRecord], stale: list[
         if r.message:
             print("  " + r.message.replace("\n", "\n  "))
     if len(bad) > 20:
-        print(f"\n... and {len(bad) - 20} more (see the report)")
+        where = f"all of them are in the report {report}" if report else "run with --report FILE to keep them all"
+        print(f"\n... and {len(bad) - 20} more ({where})")
+    not_run = sum(r.outcome == Outcome.NOT_RUN for r in records)
+    if runner.gave_up:
+        print(f"\nSTOPPED: the implementation was declared broken after {runner.give_up_after} consecutive timeouts "
+              f"or crashes; {not_run} case(s) not run (--give-up-after N changes the threshold, 0 never stops)")
+    impl = f" --impl {shlex.quote(spec)}" if spec else ""
+    shrunk = [path for what, path in runner.saved if what == "shrunk counterexample"]
+    drawn = [path for what, path in runner.saved if what != "shrunk counterexample"]
+    for path in shrunk:
+        print(f"\nsaved the shrunk counterexample: {path}\n  replay it: dsh-conformance replay {shlex.quote(path)}{impl}")
+    if drawn:
+        print(f"\nsaved {len(drawn)} generated scenario(s) that ended in an error, a timeout or a crash (not shrunk), "
+              f"under {Path(drawn[0]).parent}\n  replay one: dsh-conformance replay {shlex.quote(drawn[0])}{impl}")
     for s in stale:
         print(f"\nSTALE expectation: {s}")
     counts: dict[str, int] = {}
@@ -159,14 +256,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.case)
     if not path.exists() and (CASES / f"{args.case}.json").is_file():
         path = CASES / f"{args.case}.json"  # a corpus case named by its id, as reports name it
-    scenario = load_scenario(path)  # a bad file is a usage error (exit 2)
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    profiles = set(args.profile or ORACLE_PROFILES)
-    iut = make_iut(args.impl, args.timeout, args.validate)
-    with contextlib.closing(iut):
+    scenario, doc = load_scenario_document(path)  # a bad file is a usage error (exit 2)
+    try:
+        expected = run_scenario(scenario)
+    except ScenarioRunError as e:
+        raise ScenarioFileError(str(path), "$", str(e)) from None
+    profiles = _profiles(args.profile)
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout)
+    with contextlib.ExitStack() as stack:
+        stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         iut.start()
-        runner = Runner(iut, profiles, _expectations(args.expectations))
-        rec = runner.decide(scenario.id or path.stem, doc, "replay", portable_path(path), scenario)
+        runner = Runner(iut, profiles, _expectations(args.expectations), give_up_after=0)
+        rec = runner.decide(scenario.id or path.stem, doc, "replay", portable_path(path), scenario, expected)
     print(f"{rec.outcome.value}: {rec.id} (rules {', '.join(rec.rules) or '-'})")
     if rec.message:
         print(rec.message)
@@ -178,22 +279,33 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------- report, expectations
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.output:
+        check_writable(args.output, "--output")
     reports = [read_report(p) for p in args.reports]
     render = {"md": render_markdown, "html": render_html, "json": render_json}[args.format]
     base = Path(args.output).resolve().parent if args.output else Path.cwd()
     text = render(reports, args.title, base, args.note)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     return EXIT_OK
 
 
 def cmd_expectations(args: argparse.Namespace) -> int:
+    check_writable(args.output, "--output")
     report = read_report(args.report)
+    partial = ("it has no footer: the run was killed or is still going" if report.footer is None else
+               f"the run stopped early ({report.footer.stopped})" if report.footer.stopped else None)
+    if partial and not args.allow_partial:
+        raise UsageError(f"{args.report}: a partial report ({partial}; {len(report.cases)} cases): expectations "
+                         "written from it would miss the failures of the cases it lacks (--allow-partial writes "
+                         "them anyway)")
     previous = load_expectations(args.output) if Path(args.output).is_file() else None
     text = from_records(report.name, report.cases, previous)
-    Path(args.output).write_text(text, encoding="utf-8")
+    write_atomic(args.output, text)
+    if partial:
+        print(f"warning: {args.report} is a partial report ({partial})", file=sys.stderr)
     print(f"wrote {args.output}")
     return EXIT_OK
 
@@ -203,7 +315,12 @@ def cmd_expectations(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Scenarios per second, side by side in one run: the oracle in-process, the oracle
     over the protocol, and ``--impl`` when given."""
-    items = corpus_items(Path(args.cases))
+    cases = Path(args.cases)
+    if not cases.is_dir():
+        raise UsageError(f"--cases {cases}: no such directory")
+    items = corpus_items(cases)
+    if not items:
+        raise UsageError(f"--cases {cases}: no case files to run")
     docs = [doc for _, doc, _ in items]
     rows: list[tuple[str, float]] = []
     t0 = time.perf_counter()
@@ -213,7 +330,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows.append(("oracle in-process", len(docs) * args.repeat / (time.perf_counter() - t0)))
     for label, spec in [("oracle over the protocol", None)] + ([(f"--impl {args.impl}", args.impl)] if args.impl else []):
         iut = make_iut(spec, args.timeout, False)
-        with contextlib.closing(iut):
+        with contextlib.ExitStack() as stack:
+            stack.push(lambda kind, value, tb, iut=iut: iut.close(graceful=kind is None))
             iut.start()
             t0 = time.perf_counter()
             seq = 0
@@ -249,14 +367,45 @@ def cmd_catalogs(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------- parser
 
+def _count(minimum: int) -> Any:
+    """An argparse type: a whole number of at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+    parse.__name__ = "count"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+_seconds.__name__ = "seconds"
+
+
 def _iut_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--impl", help="the implementation under test: 'oracle' (default), 'dsh' (the real package "
                    "via the Node adapter), 'py:MODULE' (in-process), or a command line")
     p.add_argument("--profile", action="append", choices=list(PROFILES), help="profiles to check (repeatable; "
-                   "default: core, reference, loop)")
-    p.add_argument("--expectations", help="a YAML file of expected failures of this implementation")
+                   "default: core, reference, loop; code-mode is not implemented by the oracle yet)")
+    p.add_argument("--expectations", help="a YAML file of expected failures and errors of this implementation")
     p.add_argument("--validate", action="store_true", help="check every IUT message against the protocol schemas")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds an IUT may take per scenario (default 30)")
+    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+                   help=f"seconds an IUT may take per scenario (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--start-timeout", type=_seconds, default=DEFAULT_START_TIMEOUT,
+                   help=f"seconds an IUT may take to start and answer the handshake (default {DEFAULT_START_TIMEOUT:g})")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -266,44 +415,52 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the suite against an implementation and print the compliance table")
     _iut_options(run)
-    run.add_argument("--examples", type=int, default=100, help="generated scenarios (default 100; 0: corpus only)")
+    run.add_argument("--examples", type=_count(0), default=100, help="generated scenarios (default 100; 0: corpus only)")
     run.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
-    run.add_argument("--report", help="write the JSON-lines report here")
-    run.add_argument("--junit", help="write JUnit XML here")
+    run.add_argument("--report", help="write the JSON-lines report here (replaced whole as the run goes, never torn)")
+    run.add_argument("--junit", help="write JUnit XML here at the end of the run")
     run.add_argument("--cases", default=str(CASES), help="the corpus directory (default: the built-in corpus)")
     run.add_argument("--no-corpus", action="store_true", help="run generated scenarios only")
-    run.add_argument("--failures", default="dsh-failures", help="where shrunk counterexamples are saved")
+    run.add_argument("--failures", default="dsh-failures",
+                     help="where shrunk counterexamples and generated cases that errored are saved (default dsh-failures)")
+    run.add_argument("--give-up-after", type=_count(0), default=DEFAULT_GIVE_UP_AFTER, metavar="N",
+                     help="declare the implementation broken after N consecutive timeouts or crashes: the cases "
+                          f"left are recorded as not run, exit 3 (default {DEFAULT_GIVE_UP_AFTER}; 0: never)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
     run.set_defaults(func=cmd_run)
 
     replay = sub.add_parser("replay", help="re-run one case file and print the first divergence")
-    replay.add_argument("case", help="a case file, or the id of a case of the built-in corpus")
+    replay.add_argument("case", help="a case file (for example one saved under dsh-failures/), or the id of a case "
+                        "of the built-in corpus")
     _iut_options(replay)
     replay.set_defaults(func=cmd_replay)
 
     rep = sub.add_parser("report", help="render reports as a compliance matrix (rules x implementations)")
-    rep.add_argument("reports", nargs="+")
-    rep.add_argument("--format", choices=["md", "html", "json"], default="md")
-    rep.add_argument("-o", "--output")
-    rep.add_argument("--title", default="Compliance matrix")
+    rep.add_argument("reports", nargs="+", help="JSON-lines reports written by run --report")
+    rep.add_argument("--format", choices=["md", "html", "json"], default="md", help="the output format (default md)")
+    rep.add_argument("-o", "--output", help="write the matrix here (default: standard output)")
+    rep.add_argument("--title", default="Compliance matrix", help="the page's title")
     rep.add_argument("--note", help="a line of text under the title (for example how to regenerate the page)")
     rep.set_defaults(func=cmd_report)
 
     exp = sub.add_parser("expectations", help="write an expectations file from a report")
-    exp.add_argument("action", choices=["update"])
-    exp.add_argument("--report", required=True)
-    exp.add_argument("--output", required=True)
+    exp.add_argument("action", choices=["update"], help="update: write (or rewrite, keeping its reasons) the file")
+    exp.add_argument("--report", required=True, help="the report of a finished run")
+    exp.add_argument("--output", required=True, help="the expectations file to write")
+    exp.add_argument("--allow-partial", action="store_true",
+                     help="write even from a partial report (a killed or early-stopped run)")
     exp.set_defaults(func=cmd_expectations)
 
     bench = sub.add_parser("bench", help="scenarios per second: oracle in-process, over the protocol, and --impl")
-    bench.add_argument("--impl")
-    bench.add_argument("--cases", default=str(CASES))
-    bench.add_argument("--repeat", type=int, default=3)
-    bench.add_argument("--timeout", type=float, default=30.0)
+    bench.add_argument("--impl", help="an implementation to measure beside the oracle (as for run)")
+    bench.add_argument("--cases", default=str(CASES), help="the scenarios to run (default: the built-in corpus)")
+    bench.add_argument("--repeat", type=_count(1), default=3, help="times each scenario is run (default 3)")
+    bench.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+                       help=f"seconds an IUT may take per scenario (default {DEFAULT_TIMEOUT:g})")
     bench.set_defaults(func=cmd_bench)
 
     cat = sub.add_parser("catalogs", help="generate or check the generated catalogs")
-    cat.add_argument("action", choices=["generate", "check"])
+    cat.add_argument("action", choices=["generate", "check"], help="generate: write catalogs/; check: compare with it")
     cat.set_defaults(func=cmd_catalogs)
 
     from tools import docs_cli
@@ -315,11 +472,43 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    # Once: a second Ctrl-C must not cut the clean-up short (it is bounded, a few seconds).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted("terminated" if signum == signal.SIGTERM else "interrupted", 128 + signum)
+
+
+@contextlib.contextmanager
+def _signals() -> Any:
+    """Ctrl-C and SIGTERM become ``Interrupted`` (clean-up runs: the IUT's process group is
+    killed, the report gets its footer)."""
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, _interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
-    except (UsageError, ScenarioFileError, ExpectationsError, ReportError) as e:
+        with _signals():
+            return args.func(args)
+    except Interrupted as e:
+        print(f"dsh-conformance: {e.what}; nothing it started is left running"
+              + (f", the report {e.report} holds the cases decided until then" if e.report else ""), file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:  # a Ctrl-C outside the handler (before it was installed)
+        print("dsh-conformance: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (UsageError, ScenarioFileError, ExpectationsError, ReportError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except IUTFailure as e:

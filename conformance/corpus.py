@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from oracle.scenario import Scenario, ScenarioFileError, load_scenario
+from oracle.scenario import Scenario, ScenarioFileError, load_scenario_document
 
 from .rules import rules
 
@@ -22,10 +23,11 @@ class Case:
     id: str
     path: Path
     scenario: Scenario
+    document: Any  # the decoded file, as an IUT is sent it
 
 
 def load_case(path: Path) -> Case:
-    s = load_scenario(path)
+    s, document = load_scenario_document(path)
     if s.id != path.stem:
         raise ScenarioFileError(str(path), "$.id", f"a case's id must equal its file name {path.stem!r}")
     known = rules()
@@ -34,7 +36,7 @@ def load_case(path: Path) -> Case:
             raise ScenarioFileError(str(path), f"$.rules[{i}]", f"unknown rule id {r!r}")
     if not s.rules:
         raise ScenarioFileError(str(path), "$.rules", "a case cites at least one rule")
-    return Case(s.id, path, s)
+    return Case(s.id, path, s, document)
 
 
 def load_corpus(directory: Path = CASES) -> list[Case]:

@@ -7,6 +7,8 @@ An expectations file (YAML) lists expected failures by rule id and/or by case id
       P24: identity fields stay writable until the record is frozen before tools/result
     cases:
       entry-args-cycle-not-lossless: the adapter cannot build this value
+    errors:
+      loop-steer-after-batch: the adapter answers errored, it has no inbox to steer
     consequences:
       P11: [P12, P87]
 
@@ -17,15 +19,23 @@ to break P87, and that breach says nothing new. A consequence alone is never exp
 An unexpected failure
 fails the run; so does a listed entry that no longer fails (*stale*): a listed case that
 passed, or a listed rule that some scored case exercised without any case failing it.
+
+``errors`` lists, by case id, the cases the implementation is known to answer with an
+error (``{"errored": true}``): such a case is ``expected-error`` instead of ``error``, and
+a listed one that no longer errors is stale. Crashes, hangs and protocol breaches cannot be
+expected: they always declare the implementation broken.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from oracle.jsonio import MAX_FILE_BYTES, InputLimitError, decode_utf8
 
 from .report import CaseRecord, Outcome
 from .rules import rules
@@ -35,12 +45,32 @@ class ExpectationsError(ValueError):
     pass
 
 
+_GENERATED_ID = re.compile(r"^prop-[0-9a-f]{12}$")
+
+
 @dataclass
 class Expectations:
     implementation: str = ""
     rules: dict[str, str] = field(default_factory=dict)
     cases: dict[str, str] = field(default_factory=dict)
     consequences: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    source: str = ""  # the file it was read from, for messages
+
+    def error_reason(self, case_id: str) -> str | None:
+        """Why this case's error is expected, or None when it is not."""
+        return self.errors.get(case_id)
+
+    def unknown_cases(self, known: set[str]) -> list[str]:
+        """One-line warnings for listed case ids that no case of a run has (generated ids,
+        ``prop-...``, are only known once drawn, and are not warned about)."""
+        out = []
+        for key in ("cases", "errors"):
+            for case_id in getattr(self, key):
+                if case_id not in known and not _GENERATED_ID.match(case_id):
+                    out.append(f"{self.source or 'expectations'}: $.{key}.{case_id}: no case of this run has this id; "
+                               "the entry is not used")
+        return out
 
     def reason(self, case_id: str, failing_rules: list[str]) -> str | None:
         """Why this failure is expected, or None when it is not."""
@@ -62,6 +92,10 @@ class Expectations:
             c = by_id.get(case_id)
             if c is not None and c.outcome == Outcome.PASS:
                 out.append(f"case {case_id} is listed as failing but passed")
+        for case_id in self.errors:
+            c = by_id.get(case_id)
+            if c is not None and c.outcome in (Outcome.PASS, Outcome.FAIL, Outcome.XFAIL, Outcome.SKIP):
+                out.append(f"case {case_id} is listed as erroring but ended in {c.outcome.value}")
         failed_rules = {r for c in records if c.outcome in (Outcome.FAIL, Outcome.XFAIL) for r in c.failing_rules}
         # A rule is shown to hold only by a case that passed while citing it: a case that
         # failed on other rules stopped at its first divergence and says nothing of it.
@@ -75,18 +109,25 @@ class Expectations:
 def load_expectations(path: str | Path) -> Expectations:
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise ExpectationsError(f"{p}: $: the file has {p.stat().st_size} bytes; the limit is {MAX_FILE_BYTES}")
+        doc = yaml.safe_load(decode_utf8(p.read_bytes())) or {}
     except OSError as e:
         raise ExpectationsError(f"{p}: cannot read: {e.strerror or e}") from None
+    except InputLimitError as e:
+        raise ExpectationsError(f"{p}: {e}") from None
     except yaml.YAMLError as e:
         raise ExpectationsError(f"{p}: not YAML: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise ExpectationsError(f"{p}: $: nested too deeply to be an expectations file") from None
     if not isinstance(doc, dict):
         raise ExpectationsError(f"{p}: $: expected a mapping")
-    unknown = set(doc) - {"implementation", "rules", "cases", "consequences"}
+    unknown = set(doc) - {"implementation", "rules", "cases", "consequences", "errors"}
     if unknown:
-        raise ExpectationsError(f"{p}: $.{sorted(unknown)[0]}: unknown key (expected implementation, rules, cases, consequences)")
-    exp = Expectations(str(doc.get("implementation", "")))
-    for key in ("rules", "cases"):
+        raise ExpectationsError(f"{p}: $.{sorted(unknown)[0]}: unknown key (expected implementation, rules, cases, "
+                                "errors, consequences)")
+    exp = Expectations(str(doc.get("implementation", "")), source=str(p))
+    for key in ("rules", "cases", "errors"):
         section = doc.get(key) or {}
         if not isinstance(section, dict):
             raise ExpectationsError(f"{p}: $.{key}: expected a mapping of id to reason")
@@ -113,7 +154,10 @@ def from_records(implementation: str, records: list[CaseRecord], previous: Expec
     previous = previous or Expectations()
     rule_reasons: dict[str, str] = {}
     case_reasons: dict[str, str] = {}
+    error_reasons: dict[str, str] = {}
     for c in records:
+        if c.outcome in (Outcome.ERROR, Outcome.XERROR) and c.iut_failure is None:
+            error_reasons.setdefault(c.id, previous.errors.get(c.id, _describe_error(c)))
         if c.outcome not in (Outcome.FAIL, Outcome.XFAIL):
             continue
         if c.failing_rules:
@@ -128,12 +172,19 @@ def from_records(implementation: str, records: list[CaseRecord], previous: Expec
         doc["rules"] = dict(sorted(rule_reasons.items(), key=lambda kv: int(kv[0][1:])))
     if case_reasons:
         doc["cases"] = dict(sorted(case_reasons.items()))
+    if error_reasons:
+        doc["errors"] = dict(sorted(error_reasons.items()))
     kept = {k: v for k, v in previous.consequences.items() if k in rule_reasons}
     if kept:
         doc["consequences"] = kept
     header = ("# Expected failures of this implementation, by rule id and by case id, each with the\n"
               "# observed behavior. Written by `dsh-conformance expectations update`; edit the reasons.\n")
     return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _describe_error(c: CaseRecord) -> str:
+    first = (c.message or "").splitlines()[0] if c.message else ""
+    return f"TODO explain: the implementation answers errored: {first[:200]}"
 
 
 def _describe(c: CaseRecord) -> str:

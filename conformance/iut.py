@@ -3,28 +3,55 @@
 ``ProcessIUT`` runs a command and speaks the protocol of ``conformance.protocol`` with it:
 it owns the timeouts, notices a crash, a hang, garbage on stdout or an answer to another
 sequence number, and can restart the process. ``InProcessIUT`` runs a Python callable the
-same way without a process (for Python implementations and the embedded oracle).
+same way without a process (for Python implementations and the embedded oracle), on a
+worker thread under the same timeout.
 
 Every failure of the IUT itself is an ``IUTFailure`` whose ``kind`` becomes the case's
 outcome (``timeout``, ``error``, ``invalid``).
+
+What is guaranteed, whatever the IUT does (the README's "Reliability" section):
+
+- no wait is unbounded: the handshake has ``start_timeout``, every run ``timeout`` (writing
+  the scenario to a process that does not read counts into it), a process that closes its
+  stdout or exits is noticed within ``EXIT_GRACE`` seconds even when a process it started
+  still holds the pipe;
+- a process IUT is started in a session of its own, and its whole process group is killed
+  when it is restarted and when it is closed: workers, shell wrappers and ``npm exec``
+  children go with it (a descendant that starts a session of its own escapes the group);
+- an in-process IUT that does not return in time is abandoned: its thread is asked to stop
+  (an exception raised inside it at its next Python instruction) and a fresh worker thread
+  serves the next case.
 """
 
 from __future__ import annotations
 
-import json
+import ctypes
 import os
 import queue
+import select
 import shlex
+import signal
 import subprocess
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 from pydantic import ValidationError
 
+from oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
+
 from .protocol import Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started
+
+DEFAULT_TIMEOUT = 30.0  # seconds per scenario
+DEFAULT_START_TIMEOUT = 60.0  # seconds for the handshake: a cold Node start on a loaded machine takes a while
+EXIT_GRACE = 2.0  # seconds between noticing the IUT's exit and deciding that no answer is coming
+STOP_GRACE = 5.0  # seconds an IUT has to exit after {"cmd":"stop"} before its group is killed
+MAX_LINE_BYTES = 64 * 1024 * 1024  # one protocol line from the IUT
+STDERR_TAIL_BYTES = 64 * 1024  # how much of the IUT's log is kept
+_POLL = 0.2  # seconds between looks at a silent process
 
 
 class IUTFailure(Exception):
@@ -40,6 +67,9 @@ class IUTFailure(Exception):
         self.restart = restart
 
 
+# The failures that count towards declaring an IUT broken (the runner's early stop).
+HARD_FAILURES = frozenset({"timeout", "crash", "start"})
+
 _SCHEMAS: dict[str, jsonschema.protocols.Validator] = {}
 
 
@@ -54,19 +84,44 @@ def _validate(name: str, doc: Any) -> None:
         raise IUTFailure("invalid", f"IUT sent invalid data at {path}: {error.message}")
 
 
+class _Log:
+    """The tail of a process's stderr, filled by its pump thread."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.lock = threading.Lock()
+
+    def add(self, chunk: bytes) -> None:
+        with self.lock:
+            self.data += chunk
+            if len(self.data) > 2 * STDERR_TAIL_BYTES:  # keep it bounded: a chatty IUT must not exhaust memory
+                del self.data[:-STDERR_TAIL_BYTES]
+
+    def text(self, lines: int = 50) -> str:
+        with self.lock:
+            data = bytes(self.data[-STDERR_TAIL_BYTES:])
+        return "".join(data.decode("utf-8", errors="replace").splitlines(keepends=True)[-lines:])
+
+
+_EOF = None  # the stdout pump's last item: end of stream
+_TOO_LONG: Any = object()  # a line over MAX_LINE_BYTES
+
+
 class ProcessIUT:
     """An IUT behind a command line (``argv``)."""
 
-    def __init__(self, argv: list[str] | str, timeout: float = 30.0, validate: bool = False,
-                 cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, argv: list[str] | str, timeout: float = DEFAULT_TIMEOUT, validate: bool = False,
+                 cwd: str | None = None, env: dict[str, str] | None = None,
+                 start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
         self.argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
         self.timeout = timeout
+        self.start_timeout = start_timeout
         self.validate = validate
         self.cwd = cwd
         self.env = env
-        self.proc: subprocess.Popen[str] | None = None
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: list[str] = []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lines: queue.Queue[Any] = queue.Queue()
+        self.log = _Log()
         self.started: Started | None = None
         self.restarts = 0
 
@@ -74,76 +129,95 @@ class ProcessIUT:
 
     def start(self) -> Started:
         try:
+            # A session of its own: the IUT and everything it starts form one process group
+            # that close() can end, and a Ctrl-C on the suite's terminal is the suite's to handle.
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, encoding="utf-8", errors="replace", bufsize=1, cwd=self.cwd,
-                env={**os.environ, **(self.env or {})})
-        except OSError as e:
-            raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {e.strerror or e}") from None
+                cwd=self.cwd, env={**os.environ, **(self.env or {})}, start_new_session=True)
+        except (OSError, ValueError) as e:
+            raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {getattr(e, 'strerror', None) or e}") from None
         self.lines = queue.Queue()
-        self.stderr = []
+        self.log = _Log()
         proc = self.proc
-        threading.Thread(target=self._pump_stdout, args=(proc, self.lines), daemon=True).start()
-        threading.Thread(target=self._pump_stderr, args=(proc, self.stderr), daemon=True).start()
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        os.set_blocking(proc.stdin.fileno(), False)  # writes are bounded by the deadline (_send)
+        threading.Thread(target=_pump_stdout, args=(proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=_pump_stderr, args=(proc.stderr, self.log), daemon=True).start()
         try:
-            self._send({"cmd": "start", "version": 1})
-            doc = self._receive("the handshake")
+            deadline = time.monotonic() + self.start_timeout
+            self._send({"cmd": "start", "version": 1}, deadline, "the handshake", self.start_timeout)
+            doc = self._receive("the handshake", deadline, self.start_timeout)
             if self.validate:
                 _validate("protocol-started", doc)
             self.started = parse_started(doc)
         except IUTFailure as e:
-            self.close()
+            self.close(graceful=False)
             raise IUTFailure("start", f"handshake failed: {e.message}", e.stderr) from None
         except ValidationError as e:
-            self.close()
-            raise IUTFailure("start", f"handshake failed: not a valid start answer: {_first_error(e)}",
-                             self.stderr_text()) from None
+            stderr = self.stderr_text()
+            self.close(graceful=False)
+            raise IUTFailure("start", f"handshake failed: not a valid start answer: {_first_error(e)}", stderr) from None
         return self.started
 
-    @staticmethod
-    def _pump_stdout(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)  # end of stream
-
-    @staticmethod
-    def _pump_stderr(proc: subprocess.Popen[str], sink: list[str]) -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if len(sink) < 2000:  # keep the log bounded: a chatty IUT must not exhaust memory
-                sink.append(line)
-
     def stderr_text(self) -> str:
-        return "".join(self.stderr[-50:])
+        return self.log.text()
 
-    def _send(self, msg: dict[str, Any]) -> None:
+    def _send(self, msg: dict[str, Any], deadline: float, what: str, limit: float) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(dumps(msg))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise IUTFailure("crash", f"the IUT exited (status {self.proc.poll()})", self.stderr_text()) from None
+        data = memoryview(dumps(msg).encode("utf-8"))
+        fd = self.proc.stdin.fileno()
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise IUTFailure("timeout", f"the IUT did not read {what} within {limit:g}s", self.stderr_text())
+            try:
+                _, writable, _ = select.select([], [fd], [], remaining)
+                if writable:
+                    data = data[os.write(fd, data):]
+            except BlockingIOError:
+                continue
+            except OSError:  # EPIPE: nobody reads the other end any more
+                status = self.proc.poll()
+                raise IUTFailure("crash", f"the IUT exited (status {status})" if status is not None else
+                                 "the IUT closed its stdin", self.stderr_text()) from None
 
-    def _receive(self, what: str) -> dict[str, Any]:
-        deadline = time.monotonic() + self.timeout
+    def _receive(self, what: str, deadline: float, limit: float) -> dict[str, Any]:
+        assert self.proc is not None
+        exited_at: float | None = None
         while True:
             remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise IUTFailure("timeout", f"no answer to {what} within {limit:g}s", self.stderr_text())
             try:
-                line = self.lines.get(timeout=max(remaining, 0.001))
+                line = self.lines.get(timeout=min(remaining, _POLL))
             except queue.Empty:
-                raise IUTFailure("timeout", f"no answer to {what} within {self.timeout:g}s", self.stderr_text()) from None
-            if line is None:
-                assert self.proc is not None
-                status = self.proc.wait()
+                status = self.proc.poll()
+                if status is not None:
+                    # It exited, but its stdout is still open: a process it started holds the pipe.
+                    exited_at = exited_at or time.monotonic()
+                    if time.monotonic() - exited_at >= EXIT_GRACE:
+                        raise IUTFailure("crash", f"the IUT exited (status {status}) before answering {what} "
+                                                  "(a process it started still holds its stdout)", self.stderr_text())
+                continue
+            if line is _EOF:
+                try:
+                    status = self.proc.wait(timeout=EXIT_GRACE)
+                except subprocess.TimeoutExpired:
+                    raise IUTFailure("crash", f"the IUT closed its stdout before answering {what} and did not exit",
+                                     self.stderr_text()) from None
                 raise IUTFailure("crash", f"the IUT exited (status {status}) before answering {what}",
                                  self.stderr_text())
+            if line is _TOO_LONG:
+                raise IUTFailure("protocol", f"a line on stdout longer than {MAX_LINE_BYTES} bytes", self.stderr_text())
             if not line.strip():
                 continue
             try:
-                doc = json.loads(line)
-            except json.JSONDecodeError:
-                raise IUTFailure("protocol", f"not a JSON line on stdout: {line[:200]!r}", self.stderr_text()) from None
+                doc = loads(line, MAX_MESSAGE_DEPTH)  # the input limits of oracle.jsonio
+            except InputLimitError as e:
+                if e.message.startswith("not JSON"):
+                    raise IUTFailure("protocol", f"not a JSON line on stdout: {line[:200]!r}", self.stderr_text()) from None
+                raise IUTFailure("protocol", f"an unreadable line on stdout ({e}): {line[:200]!r}",
+                                 self.stderr_text()) from None
             if not isinstance(doc, dict):
                 raise IUTFailure("protocol", f"not a JSON object on stdout: {line[:200]!r}", self.stderr_text())
             return doc
@@ -151,8 +225,9 @@ class ProcessIUT:
     def run(self, seq: int, scenario: dict[str, Any]) -> Traced | Skipped | Errored:
         if self.proc is None or self.proc.poll() is not None:
             self.restart()
-        self._send({"cmd": "run", "seq": seq, "scenario": scenario})
-        doc = self._receive(f"run {seq}")
+        deadline = time.monotonic() + self.timeout
+        self._send({"cmd": "run", "seq": seq, "scenario": scenario}, deadline, f"run {seq}", self.timeout)
+        doc = self._receive(f"run {seq}", deadline, self.timeout)
         if doc.get("seq") != seq:
             raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", self.stderr_text())
         if self.validate:
@@ -169,30 +244,42 @@ class ProcessIUT:
                              restart=False) from None
 
     def restart(self) -> Started:
-        self.close()
+        self.close(graceful=False)  # it hung, crashed or broke the protocol: no stop message
         self.restarts += 1
         return self.start()
 
-    def close(self) -> None:
+    def close(self, graceful: bool = True) -> None:
+        """End the IUT and its whole process group: asked to stop first when ``graceful``
+        (up to ``STOP_GRACE`` seconds), killed otherwise. Never waits unbounded."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            try:
-                assert proc.stdin is not None
-                proc.stdin.write(dumps({"cmd": "stop"}))
-                proc.stdin.flush()
-                proc.stdin.close()
-                proc.wait(timeout=2)
-            except (OSError, subprocess.TimeoutExpired, ValueError):
-                proc.kill()
-                proc.wait()
-        for stream in (proc.stdout, proc.stderr, proc.stdin):
-            try:
-                if stream is not None:
-                    stream.close()
+        assert proc.stdin is not None
+        if graceful and proc.poll() is None:
+            try:  # non-blocking: an IUT that does not read its input has no say in how long this takes
+                os.write(proc.stdin.fileno(), dumps({"cmd": "stop"}).encode())
             except OSError:
                 pass
+        try:
+            proc.stdin.close()  # end of input: an IUT that reads to the end exits
+        except OSError:
+            pass
+        if graceful:
+            try:
+                proc.wait(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                pass
+        # The group outlives its leader: children of an IUT that exited are still in it.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass  # a process in uninterruptible sleep: the kernel ends it when it can
+        # stdout and stderr are closed by their pump threads at end of stream: closing a
+        # stream another thread is blocked reading would block until that read returns.
 
     def __enter__(self) -> "ProcessIUT":
         self.start()
@@ -202,45 +289,173 @@ class ProcessIUT:
         self.close()
 
 
+def _pump_stdout(stream: Any, lines: queue.Queue[Any]) -> None:
+    try:
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            if len(line) > MAX_LINE_BYTES:
+                lines.put(_TOO_LONG)
+                break  # the IUT is restarted; what follows is not read
+            lines.put(line)
+    except (OSError, ValueError):
+        pass
+    finally:
+        lines.put(_EOF)
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _pump_stderr(stream: Any, log: _Log) -> None:
+    try:
+        while chunk := stream.read1(65536):
+            log.add(chunk)
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
 def _first_error(e: ValidationError) -> str:
     err = e.errors(include_url=False)[0]
     path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
     return f"{path}: {err['msg']}"
 
 
-class InProcessIUT:
-    """A Python implementation called directly: ``answer(seq, scenario) -> answer dict``."""
+# ------------------------------------------------------------------------------ in-process
 
-    def __init__(self, started: dict[str, Any], answer: Callable[[int, dict[str, Any]], dict[str, Any]],
-                 validate: bool = False) -> None:
+class _Abandoned(SystemExit):
+    """Raised inside an abandoned worker thread to stop what it runs: not an Exception, so
+    that an implementation's ``except Exception`` does not swallow it, and a SystemExit, so
+    that a thread it ends is ended silently."""
+
+
+class _Worker:
+    """A daemon thread that runs calls one at a time, so that the caller can stop waiting."""
+
+    def __init__(self) -> None:
+        self.inbox: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[str, Any, str]]]] = queue.Queue()
+        self.thread = threading.Thread(target=self._serve, daemon=True, name="dsh-conformance in-process IUT")
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, reply = self.inbox.get()
+            try:
+                reply.put(("ok", fn(), ""))
+            except _Abandoned:
+                return
+            except BaseException as e:  # noqa: BLE001 - whatever the implementation raises is its crash
+                reply.put(("raised", e, traceback.format_exc()))
+                if not isinstance(e, Exception):
+                    return  # SystemExit and the like: this thread is done
+
+    def call(self, fn: Callable[[], Any], timeout: float) -> tuple[str, Any, str]:
+        reply: queue.Queue[tuple[str, Any, str]] = queue.Queue()
+        self.inbox.put((fn, reply))
+        try:
+            return reply.get(timeout=timeout)
+        except queue.Empty:
+            return ("timeout", None, "")
+
+    def abandon(self) -> None:
+        """Ask the thread to stop at its next Python instruction (it cannot be killed)."""
+        ident = self.thread.ident
+        if ident is not None and self.thread.is_alive():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(_Abandoned))
+
+
+class InProcessIUT:
+    """A Python implementation called directly: ``answer(seq, scenario) -> answer dict``;
+    ``started`` is the handshake answer or a function returning it. Each call runs on a
+    worker thread under ``timeout``; an exception is the implementation's crash."""
+
+    def __init__(self, started: dict[str, Any] | Callable[[], dict[str, Any]],
+                 answer: Callable[[int, dict[str, Any]], dict[str, Any]], validate: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT, start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
         self._started = started
         self._answer = answer
         self.validate = validate
+        self.timeout = timeout
+        self.start_timeout = start_timeout
         self.started: Started | None = None
         self.restarts = 0
+        self._worker: _Worker | None = None
+
+    def _call(self, fn: Callable[[], Any], limit: float, what: str, kind: str) -> Any:
+        if self._worker is None:
+            self._worker = _Worker()
+        status, value, tb = self._worker.call(fn, limit)
+        if status == "ok":
+            return value
+        if status == "timeout":
+            self._worker.abandon()
+            self._worker = None
+            raise IUTFailure(kind if kind == "start" else "timeout",
+                             f"no answer to {what} within {limit:g}s (the call was abandoned)")
+        if not isinstance(value, Exception):
+            self._worker = None  # its thread ended
+        raise IUTFailure(kind, f"{what} raised {type(value).__name__}: {value}", tb)
 
     def start(self) -> Started:
-        self.started = parse_started(self._started)
+        started = self._started
+        if callable(started):
+            try:
+                doc = self._call(started, self.start_timeout, "started()", "start")
+            except IUTFailure as e:
+                raise IUTFailure("start", f"handshake failed: {e.message}", e.stderr) from None
+        else:
+            doc = started
+        try:
+            if self.validate:
+                _validate("protocol-started", doc)
+            self.started = parse_started(doc)
+        except (ValidationError, IUTFailure) as e:
+            detail = _first_error(e) if isinstance(e, ValidationError) else e.message
+            raise IUTFailure("start", f"handshake failed: not a valid start answer: {detail}") from None
         return self.started
 
     def run(self, seq: int, scenario: dict[str, Any]) -> Traced | Skipped | Errored:
-        doc = self._answer(seq, scenario)
+        doc = self._call(lambda: self._answer(seq, scenario), self.timeout, f"run {seq}", "crash")
+        if not isinstance(doc, dict):
+            raise IUTFailure("protocol", f"answer() returned {type(doc).__name__}, not a dict", restart=False)
+        if doc.get("seq") != seq:
+            raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", restart=False)
         if self.validate:
-            _validate("protocol-answer", doc)
+            try:
+                _validate("protocol-answer", doc)
+            except IUTFailure as e:
+                e.restart = False
+                raise
         try:
             return parse_answer(doc)
         except ValidationError as e:
-            raise IUTFailure("invalid" if self.validate else "protocol", f"IUT sent invalid data: {_first_error(e)}") from None
+            raise IUTFailure("invalid" if self.validate else "protocol", f"IUT sent invalid data: {_first_error(e)}",
+                             restart=False) from None
 
     def restart(self) -> Started:
+        if self._worker is not None and not self._worker.thread.is_alive():
+            self._worker = None
         self.restarts += 1
         return self.start()
 
-    def close(self) -> None:
-        pass
+    def close(self, graceful: bool = True) -> None:
+        if self._worker is not None:
+            self._worker.inbox.put((_stop, queue.Queue()))  # an idle worker waits on its inbox
+            self._worker = None
 
 
-def embedded_oracle(validate: bool = False) -> InProcessIUT:
+def _stop() -> None:
+    raise _Abandoned()
+
+
+def embedded_oracle(validate: bool = False, timeout: float = DEFAULT_TIMEOUT) -> InProcessIUT:
     from oracle.serve import answer, started
 
-    return InProcessIUT(started(), answer, validate)
+    return InProcessIUT(started, answer, validate, timeout)

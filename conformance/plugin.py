@@ -2,8 +2,12 @@
 
 With ``--dsh-impl`` the session collects the suite (``conformance/suite_tests.py``): one
 test per corpus case, marked with the rules it cites, and one property test. Outcomes map
-onto pytest's: pass; fail; expected failures (``--dsh-expectations``) as xfail; a skipped
-scenario or a profile the IUT does not support as skip; a broken IUT as an error.
+onto pytest's: pass; fail; expected failures and errors (``--dsh-expectations``) as xfail;
+a skipped scenario or a profile the IUT does not support as skip; a broken IUT as an error.
+
+Only the suite is collected, unless test paths are given on the command line: run from a
+project's root, ``pytest --dsh-impl CMD`` must not also run that project's own tests (its
+``testpaths``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dsh-impl", help="the implementation under test: oracle, dsh, py:MODULE or a command line")
     group.addoption("--dsh-profile", action="append", choices=["core", "reference", "loop", "code-mode"],
                     help="profiles to check (repeatable; default core, reference, loop)")
-    group.addoption("--dsh-expectations", help="a YAML file of expected failures")
+    group.addoption("--dsh-expectations", help="a YAML file of expected failures and errors")
     group.addoption("--dsh-examples", type=int, default=100, help="generated scenarios (default 100)")
-    group.addoption("--dsh-seed", type=int, default=0)
-    group.addoption("--dsh-timeout", type=float, default=30.0)
+    group.addoption("--dsh-seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
+    group.addoption("--dsh-timeout", type=float, default=30.0, help="seconds an IUT may take per scenario (default 30)")
+    group.addoption("--dsh-give-up-after", type=int, default=5,
+                    help="declare the IUT broken after N consecutive timeouts or crashes (default 5; 0: never)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the spec rules (P1..Pn) a test checks")
     if config.getoption("--dsh-impl"):
-        config.args.append(str(SUITE))
+        from .rules import ORACLE_PROFILES
+
+        for p in config.getoption("--dsh-profile") or []:
+            if p not in ORACLE_PROFILES:
+                raise pytest.UsageError(f"--dsh-profile {p}: the oracle does not implement this profile yet")
+        if config.getoption("--dsh-examples") < 0 or config.getoption("--dsh-timeout") <= 0:
+            raise pytest.UsageError("--dsh-examples must be at least 0 and --dsh-timeout positive")
+        if config.args_source == pytest.Config.ArgsSource.ARGS:
+            config.args.append(str(SUITE))  # paths the user named, and the suite
+        else:
+            config.args[:] = [str(SUITE)]  # not the testpaths of the project it is run from

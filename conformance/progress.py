@@ -75,8 +75,9 @@ class Progress:
                 self.expected += 1
             elif outcome == Outcome.FAIL or outcome in BROKEN:
                 self.failed += 1
-                # The first unexpected failure among generated scenarios is shrunk next.
-                self.shrinking = self.name == "generated"
+                # The first unexpected divergence among generated scenarios is shrunk next
+                # (a timeout, a crash or an error is recorded as drawn, never shrunk).
+                self.shrinking = self.name == "generated" and outcome == Outcome.FAIL
 
     def close(self) -> None:
         self._stop.set()

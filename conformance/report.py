@@ -20,12 +20,15 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, decode_utf8, loads
 
 from . import __version__
+from .outputs import write_atomic
 from .protocol import PROTOCOL_VERSION
 from .rules import INDEX, rules
 
@@ -41,12 +44,15 @@ class Outcome(str, Enum):
     TIMEOUT = "timeout"
     INVALID = "invalid"  # the IUT sent data that breaks the protocol schemas (--validate)
     NOT_SCORED = "not-scored"  # the case needs a profile the IUT does not support
+    XERROR = "expected-error"  # an error the expectations file lists
+    NOT_RUN = "not-run"  # the run stopped before this case: the IUT was declared broken
 
 
 BROKEN = frozenset({Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID})
-# How a rule's cases combine into the rule's outcome: the first that any case has wins.
-RULE_PRECEDENCE = (Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID, Outcome.XFAIL,
-                   Outcome.PASS, Outcome.SKIP, Outcome.NOT_SCORED)
+# How a rule's cases combine into the rule's outcome: the first that any case has wins. A rule
+# with a case that never ran is not called passing.
+RULE_PRECEDENCE = (Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID, Outcome.XFAIL, Outcome.XERROR,
+                   Outcome.NOT_RUN, Outcome.PASS, Outcome.SKIP, Outcome.NOT_SCORED)
 
 
 class _Model(BaseModel):
@@ -85,6 +91,9 @@ class CaseRecord(_Model):
     # Portable: a corpus case's path relative to its corpus, a saved case's relative to the run.
     case_file: str | None = None
     duration_ms: int = 0
+    # What the IUT did wrong when it broke its promises (the outcome is then error, timeout or
+    # invalid): start, timeout, crash, protocol, invalid. Absent for an answered error.
+    iut_failure: str | None = None
     # What a view needs to show why a case did not pass (``conformance.evidence``); only
     # non-passing cases carry it.
     scenario: dict[str, Any] | None = Field(None, description="the case itself, for a generated or replayed case")
@@ -101,6 +110,7 @@ class Footer(_Model):
     stale: list[str] = Field(default_factory=list)
     exit: int
     finished: str
+    stopped: str | None = None  # why the run ended early (the IUT declared broken, an interrupt)
 
 
 Record = Header | CaseRecord | Footer
@@ -128,17 +138,30 @@ def now() -> str:
 
 
 class ReportWriter:
-    """Writes records as they come, flushed line by line."""
+    """Writes the report at ``path`` as records come, so that it is never torn: after a
+    record the whole file is replaced (a temporary file renamed onto it), at once for the
+    header and the footer and otherwise at most every ``interval`` seconds. A reader, or a
+    run killed at any moment, finds a valid report of the cases decided until then (a
+    killed run's has no footer, and lacks at most the last ``interval``'s cases)."""
 
-    def __init__(self, stream: TextIO | None) -> None:
-        self.stream = stream
+    def __init__(self, path: str | Path | None, interval: float = 0.2) -> None:
+        self.path = Path(path) if path is not None else None
+        self.interval = interval
+        self.lines: list[str] = []
+        self.published = 0.0
 
     def write(self, record: BaseModel) -> None:
-        if self.stream is None:
+        if self.path is None:
             return
-        self.stream.write(json.dumps(record.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
+        self.lines.append(json.dumps(record.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
                                      separators=(",", ":")) + "\n")
-        self.stream.flush()
+        if not isinstance(record, CaseRecord) or time.monotonic() - self.published >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.path is not None:
+            write_atomic(self.path, "".join(self.lines))
+            self.published = time.monotonic()
 
 
 @dataclass
@@ -159,23 +182,42 @@ class ReportError(ValueError):
 
 
 def read_report(path: str | Path) -> Report:
-    """Read a report; a partial one (no footer) is fine. Errors name the file and line."""
+    """Read a report; a partial one (no footer) is fine. Errors name the file and line, and
+    say what is wrong in one line."""
     header: Header | None = None
     cases: list[CaseRecord] = []
     footer: Footer | None = None
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise ReportError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        lines = decode_utf8(data).splitlines()
+    except InputLimitError as e:
+        raise ReportError(f"{path}: {e.message}") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rec = _RECORD.validate_json(line)
-        except ValueError as e:
-            if n == len(lines):
-                break  # a run killed mid-write leaves a torn last line
-            raise ReportError(f"{path}:{n}: not a report record: {str(e).splitlines()[0]}") from None
+            doc = loads(line, _RECORD_DEPTH)
+        except InputLimitError as e:
+            if n == len(lines) and e.message.startswith("not JSON"):
+                break  # a run killed mid-write by an older writer leaves a torn last line
+            raise ReportError(f"{path}:{n}: not a report record: {e.message}") from None
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if kind not in _KINDS:
+            raise ReportError(f"{path}:{n}: not a report record (an object whose kind is header, case or footer)")
+        if header is None and kind != "header":
+            raise ReportError(f"{path}:{n}: not a report record here: a report starts with its header, not a {kind} record")
+        if kind == "header" and doc.get("format") != REPORT_FORMAT:
+            raise ReportError(f"{path}:{n}: a report of format {doc.get('format')!r}; this suite reads "
+                              f"{REPORT_FORMAT} (written by dsh-conformance {__version__})")
+        try:
+            rec = _KINDS[kind].validate_python(doc)
+        except ValidationError as e:
+            err = e.errors(include_url=False)[0]
+            where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+            raise ReportError(f"{path}:{n}: not a report record: {kind} record {where}: {err['msg']}") from None
         if isinstance(rec, Header):
             header = rec
         elif isinstance(rec, CaseRecord):
@@ -185,6 +227,11 @@ def read_report(path: str | Path) -> Report:
     if header is None:
         raise ReportError(f"{path}: no header record")
     return Report(str(path), header, cases, footer)
+
+
+_KINDS: dict[str, TypeAdapter[Any]] = {"header": TypeAdapter(Header), "case": TypeAdapter(CaseRecord),
+                                       "footer": TypeAdapter(Footer)}
+_RECORD_DEPTH = MAX_MESSAGE_DEPTH + 8  # a case record holds the trace items of its divergence
 
 
 INCONCLUSIVE = "inconclusive"  # a rule whose every case failed first on another rule
@@ -216,7 +263,7 @@ def matrix(reports: list[Report]) -> list[dict[str, Any]]:
     for r in reports:
         index: dict[str, list[CaseRecord]] = {}
         for c in r.cases:
-            if c.outcome in (Outcome.FAIL, Outcome.XFAIL) or c.outcome in BROKEN:
+            if c.outcome in (Outcome.FAIL, Outcome.XFAIL, Outcome.XERROR) or c.outcome in BROKEN:
                 for rule in (c.failing_rules or c.rules):
                     index.setdefault(rule, []).append(c)
         failing.append(index)
@@ -355,7 +402,7 @@ def render_junit(report: Report) -> str:
         elif c.outcome in BROKEN:
             counts["errors"] += 1
             ET.SubElement(tc, "error", message=c.outcome.value).text = text
-        elif c.outcome in (Outcome.SKIP, Outcome.NOT_SCORED, Outcome.XFAIL):
+        elif c.outcome in (Outcome.SKIP, Outcome.NOT_SCORED, Outcome.XFAIL, Outcome.XERROR, Outcome.NOT_RUN):
             counts["skipped"] += 1
             ET.SubElement(tc, "skipped", message=c.expected_reason or c.message or c.outcome.value)
     for k, v in counts.items():

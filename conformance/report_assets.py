@@ -26,8 +26,8 @@ white-space:nowrap;margin:1px 0}
 .badge.pass,.cell.pass{background:var(--pass-bg);color:var(--pass)}
 .badge.fail,.badge.error,.badge.timeout,.badge.invalid,.cell.fail,.cell.error,.cell.timeout,.cell.invalid
 {background:var(--fail-bg);color:var(--fail)}
-.badge.expected-fail,.cell.expected-fail{background:var(--xfail-bg);color:var(--xfail)}
-.cell.skip,.cell.not-scored,.cell.no-case,.cell.inconclusive{color:var(--muted)}
+.badge.expected-fail,.cell.expected-fail,.badge.expected-error,.cell.expected-error{background:var(--xfail-bg);color:var(--xfail)}
+.cell.skip,.cell.not-scored,.cell.no-case,.cell.inconclusive,.cell.not-run{color:var(--muted)}
 table.scores{border-collapse:collapse;margin:8px 0}
 table.scores th,table.scores td{padding:2px 8px;text-align:left}
 td.score{font-variant-numeric:tabular-nums;font-weight:600}

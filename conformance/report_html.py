@@ -49,7 +49,7 @@ from .scores import scores
 from .trace_lanes import Lane, divergences, lanes
 
 FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
-SHOWN = FAILING | {Outcome.XFAIL.value}  # cells that open a detail view
+SHOWN = FAILING | {Outcome.XFAIL.value, Outcome.XERROR.value}  # cells that open a detail view
 
 
 def esc(v: Any) -> str:

@@ -4,10 +4,13 @@ For each case the runner computes the oracle's trace in-process, asks the IUT fo
 own, compares the two under the case's profiles (``conformance.compare``), checks the
 oracle-independent invariants on the IUT's trace (``conformance.invariants``), and applies
 the expectations. Every decided case is written to the report at once. A crashed or hung
-IUT is restarted and the run goes on.
+IUT is restarted and the run goes on, until ``give_up_after`` consecutive timeouts or
+crashes declare it broken: the cases left are then recorded as ``not-run``.
 
-Property runs generate scenarios with hypothesis; the first failing one is shrunk to a
-minimal case and saved as a replayable case file.
+Property runs generate scenarios with hypothesis; the first unexpected failure (a
+divergence or a broken invariant) is shrunk to a minimal case and saved as a replayable
+case file. Timeouts, crashes and errors are never shrunk: each generated scenario that
+met one is recorded and saved as it was drawn.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from oracle import Scenario, parse_scenario, run_scenario
+from oracle import Scenario, ScenarioRunError, parse_scenario, run_scenario
 from oracle.trace import Trace
 
 from .compare import first_divergence
 from .evidence import evidence
 from .expectations import Expectations
-from .iut import InProcessIUT, IUTFailure, ProcessIUT
+from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
+from .outputs import write_atomic
 from .portable import portable_path, scrub
 from .progress import Progress
 from .protocol import Errored, Skipped
@@ -34,21 +38,31 @@ from .rules import profiles_needed
 
 IUT = ProcessIUT | InProcessIUT
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+DEFAULT_GIVE_UP_AFTER = 5  # consecutive timeouts or crashes that declare an IUT broken
 _IUT_KIND = {"timeout": Outcome.TIMEOUT, "invalid": Outcome.INVALID}
+JUDGED = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.XFAIL})
 
 
 def _invariants(scenario: Scenario, trace: Trace) -> list[dict[str, str]]:
-    try:
-        from .invariants import check
-    except ImportError:  # the invariants module is optional while it is being written
-        return []
+    from .invariants import check
+
     return [{"rule": v.rule, "message": v.message} for v in check(scenario, trace)]
+
+
+class _GiveUp(BaseException):
+    """Ends a property run at once (hypothesis re-raises a BaseException without shrinking)."""
+
+
+def content_id(doc: dict[str, Any]) -> str:
+    """The id of a generated case: a hash of its content, stable across runs and machines."""
+    return "prop-" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
 
 
 class Runner:
     def __init__(self, iut: IUT, profiles: set[str], expectations: Expectations | None = None,
-                 writer: ReportWriter | None = None, failures_dir: Path | None = None) -> None:
+                 writer: ReportWriter | None = None, failures_dir: Path | None = None,
+                 give_up_after: int = DEFAULT_GIVE_UP_AFTER) -> None:
         self.iut = iut
         started = iut.started
         assert started is not None, "start the IUT first"
@@ -56,42 +70,55 @@ class Runner:
         self.expectations = expectations or Expectations()
         self.writer = writer or ReportWriter(None)
         self.failures_dir = failures_dir
+        self.give_up_after = give_up_after
         self.records: list[CaseRecord] = []
+        self.saved: list[tuple[str, str]] = []  # (what, path) of every case file written
         self.seq = 0
         self.broken = False  # the IUT crashed, hung or broke the protocol at least once
+        self.consecutive = 0  # timeouts and crashes in a row
+        self.gave_up: str | None = None  # why the remaining cases are not run
+        self.judged = 0  # cases whose answer was judged (pass or fail)
+        self.errors = 0  # cases the IUT answered with an error
 
     # ------------------------------------------------------------------ one case
 
     def decide(self, case_id: str, doc: dict[str, Any], source: str, case_file: str | None = None,
-               scenario: Scenario | None = None) -> CaseRecord:
-        """Run one scenario document against the IUT and decide its outcome (not recorded)."""
+               scenario: Scenario | None = None, expected: Trace | None = None) -> CaseRecord:
+        """Run one scenario document against the IUT and decide its outcome (not recorded).
+        Raises ScenarioRunError when the oracle cannot run the scenario to an end."""
         t0 = time.monotonic()
         scenario = scenario or parse_scenario(doc)
         rules = list(scenario.rules)
         needed = profiles_needed(rules) if rules else {"core"}
         base = {"id": case_id, "source": source, "rules": rules, "case_file": case_file}
+        if self.gave_up:
+            return CaseRecord(**base, outcome=Outcome.NOT_RUN, message=self.gave_up)
         if not needed <= self.iut_profiles:
             missing = ", ".join(sorted(needed - self.iut_profiles))
             return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs profile {missing}")
-        expected = run_scenario(scenario)
+        if expected is None:
+            expected = run_scenario(scenario)
         self.seq += 1
         try:
             answer = self.iut.run(self.seq, doc)
         except IUTFailure as e:
-            self.broken = True
-            outcome = _IUT_KIND.get(e.kind, Outcome.ERROR)
-            if e.restart:
-                self._restart()
-            message = scrub(f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else ""))
-            return CaseRecord(**base, outcome=outcome, message=message, duration_ms=_ms(t0),
-                              **evidence(doc, source))
+            return self._iut_failed(e, base, t0, doc)
+        self.consecutive = 0
         if isinstance(answer, Skipped):
             return CaseRecord(**base, outcome=Outcome.SKIP, message=answer.reason, duration_ms=_ms(t0))
         if isinstance(answer, Errored):
-            return CaseRecord(**base, outcome=Outcome.ERROR, message=answer.message, duration_ms=_ms(t0),
-                              **evidence(doc, source))
-        divergence = first_divergence(expected, answer.trace, needed)
-        violations = _invariants(scenario, answer.trace)
+            self.errors += 1
+            reason = self.expectations.error_reason(case_id)
+            return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR, message=answer.message,
+                              expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, source))
+        try:
+            divergence = first_divergence(expected, answer.trace, needed)
+            violations = _invariants(scenario, answer.trace)
+        except Exception as e:  # noqa: BLE001 - an answer the comparison cannot take is not judged
+            self.errors += 1
+            return CaseRecord(**base, outcome=Outcome.ERROR, duration_ms=_ms(t0),
+                              message=f"cannot judge the answer: {type(e).__name__}: {e}", **evidence(doc, source))
+        self.judged += 1
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
         # A divergence without rules of its own (a different final outcome) is put down to the
@@ -104,6 +131,23 @@ class Runner:
                           expected_reason=reason, duration_ms=_ms(t0),
                           message=divergence.describe() if divergence else violations[0]["message"],
                           **evidence(doc, source, needed, expected, answer.trace))
+
+    def _iut_failed(self, e: IUTFailure, base: dict[str, Any], t0: float, doc: dict[str, Any]) -> CaseRecord:
+        self.broken = True
+        outcome = _IUT_KIND.get(e.kind, Outcome.ERROR)
+        if e.kind in HARD_FAILURES:
+            self.consecutive += 1
+        else:
+            self.consecutive = 0  # it answered, wrongly: it is not hung or gone
+        if self.give_up_after and self.consecutive >= self.give_up_after:
+            self.gave_up = (f"not run: the implementation was declared broken after {self.consecutive} "
+                            "consecutive timeouts or crashes (--give-up-after)")
+            self.iut.close(graceful=False)
+        elif e.restart and e.kind != "start":  # a failed start is tried again by the next case, not twice
+            self._restart()
+        message = scrub(f"{e.kind}: {e.message}" + (f"\nstderr:\n{e.stderr}" if e.stderr else ""))
+        return CaseRecord(**base, outcome=outcome, message=message, iut_failure=e.kind, duration_ms=_ms(t0),
+                          **evidence(doc, base["source"]))
 
     def record(self, rec: CaseRecord) -> CaseRecord:
         self.records.append(rec)
@@ -118,11 +162,12 @@ class Runner:
 
     # ------------------------------------------------------------------ the corpus
 
-    def run_cases(self, cases: Iterable[tuple[str, dict[str, Any], str | None]], progress: Progress | None = None) -> None:
+    def run_cases(self, cases: Iterable[tuple[str, dict[str, Any], str | None]], progress: Progress | None = None,
+                  expected: dict[str, Trace] | None = None) -> None:
         for case_id, doc, path in cases:
             if progress:
                 progress.begin(case_id)
-            rec = self.record(self.decide(case_id, doc, "corpus", path))
+            rec = self.record(self.decide(case_id, doc, "corpus", path, expected=(expected or {}).get(case_id)))
             if progress:
                 progress.done(rec.outcome)
 
@@ -130,61 +175,137 @@ class Runner:
 
     def run_properties(self, examples: int, seed: int, profiles: frozenset[str],
                        progress: Progress | None = None) -> CaseRecord | None:
-        """Generate ``examples`` scenarios; shrink the first unexpected failure and record it."""
+        """Generate ``examples`` scenarios; shrink the first unexpected failure and record it.
+        A generated scenario the IUT timed out, crashed or errored on is recorded unshrunk."""
         from hypothesis import HealthCheck, find, settings
         from hypothesis.errors import NoSuchExample
         import random
 
-        from .strategies import scenarios
+        from .strategies import Example, examples as drawn
 
-        count = 0
+        if self.gave_up:
+            return self.record(CaseRecord(id=f"generated-seed-{seed}", source="property", rules=[],
+                                          outcome=Outcome.NOT_RUN, message=self.gave_up))
+        count = 0  # scenarios drawn until the first failure
+        attempts = 0  # shrinking attempts after it
+        best: tuple[dict[str, Any], CaseRecord] | None = None  # the smallest failing scenario so far
 
-        def fails(doc: dict[str, Any]) -> bool:
-            nonlocal count
-            count += 1
+        def fails(example: Example) -> bool:
+            nonlocal count, attempts, best
+            if self.gave_up:
+                raise _GiveUp()
+            if best is None:
+                count += 1
+            else:
+                attempts += 1
             if progress:
-                progress.begin(f"generated scenario {count}")
-            rec = self.decide("generated", doc, "property")
+                progress.begin(f"generated scenario {count}" if best is None else f"shrinking: attempt {attempts}")
+            rec = self.decide(content_id(example.doc), example.doc, "property", scenario=example.scenario,
+                              expected=example.trace)
             if progress:
                 progress.done(rec.outcome)
-            return rec.outcome in (Outcome.FAIL, *BROKEN)
+            if rec.outcome == Outcome.FAIL:  # only a divergence is shrunk
+                best = (example.doc, rec)
+                return True
+            if rec.outcome in (*BROKEN, Outcome.XERROR) and best is None:
+                self._record_drawn(example.doc, rec, seed)
+            if self.gave_up:
+                raise _GiveUp()
+            return False
 
         cfg = settings(max_examples=examples, database=None, deadline=None,
                        suppress_health_check=list(HealthCheck))
         t0 = time.monotonic()
-        try:
-            minimal = find(scenarios(profiles), fails, settings=cfg, random=random.Random(seed))
-        except NoSuchExample:
-            return self.record(CaseRecord(
-                id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.PASS,
-                message=f"{count} generated scenarios, no unexpected failure", duration_ms=_ms(t0)))
-        case_id = "prop-" + hashlib.sha256(json.dumps(minimal, sort_keys=True).encode()).hexdigest()[:12]
-        doc = {**minimal, "id": case_id, "title": "shrunk counterexample of a property run", "seed": seed}
-        path = self._save(case_id, doc)
+        with _hypothesis_home():
+            try:
+                minimal = find(drawn(profiles), fails, settings=cfg, random=random.Random(seed))
+            except NoSuchExample:
+                return self.record(CaseRecord(
+                    id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.PASS,
+                    message=f"{count} generated scenarios, no unexpected failure", duration_ms=_ms(t0)))
+            except _GiveUp:
+                if best is None:
+                    return self.record(CaseRecord(
+                        id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_RUN,
+                        message=f"stopped after {count} generated scenarios; {self.gave_up}", duration_ms=_ms(t0)))
+                minimal = None
+        if minimal is not None:
+            doc = minimal.doc
+        else:
+            assert best is not None
+            doc = best[0]
+        case_id = content_id(doc)
+        doc = {**doc, "id": case_id, "title": "shrunk counterexample of a property run", "seed": seed}
+        path = self._save(case_id, doc, "shrunk counterexample")
+        if minimal is None and best is not None:  # the IUT was declared broken while shrinking
+            return self.record(best[1].model_copy(update={"id": case_id, "case_file": path}))
         return self.record(self.decide(case_id, doc, "property", path))
 
-    def _save(self, case_id: str, doc: dict[str, Any]) -> str | None:
-        """Write a failing example as a case file that ``dsh-conformance replay`` re-runs."""
+    def _record_drawn(self, doc: dict[str, Any], rec: CaseRecord, seed: int) -> None:
+        """Record a generated scenario the IUT could not answer, as drawn (never shrunk)."""
+        case_id = rec.id
+        if any(r.id == case_id for r in self.records):
+            return  # drawn again
+        doc = {**doc, "id": case_id, "title": f"generated scenario that ended in {rec.outcome.value}", "seed": seed}
+        path = self._save(case_id, doc, f"generated scenario ({rec.outcome.value})")
+        self.record(rec.model_copy(update={"case_file": path}))
+
+    def _save(self, case_id: str, doc: dict[str, Any], what: str = "shrunk counterexample") -> str | None:
+        """Write a generated case as a case file that ``dsh-conformance replay`` re-runs."""
         if self.failures_dir is None:
             return None
         self.failures_dir.mkdir(parents=True, exist_ok=True)
         path = self.failures_dir / f"{case_id}.json"
-        path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        self.saved.append((what, str(path)))
         return portable_path(path)
 
     # ------------------------------------------------------------------ the end
 
-    def finish(self) -> Footer:
+    def exit_code(self) -> int:
+        """3: the IUT is broken (crashed, hung, broke the protocol, was given up on, or
+        errored on every case it was asked); 1: unexpected failures or errors, or stale
+        expectations; 0 otherwise."""
+        if self.broken or self.gave_up or (self.errors and not self.judged
+                                           and any(r.outcome == Outcome.ERROR for r in self.records)):
+            return EXIT_BROKEN
+        unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)
+        return EXIT_FAIL if unexpected or self.expectations.stale(self.records) else EXIT_OK
+
+    def finish(self, code: int | None = None, stopped: str | None = None) -> Footer:
         counts: dict[str, int] = {}
         for r in self.records:
             counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
-        stale = self.expectations.stale(self.records)
-        failed = any(r.outcome == Outcome.FAIL for r in self.records) or bool(stale)
-        code = EXIT_BROKEN if self.broken else (EXIT_FAIL if failed else EXIT_OK)
         footer = Footer(counts=counts, rules=rule_outcomes(self.records),
-                        stale=stale, exit=code, finished=now())
+                        stale=self.expectations.stale(self.records),
+                        exit=self.exit_code() if code is None else code, finished=now(),
+                        stopped=stopped or self.gave_up)
         self.writer.write(footer)
         return footer
+
+
+class _hypothesis_home:
+    """Hypothesis keeps caches in ``.hypothesis/`` of the current directory; a run of the
+    suite must not leave one wherever it is started: point it at a temporary directory
+    (unless HYPOTHESIS_STORAGE_DIRECTORY says where)."""
+
+    def __enter__(self) -> None:
+        import os
+        import tempfile
+
+        from hypothesis import configuration
+
+        self.tmp = None if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY") else tempfile.TemporaryDirectory(
+            prefix="dsh-conformance-hypothesis-")
+        if self.tmp is not None:
+            configuration.set_hypothesis_home_dir(self.tmp.name)
+
+    def __exit__(self, *exc: object) -> None:
+        from hypothesis import configuration
+
+        if self.tmp is not None:
+            configuration.set_hypothesis_home_dir(None)
+            self.tmp.cleanup()
 
 
 def _ms(t0: float) -> int:
@@ -197,9 +318,24 @@ def corpus_items(directory: Path) -> list[tuple[str, dict[str, Any], str]]:
 
     items = []
     for path in sorted(directory.glob("*.json")):
-        case = load_case(path)  # validates the id, the rules and the scenario
-        items.append((case.id, json.loads(path.read_text(encoding="utf-8")), path.name))
+        case = load_case(path)  # validates the id, the rules and the scenario, within the input limits
+        items.append((case.id, case.document, path.name))
     return items
 
 
-__all__ = ["Runner", "Progress", "corpus_items", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_BROKEN"]
+def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Path) -> dict[str, Trace]:
+    """The oracle's trace of every case, before any work: a case that cannot run to an end
+    is a bad input file (ScenarioFileError), not a verdict on the implementation."""
+    from oracle import ScenarioFileError
+
+    out = {}
+    for case_id, doc, path in items:
+        try:
+            out[case_id] = run_scenario(parse_scenario(doc))
+        except ScenarioRunError as e:
+            raise ScenarioFileError(str(directory / path), "$", str(e)) from None
+    return out
+
+
+__all__ = ["Runner", "Progress", "corpus_items", "expected_traces", "content_id", "DEFAULT_GIVE_UP_AFTER",
+           "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_BROKEN", "EXIT_INTERRUPTED"]

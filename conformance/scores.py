@@ -3,7 +3,9 @@
 A rule is *scored* when the run decided it: its outcome (``report.rule_outcomes``) is a
 pass, a failure (expected or not) or a broken case. Rules without a case, skipped, not
 scored (a profile the implementation does not support) or inconclusive (every case citing
-them failed first on another rule) are left out. An expected failure does not pass.
+them failed first on another rule) are left out. An expected failure or error does not
+pass, nor does a rule whose cases were not run (the run stopped early): it was meant to be
+decided.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from .report import INCONCLUSIVE, Outcome, Report, rule_outcomes
 from .rules import PROFILES, rules
 
 SCORED = frozenset({Outcome.PASS.value, Outcome.FAIL.value, Outcome.XFAIL.value, Outcome.ERROR.value,
-                    Outcome.TIMEOUT.value, Outcome.INVALID.value})
+                    Outcome.TIMEOUT.value, Outcome.INVALID.value, Outcome.XERROR.value, Outcome.NOT_RUN.value})
 assert INCONCLUSIVE not in SCORED
 
 

@@ -23,7 +23,7 @@ def dsh_runner(request: pytest.FixtureRequest):
     iut.start()
     path = opt("--dsh-expectations")
     runner = Runner(iut, set(opt("--dsh-profile") or ORACLE_PROFILES),
-                    load_expectations(path) if path else Expectations())
+                    load_expectations(path) if path else Expectations(), give_up_after=opt("--dsh-give-up-after"))
     yield runner
     iut.close()
 
@@ -31,7 +31,7 @@ def dsh_runner(request: pytest.FixtureRequest):
 def _verdict(rec):
     if rec.outcome == Outcome.PASS:
         return
-    if rec.outcome == Outcome.XFAIL:
+    if rec.outcome in (Outcome.XFAIL, Outcome.XERROR):
         pytest.xfail(rec.expected_reason or "expected failure")
     if rec.outcome in (Outcome.SKIP, Outcome.NOT_SCORED):
         pytest.skip(rec.message or rec.outcome.value)

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         from .serve import serve
-        return serve(sys.stdin, sys.stdout)
+        return serve(sys.stdin.buffer, sys.stdout)
     if args.command == "run":
         try:
             trace = run_scenario(load_scenario(args.scenario))

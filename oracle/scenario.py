@@ -15,12 +15,12 @@ The pydantic models below are the single source of the scenario's JSON Schema
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from .jsonio import InputLimitError, check_limits, load_file
 from .session_events import TodoWriteData
 
 SCENARIO_FORMAT = "dsh-conformance/scenario/v1"
@@ -658,7 +658,13 @@ def _json_path(loc: tuple[Any, ...]) -> str:
 
 
 def parse_scenario(data: Any) -> Scenario:
-    """Validate a decoded scenario document. Raises ScenarioError naming the JSON path."""
+    """Validate a decoded scenario document. Raises ScenarioError naming the JSON path.
+    The input limits (``oracle.jsonio``: nesting depth, numbers) come first, so that a file,
+    a protocol line and a document built in memory are refused alike."""
+    try:
+        check_limits(data)
+    except InputLimitError as e:
+        raise ScenarioError(e.where, e.message) from None
     try:
         return _ADAPTER.validate_python(data)
     except ValidationError as e:
@@ -690,25 +696,23 @@ _TAGS = frozenset({
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; errors name the file and the JSON path."""
+    return load_scenario_document(path)[0]
+
+
+def load_scenario_document(path: str | Path) -> tuple[Scenario, Any]:
+    """The scenario of a file and the decoded document it came from (which is what an IUT
+    is sent), read within the input limits of ``oracle.jsonio``."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = load_file(p)
     except OSError as e:
         raise ScenarioFileError(str(p), "$", f"cannot read: {e.strerror or e}") from None
+    except InputLimitError as e:
+        raise ScenarioFileError(str(p), e.where, e.message) from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as e:
-        raise ScenarioFileError(str(p), "$", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except ValueError as e:
-        raise ScenarioFileError(str(p), "$", str(e)) from None
-    try:
-        return parse_scenario(data)
+        return parse_scenario(data), data
     except ScenarioError as e:
         raise ScenarioFileError(str(p), e.path, e.message) from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON; write {{\"$js\":\"{name}\"}}")
 
 
 class ScenarioFileError(ValueError):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, TextIO
+from typing import IO, Any
 
 from . import ScenarioError, ScenarioRunError, parse_scenario, run_scenario
+from .jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
 
 PROFILES = ["core", "reference", "loop", "code-mode"]
 
@@ -41,20 +42,29 @@ def answer(seq: int, scenario: Any) -> dict[str, Any]:
     return {"seq": seq, "trace": json.loads(trace.dumps())}
 
 
-def serve(inp: TextIO, out: TextIO) -> int:
+def serve(inp: IO[bytes], out: IO[str]) -> int:
+    """Answer each line of ``inp`` (bytes: a line that is not UTF-8 is answered, not fatal)
+    on ``out``. A line the server cannot read is answered with an error under ``seq`` -1."""
     for line in inp:
         if not line.strip():
             continue
-        msg = json.loads(line)
-        match msg.get("cmd"):
-            case "start":
-                reply = started()
-            case "run":
-                reply = answer(msg["seq"], msg["scenario"])
-            case "stop":
-                return 0
-            case other:
-                reply = {"seq": msg.get("seq", -1), "errored": True, "message": f"unknown command {other!r}"}
+        try:
+            msg = loads(line, MAX_MESSAGE_DEPTH)  # the input limits of oracle.jsonio
+            if not isinstance(msg, dict):
+                raise InputLimitError("$", "a message is a JSON object")
+        except InputLimitError as e:
+            reply: dict[str, Any] = {"seq": -1, "errored": True, "message": f"unreadable message: {e}"}
+        else:
+            match msg.get("cmd"):
+                case "start":
+                    reply = started()
+                case "run" if isinstance(msg.get("seq"), int) and "scenario" in msg:
+                    reply = answer(msg["seq"], msg["scenario"])
+                case "stop":
+                    return 0
+                case other:
+                    reply = {"seq": msg.get("seq", -1) if isinstance(msg.get("seq"), int) else -1, "errored": True,
+                             "message": f"unknown command {other!r}" if other != "run" else "a run needs seq and scenario"}
         out.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n")
         out.flush()
     return 0

@@ -28,7 +28,7 @@ def _run(tmp_path: Path, cases: Path, mode: str, *extra: str):
     report = tmp_path / "report.jsonl"
     state = tmp_path / "fake-state"
     code = main(["run", "--impl", f"{sys.executable} {FAKE} {mode} {state}", "--cases", str(cases), "--examples", "0",
-                 "--report", str(report), "--timeout", "2", "--failures", str(tmp_path / "failures"), *extra])
+                 "--report", str(report), "--timeout", "10", "--failures", str(tmp_path / "failures"), *extra])
     return code, read_report(report)
 
 

@@ -156,7 +156,14 @@ def _check_pair(r: _Report, docs: Path, en: Path, sources: list[Path]) -> None:
 
 
 def _check_record(r: _Report, record: Path, en: Path, zh: Path) -> None:
-    hashes, problems = parse_record(record.read_text(encoding="utf-8"), (en.name, zh.name))
+    data = record.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        r.error(record, data[: e.start].count(b"\n") + 1, f"not UTF-8 ({e.reason} at byte {e.start}); a pairing "
+                                                          "record is a short text file")
+        return
+    hashes, problems = parse_record(text, (en.name, zh.name))
     for p in problems:
         r.error(record, p.line, p.message)
     for side in (en, zh):

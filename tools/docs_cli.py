@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 EXIT_OK, EXIT_ERRORS, EXIT_BAD_INPUT = 0, 1, 2
+MAX_PER_FILE = 50  # findings shown per file by `docs check`
 GENERATED_MARK = "dsh-conformance docs generate"
 
 
@@ -35,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check.add_argument("--root", default=str(ROOT), help="the tree: a directory holding docs/, or the docs "
                                                          "directory itself (default: this project)")
     check.add_argument("--catalogs", default=str(CATALOGS), help="the catalogs and flow model (default: catalogs/)")
+    check.add_argument("--max-per-file", type=int, default=MAX_PER_FILE, metavar="N",
+                       help=f"findings shown per file; the rest are counted (default {MAX_PER_FILE}; 0: all)")
     check.set_defaults(func=_check)
     cov = actions.add_parser("coverage", help="list each flow edge with the corpus cases that walk it")
     cov.add_argument("--catalogs", default=str(CATALOGS), help="where the flow model is (default: catalogs/)")
@@ -84,14 +87,31 @@ def _check(args: argparse.Namespace) -> int:
     except (BadInput, FlowModelError, ProseError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for f in findings:
-        print(f)
+    _print_capped(findings, args.max_per_file)
     for line in stale:
         print(line)
     errors = sum(f.severity == "error" for f in findings) + len(stale)
     warnings = sum(f.severity == "warning" for f in findings)
     print(f"docs check: {errors} error(s), {warnings} warning(s) in {docs_dir(root)}")
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _print_capped(findings: list, limit: int) -> None:
+    """Each file's first ``limit`` findings, then one line counting the rest: a broken page
+    (a 10 MB Mermaid block) must not answer with millions of lines."""
+    shown: dict[object, int] = {}
+    hidden: dict[object, list[int]] = {}
+    for f in findings:
+        n = shown.get(f.file, 0)
+        if limit and n >= limit:
+            counts = hidden.setdefault(f.file, [0, 0])
+            counts[f.severity != "error"] += 1
+            continue
+        shown[f.file] = n + 1
+        print(f)
+    for file, (errors, warnings) in hidden.items():
+        print(f"{file}: ... and {errors} more error(s) and {warnings} more warning(s) not shown "
+              f"(--max-per-file {limit}; 0 shows all)")
 
 
 def _coverage(args: argparse.Namespace) -> int:

@@ -1,14 +1,18 @@
 """Deliberately wrong implementations under test, one per mode, for the suite's own tests.
 
-``python tests/fakes/fake_iut.py MODE`` serves the IUT protocol with the oracle changed in
-one way. Behavioral modes patch the oracle's pipeline, so they are real (wrong)
-implementations; protocol modes misbehave on the wire.
+``python tests/fakes/fake_iut.py MODE [STATE]`` serves the IUT protocol with the oracle
+changed in one way. Behavioral modes patch the oracle's pipeline, so they are real (wrong)
+implementations; protocol modes misbehave on the wire, hostile modes on the process level
+(hang, close stdout, leave children behind, ignore signals, flood stderr). With STATE, a
+mode that breaks one run does it once: a restarted process finds the file and behaves.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -89,15 +93,92 @@ PATCHES = {"guard-bypass": body_after_guard_denial, "finalize-first": finalize_b
            "no-tool-result": call_without_result, "presents-in-pipeline": presents_in_pipeline}
 
 
+def _child(seconds: int) -> None:
+    """A process of our own that outlives us unless our process group is ended. It keeps
+    our stdout open (a worker or a shell wrapper's child does)."""
+    subprocess.Popen(["sleep", str(seconds)])
+
+
+def _write(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def _nested(depth: int) -> object:
+    v: object = 1
+    for _ in range(depth):
+        v = {"a": v}
+    return v
+
+
+def hostile(msg: dict, runs: int, reply: dict) -> dict | None:
+    """Process- and wire-level misbehavior on run ``runs``. Returns the reply to send, or
+    None when nothing (more) is to be sent for this run."""
+    if MODE == "close-stdout":  # answers the handshake, then closes its stdout and keeps running
+        os.close(1)
+        time.sleep(3600)
+    if MODE == "orphan-child" and runs == 2 and once():  # exits, a child still holding the pipe
+        _child(300)
+        os._exit(71)
+    if MODE == "never-answers":
+        time.sleep(3600)
+    if MODE == "crash-always" or (MODE == "unrestartable" and once()):  # once: the restart fails
+        os._exit(72)
+    if MODE == "segfault" and runs == 2 and once():
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if MODE == "huge-line" and runs == 2 and once():
+        _write(b"x" * (50 * 1024 * 1024) + b"\n")
+        return None
+    if MODE == "partial-line" and runs == 2 and once():
+        _write(b'{"seq": ' + str(msg["seq"]).encode())
+        time.sleep(3600)
+    if MODE == "stderr-flood" and runs == 2:
+        chunk = b"e" * (1024 * 1024)
+        for _ in range(100):
+            sys.stderr.buffer.write(chunk)
+        sys.stderr.buffer.write(b"\nthe end of a flood\n")
+        sys.stderr.buffer.flush()
+    if MODE == "doubled" and runs == 2 and once():
+        _write((json.dumps(reply) + "\n").encode())  # the same answer twice: the second is read for run 3
+    if MODE == "deep-json" and runs == 2 and once():
+        _write(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+        return None
+    if MODE == "deep-trace" and runs == 2 and once() and "trace" in reply:
+        reply["trace"]["warnings"] = [_nested(300)]
+    if MODE == "non-utf8" and runs == 2 and once():
+        _write(b'{"seq": 1, "\xff\xfe": 1}\n')
+        return None
+    if MODE == "big-number" and runs == 2 and once():
+        _write(b'{"seq": ' + b"9" * 400 + b"}\n")
+        return None
+    if MODE == "errored-all" or (MODE == "errored-one" and runs == 2):
+        return {"seq": msg["seq"], "errored": True, "message": f"fake-{MODE} cannot run this"}
+    if MODE == "slow" and runs == 1:
+        time.sleep(float(os.environ.get("FAKE_SLOW_SECONDS", "3")))
+    return reply
+
+
 def main() -> int:
     if MODE in PATCHES:
         PATCHES[MODE]()
+    if MODE == "exit-at-start" or (MODE == "unrestartable" and ONCE and os.path.exists(ONCE)):
+        return 9
+    if MODE == "ignore-term":  # neither SIGTERM nor the stop command ends it
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if MODE == "worker":  # a helper process of its own, for its whole life
+        _child(300)
     runs = 0
     for line in sys.stdin:
         msg = json.loads(line)
         if msg["cmd"] == "stop":
+            if MODE == "ignore-term":
+                time.sleep(3600)
             return 0
         if msg["cmd"] == "start":
+            if MODE == "hang-at-start":
+                time.sleep(3600)
+            if MODE == "slow-start":
+                time.sleep(2)
             reply = serve.started()
             reply["implementation"]["name"] = f"fake-{MODE}"
             if MODE == "bad-handshake":
@@ -105,6 +186,9 @@ def main() -> int:
         else:
             runs += 1
             reply = serve.answer(msg["seq"], msg["scenario"])
+            reply = hostile(msg, runs, reply)
+            if reply is None:
+                continue
             if MODE == "mutable-result" and "trace" in reply:
                 for r in reply["trace"]["results"]:
                     r["frozen"] = False
@@ -127,6 +211,8 @@ def main() -> int:
                 reply = {"seq": msg["seq"], "skipped": True, "reason": "this fake cannot express anything"}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+        if MODE == "deaf" and msg["cmd"] == "start":  # never reads its input again
+            time.sleep(3600)
     return 0
 
 

@@ -1,0 +1,166 @@
+"""JSON read at the edges of the oracle and the suite, within the input limits.
+
+Every document the oracle or the suite reads (a scenario or case file, a protocol line, a
+report line) goes through ``loads``/``load_file`` here, and every decoded scenario through
+``check_limits`` (``oracle.scenario.parse_scenario`` calls it), so that both sides accept and
+refuse exactly the same inputs, each refusal one ``InputLimitError`` naming the JSON path or
+the line and column. The limits (the spec sets none, P13: "nesting depth is unbounded"; these
+are what this implementation handles, stated in the README):
+
+- ``MAX_FILE_BYTES``: a scenario or case file is at most 16 MiB (the corpus's largest is a few KiB);
+- ``MAX_DEPTH``: arrays and objects nest at most 200 levels, the document's root being level 1
+  (a ``{"$js": ...}`` token counts as the object it is); values inside a scenario can nest
+  about 190 levels, a trace nests them a few levels deeper still (``MAX_MESSAGE_DEPTH``
+  allows for the protocol's envelope around both);
+- numbers are IEEE-754 doubles (spec section 3.11): a literal must be finite as a double
+  (``1e400`` and a 400-digit integer are not; write ``{"$js":"Infinity"}``), and an integer
+  literal has at most ``MAX_INTEGER_DIGITS`` digits;
+- text is UTF-8.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 200
+MAX_MESSAGE_DEPTH = MAX_DEPTH + 16
+MAX_INTEGER_DIGITS = 309  # 10**309 is past the largest double (about 1.8e308)
+
+
+class InputLimitError(ValueError):
+    """A document outside the limits or not JSON: ``where`` is a JSON path (``$...``), or
+    ``$`` with the line and column in the message."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+
+
+class _LongInteger:
+    """An integer literal too long to convert (the walk reports it with its path)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _parse_int(text: str) -> int | _LongInteger:
+    if len(text) - text.startswith("-") > MAX_INTEGER_DIGITS:
+        return _LongInteger(text)
+    return int(text)
+
+
+def _reject_constant(name: str) -> Any:
+    raise InputLimitError("$", f"{name} is not JSON; write {{\"$js\":\"{name}\"}}")
+
+
+def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
+    """Decode one JSON document within the limits (any top-level value)."""
+    if isinstance(text, bytes):
+        text = decode_utf8(text)
+    try:
+        doc = json.loads(text, parse_int=_parse_int, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise InputLimitError("$", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        # The decoder recurses once per level; far past the limit, say where the limit is crossed.
+        line, column = _too_deep_at(text, max_depth)
+        raise InputLimitError("$", f"nested deeper than {max_depth} levels (at line {line} column {column})") from None
+    check_limits(doc, max_depth)
+    return doc
+
+
+def decode_utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputLimitError("$", f"not UTF-8: byte 0x{data[e.start]:02x} at offset {e.start} (line {line}) "
+                                   f"{e.reason}") from None
+
+
+def load_file(path: str | Path, max_depth: int = MAX_DEPTH) -> Any:
+    """Read and decode a JSON file within the limits. OSError propagates to the caller."""
+    p = Path(path)
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise InputLimitError("$", f"the file has {size} bytes; the limit is {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
+    return loads(p.read_bytes(), max_depth)
+
+
+def check_limits(doc: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Raise InputLimitError at the first place (depth-first) where a decoded document is
+    nested too deep or holds a number that is no finite double. Iterative: a document built
+    in memory may be nested deeper than Python's stack. The common case (nothing wrong)
+    walks without building paths; only a refusal walks again to name the place."""
+    if _violation(doc, max_depth, named=False) is not None:
+        where, message = _violation(doc, max_depth, named=True)  # type: ignore[misc]
+        raise InputLimitError(where, message)
+
+
+def _violation(doc: Any, max_depth: int, named: bool) -> tuple[str, str] | None:
+    stack: list[tuple[Any, int, Any]] = [(doc, 1, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                return _path(path), f"nested deeper than {max_depth} levels"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            if named:
+                stack.extend((v, depth + 1, (*path, k)) for k, v in reversed(list(items)))
+            else:
+                stack.extend((v, depth + 1, ()) for _, v in items)
+            continue
+        problem = _number_problem(value)
+        if problem is not None:
+            return _path(path), problem
+    return None
+
+
+def _number_problem(value: Any) -> str | None:
+    if isinstance(value, _LongInteger):
+        return (f"an integer literal of {len(value.text.lstrip('-'))} digits; a number is a double and has at "
+                f"most {MAX_INTEGER_DIGITS} digits here")
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return "a number literal beyond the range of a double; write {\"$js\":\"Infinity\"} or {\"$js\":\"-Infinity\"}"
+    if isinstance(value, int) and not isinstance(value, bool) and not -2**1023 < value < 2**1023:
+        try:
+            float(value)
+        except OverflowError:
+            return "an integer beyond the range of a double; write {\"$js\":\"Infinity\"}, or a BigInt token"
+    return None
+
+
+def _path(parts: tuple[str | int, ...]) -> str:
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    if len(out) > 200:  # a path 200 levels down: its head and tail say where
+        out = out[:90] + " ... " + out[-90:]
+    return out
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _too_deep_at(text: str, max_depth: int) -> tuple[int, int]:
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                offset = m.start()
+                line = text.count("\n", 0, offset) + 1
+                return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+        elif ch in "]}":
+            depth -= 1
+    return 1, 1
+
+
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INTEGER_DIGITS", "MAX_MESSAGE_DEPTH", "InputLimitError",
+           "check_limits", "decode_utf8", "load_file", "loads"]

@@ -1,0 +1,252 @@
+"""The standing chaos matrix: the suite run for real (a ``dsh-conformance run`` process)
+against hostile implementations, each fault of its own (hangs, crashes, a closed stdout,
+children left holding the pipe, garbage, floods, signals ignored, broken in-process code).
+
+Every row asserts the outcome of each case, the exit code, that the report is complete and
+valid against its schema, and that no process the run started is alive afterwards (every
+process of the run carries a tag in its environment, looked for in /proc). The wall-time
+bound is a hang guard, not a performance assertion: it is generous, and only a run that
+hangs can reach it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conformance.report import read_report, report_schemas
+
+from .conftest import FAKE, ROOT, corpus_subset
+
+FAKES = FAKE.parent
+# Sorted as the runner runs them: run 1, 2, 3, 4.
+CASES = ["finalize-content-only", "guard-denies-with-number", "loop-contexts-after-batch", "pre-deny-skips-body"]
+WALL = 180.0  # seconds: the hang guard of one run
+TAG = "DSH_CHAOS_TAG"
+HANG = ("--timeout", "3", "--give-up-after", "2")  # rows whose IUT hangs: short timeouts, early stop
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    impl: str  # a fake_iut.py mode, or "py:MODE" for fake_inprocess
+    outcomes: list[str]  # per corpus case, in order; plus generated records when examples run
+    exit: int
+    args: tuple[str, ...] = ()
+    message: str | None = None  # in the message of the first case that did not pass
+    env: dict[str, str] = field(default_factory=dict)
+
+
+P, E, T, N = "pass", "error", "timeout", "not-run"
+
+ROWS = [
+    # the process level
+    Row("closes-stdout-and-keeps-running", "close-stdout", [E, E, N, N], 3, HANG, "closed its stdout"),
+    Row("exits-leaving-a-child-on-the-pipe", "orphan-child", [P, E, P, P], 3, HANG, "still holds its stdout"),
+    Row("never-answers", "never-answers", [T, T, N, N], 3, HANG, "no answer to run 1 within 3s"),
+    Row("hangs-once", "hang", [P, T, P, P], 3, HANG, "no answer to run 2"),
+    Row("crashes-always", "crash-always", [E, E, N, N], 3, HANG, "exited (status 72)"),
+    Row("crashes-once", "crash", [P, E, P, P], 3, (), "exited (status 70)"),
+    Row("crashes-and-cannot-restart", "unrestartable", [E, E, N, N], 3, HANG, "exited (status 72)"),
+    Row("segfaults", "segfault", [P, E, P, P], 3, (), "status -11"),
+    Row("ignores-sigterm-and-stop", "ignore-term", [P, P, P, P], 0),
+    Row("keeps-a-worker-process", "worker", [P, P, P, P], 0),
+    Row("slow-handshake", "slow-start", [P, P, P, P], 0),
+    Row("floods-stderr", "stderr-flood", [P, P, P, P], 0),
+    # the wire
+    Row("garbage-line", "garbage", [P, E, P, P], 3, (), "not a JSON line"),
+    Row("fifty-megabyte-line", "huge-line", [P, E, P, P], 3, (), "not a JSON line"),
+    Row("partial-line-then-hang", "partial-line", [P, T, P, P], 3, HANG, "no answer to run 2"),
+    Row("answers-twice", "doubled", [P, P, E, P], 3, (), "answer for seq 2 while waiting for 3"),
+    Row("wrong-seq-always", "wrong-seq", [E, E, E, E], 3, HANG, "while waiting for 1"),
+    Row("json-nested-100000-deep", "deep-json", [P, E, P, P], 3, (), "nested deeper than 216 levels"),
+    Row("trace-nested-300-deep", "deep-trace", [P, E, P, P], 3, (), "nested deeper than 216 levels"),
+    Row("not-utf8", "non-utf8", [P, E, P, P], 3, (), "not UTF-8"),
+    Row("400-digit-number", "big-number", [P, E, P, P], 3, (), "400 digits"),
+    # answered errors (issue 16: they count)
+    Row("errored-once", "errored-one", [P, E, P, P], 1, (), "cannot run this"),
+    Row("errored-always", "errored-all", [E, E, E, E], 3, (), "cannot run this"),
+    # in-process implementations: the same timeout, outcome and early stop
+    Row("in-process-busy-loop", "py:loop", [P, T, P, P], 3, HANG, "no answer to run 2 within 3s"),
+    Row("in-process-blocking-call", "py:sleep", [P, T, P, P], 3, HANG, "no answer to run 2 within 3s"),
+    Row("in-process-loops-always", "py:loop-always", [T, T, N, N], 3, HANG, "no answer to run 1"),
+    Row("in-process-raises", "py:raise", [P, E, P, P], 3, (), "raised ValueError: the implementation fell over"),
+    Row("in-process-recursion", "py:recursion", [P, E, P, P], 3, (), "RecursionError"),
+    Row("in-process-sys-exit", "py:exit", [P, E, P, P], 3, (), "raised SystemExit"),
+    Row("in-process-not-a-dict", "py:not-a-dict", [E, E, E, E], 3, (), "returned str, not a dict"),
+    Row("in-process-errored", "py:errored", [E, E, E, E], 3, (), "cannot run this"),
+    # the generated phase: no shrinking of timeouts, an early stop there too
+    Row("never-answers-generated", "never-answers", [T, T, N], 3, (*HANG, "--no-corpus", "--examples", "10")),
+    Row("never-answers-corpus-and-generated", "never-answers", [T, T, N, N, N], 3, (*HANG, "--examples", "5")),
+    Row("errored-generated", "errored-all", [E, E, E, P], 3, ("--no-corpus", "--examples", "3"), "cannot run this"),
+]
+
+
+def _impl(mode: str) -> tuple[str, dict[str, str]]:
+    if mode.startswith("py:"):
+        return "py:fake_inprocess", {"FAKE_INPROCESS_MODE": mode[3:], "PYTHONPATH": str(FAKES)}
+    return f"{sys.executable} {FAKE} {mode} {{state}}", {}
+
+
+def alive(tag: str) -> list[str]:
+    """Processes (not zombies) whose environment carries the tag."""
+    out = []
+    needle = f"{TAG}={tag}".encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if needle not in (d / "environ").read_bytes().split(b"\0"):
+                continue
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        out.append(f"{d.name}: {cmd[:200]}")
+    return out
+
+
+def assert_none_alive(tag: str) -> None:
+    deadline = time.monotonic() + 10  # SIGKILL is delivered asynchronously
+    while (left := alive(tag)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"processes of the run still alive: {left}"
+
+
+def run_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+            wall: float = WALL) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``dsh-conformance ARGS`` as a process of its own, tagged; killed (with its group) and
+    failed when it outlives ``wall`` seconds."""
+    tag = uuid.uuid4().hex
+    full_env = {**os.environ, **(env or {}), TAG: tag}
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full_env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", *args], cwd=cwd, env=full_env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=wall)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the run hung: still going after {wall:g}s\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), tag
+
+
+_VALIDATOR = jsonschema.Draft202012Validator(report_schemas()["report-record.schema.json"])
+
+
+def assert_valid_report(path: Path, count: int, code: int) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        _VALIDATOR.validate(json.loads(line))
+    rep = read_report(path)
+    assert rep.footer is not None, "the report has no footer"
+    assert len(rep.cases) == count and rep.footer.exit == code
+    assert sum(rep.footer.counts.values()) == count
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_chaos(row: Row, tmp_path: Path) -> None:
+    cases = corpus_subset(tmp_path, CASES)
+    impl, env = _impl(row.impl)
+    report = tmp_path / "report.jsonl"
+    args = ["run", "--impl", impl.format(state=tmp_path / "state"), "--cases", str(cases), "--report", str(report),
+            "--failures", str(tmp_path / "failures"), *row.args]
+    if "--examples" not in row.args:
+        args += ["--examples", "0"]
+    done, tag = run_cli(args, {**env, **row.env}, cwd=tmp_path)
+    assert done.returncode == row.exit, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    rep = read_report(report)
+    assert [c.outcome.value for c in rep.cases] == row.outcomes, done.stdout[-3000:]
+    if row.message:
+        first = next(c for c in rep.cases if c.outcome.value != "pass")
+        assert row.message in (first.message or ""), first.message
+    assert_valid_report(report, len(row.outcomes), row.exit)
+    assert_none_alive(tag)
+    assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_generated_timeouts_are_saved_unshrunk(tmp_path: Path) -> None:
+    """A timeout in the generated phase is recorded and saved as drawn: replayable, never
+    shrunk (the run makes no more attempts than the early stop allows)."""
+    report = tmp_path / "report.jsonl"
+    done, tag = run_cli(["run", "--impl", f"{sys.executable} {FAKE} never-answers", "--no-corpus", "--examples", "10",
+                         *HANG, "--report", str(report), "--failures", str(tmp_path / "failures")], cwd=tmp_path)
+    assert done.returncode == 3
+    rep = read_report(report)
+    saved = [c for c in rep.cases if c.outcome.value == "timeout"]
+    # saved under --failures, named relative to the run's working directory (portable)
+    assert len(saved) == 2 and all(c.case_file and (tmp_path / c.case_file).is_file() for c in saved)
+    assert "declared broken after 2 consecutive timeouts" in rep.cases[-1].message
+    assert "generated scenario(s) that ended in an error, a timeout or a crash" in done.stdout
+    assert "STOPPED: the implementation was declared broken" in done.stdout
+    assert_none_alive(tag)
+
+
+def test_a_big_scenario_to_an_iut_that_does_not_read(tmp_path: Path) -> None:
+    """Writing a scenario larger than a pipe's buffer to a process that stopped reading
+    counts into the timeout instead of blocking the suite."""
+    doc = json.loads((ROOT / "conformance" / "cases" / "pre-deny-skips-body.json").read_text())
+    doc["id"] = "zz-big-arguments"
+    doc.pop("expect")
+    doc["run"]["calls"][0]["arguments"] = {"big": "x" * 1_000_000}
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "zz-big-arguments.json").write_text(json.dumps(doc))
+    report = tmp_path / "report.jsonl"
+    done, tag = run_cli(["run", "--impl", f"{sys.executable} {FAKE} deaf", "--cases", str(cases),
+                         "--examples", "0", *HANG, "--report", str(report)], cwd=tmp_path)
+    assert done.returncode == 3
+    (case,) = read_report(report).cases
+    assert case.outcome.value == "timeout" and "did not read run 1 within 3s" in case.message
+    assert_none_alive(tag)
+
+
+@pytest.mark.parametrize("mode,args,expect", [
+    ("hang-at-start", ("--start-timeout", "3"), "handshake failed: no answer to the handshake within 3s"),
+    ("exit-at-start", (), "handshake failed: the IUT exited (status 9)"),
+    ("py:start-raises", (), "handshake failed: started() raised RuntimeError: no handshake today"),
+])
+def test_cannot_start(mode: str, args: tuple[str, ...], expect: str, tmp_path: Path) -> None:
+    cases = corpus_subset(tmp_path, CASES[:1])
+    impl, env = _impl(mode)
+    done, tag = run_cli(["run", "--impl", impl.format(state=tmp_path / "state"), "--cases", str(cases),
+                         "--examples", "0", *args], env, cwd=tmp_path)
+    assert done.returncode == 3 and expect in done.stderr.splitlines()[0], done.stderr
+    assert_none_alive(tag)
+
+
+def test_ctrl_c_ends_the_run_and_its_children(tmp_path: Path) -> None:
+    """Ctrl-C: one line, exit 130, the IUT and its children ended, the report completed."""
+    cases = corpus_subset(tmp_path, CASES)
+    report = tmp_path / "report.jsonl"
+    tag = uuid.uuid4().hex
+    env = {**os.environ, TAG: tag, "PYTHONPATH": str(ROOT), "FAKE_SLOW_SECONDS": "3600"}
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "run", "--impl",
+                             f"{sys.executable} {FAKE} slow", "--cases", str(cases), "--examples", "0",
+                             "--report", str(report)], env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + WALL
+        while not report.exists():  # the header is written once the IUT has answered the handshake
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=WALL)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130
+    assert len(err.splitlines()) == 1 and err.startswith("dsh-conformance: interrupted"), err
+    rep = read_report(report)
+    assert rep.footer is not None and rep.footer.exit == 130 and rep.footer.stopped == "interrupted"
+    assert_none_alive(tag)

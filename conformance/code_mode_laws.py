@@ -27,11 +27,12 @@ REJECTED_AT_CALL = ("tool arguments must be lossless JSON",)  # P118.2; P118.1 e
 
 @dataclass
 class Run:
-    """One run_code call as its trace shows it."""
+    """One run_code call as its trace shows it: each run of its program (a wrapper's retry
+    runs the body again, P69), the program's calls numbered across them (P119)."""
     call: str
-    binds: list[dict[str, Any]] = field(default_factory=list)  # the program's calls, in order
-    settles: dict[int, dict[str, Any]] = field(default_factory=dict)  # by the program's call number
-    numbers: dict[int, int] = field(default_factory=dict)  # program call n -> sub-call number (accepted calls)
+    binds: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (program run, bind), in order
+    settles: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)  # (program run, n) -> settle
+    numbers: dict[tuple[int, int], int] = field(default_factory=dict)  # (program run, n) -> sub-call number
     abandoned: set[int] = field(default_factory=set)  # sub-call numbers abandoned in the queue (P125)
     program_start: int | None = None
     program_end: Observation | None = None
@@ -51,31 +52,36 @@ def _rejected_at_call(settle: dict[str, Any] | None) -> bool:
 
 
 def runs(v: View) -> dict[str, Run]:
-    """The run_code calls of the trace, with their program's observations (full positions)."""
+    """The run_code calls of the trace, with their program's observations (positions among
+    the portable observations)."""
     out: dict[str, Run] = {}
+    program: dict[str, int] = {}
     for i, o in enumerate(v.obs):
         if o.stage != "program" or o.call is None:
             continue
         r = out.setdefault(o.call, Run(o.call))
         value = o.value if isinstance(o.value, dict) else {}
-        if o.what == "start" and r.program_start is None:
-            r.program_start = i
-        elif o.what == "bind":
-            r.binds.append(value)
+        if o.what == "start":
+            program[o.call] = program.get(o.call, -1) + 1
+            if r.program_start is None:
+                r.program_start = i
+        k = program.get(o.call, 0)
+        if o.what == "bind":
+            r.binds.append((k, value))
         elif o.what == "settle" and isinstance(value.get("n"), int):
-            r.settles[value["n"]] = value
+            r.settles[(k, value["n"])] = value
         elif o.what == "end":
             r.program_end, r.program_end_at = o, i
     for r in out.values():
-        k = 0
-        for b in r.binds:
+        number = 0
+        for k, b in r.binds:
             n = b.get("n")
-            if isinstance(n, int) and not _rejected_at_call(r.settles.get(n)):
-                k += 1
-                r.numbers[n] = k
-                error = r.settles.get(n, {}).get("error", {})
+            if isinstance(n, int) and not _rejected_at_call(r.settles.get((k, n))):
+                number += 1
+                r.numbers[(k, n)] = number
+                error = r.settles.get((k, n), {}).get("error", {})
                 if str(error.get("message", "")).endswith("tool call abandoned"):
-                    r.abandoned.add(k)
+                    r.abandoned.add(number)
     return out
 
 
@@ -111,7 +117,11 @@ def sub_call_numbering(v: View) -> Iterator[Violation]:
     no gaps; a rejected call takes no number; every accepted call starts as sub-call
     ``<run_code call>:code:<n>`` unless it was abandoned in the queue, and no other sub-call
     appears."""
+    for cid in sorted(v.reused):
+        yield Violation("P119", f"sub-call id {cid} names more than one sub-call of its run_code execution")
     for parent, r in runs(v).items():
+        if any(cid.startswith(f"{parent}:code:") for cid in v.reused):
+            continue  # its numbering is already wrong
         started = set(subs_of(v, parent))
         accepted = set(r.numbers.values())
         if not started <= accepted:
@@ -163,6 +173,8 @@ def dispatch_logging(v: View) -> Iterator[Violation]:
                 yield Violation("P122", f"run_code {parent} has no agent, yet {events[0].type} was appended")
             continue
         for k, cid in sorted(subs.items()):
+            if cid in v.reused:
+                continue
             mine = [e for e in events if e.data.get("subCallId") == cid]
             starts = [e for e in mine if e.type == "tool/code-dispatch-start"]
             logs = [e for e in mine if e.type == "tool/code-dispatch"]
@@ -324,8 +336,8 @@ def bindings_settle_with_the_outcome(v: View) -> Iterator[Violation]:
     discarded); an accepted call that never started was abandoned."""
     for parent, r in runs(v).items():
         subs = subs_of(v, parent)
-        for n, k in r.numbers.items():
-            settle = r.settles.get(n)
+        for key, k in r.numbers.items():
+            settle = r.settles.get(key)
             cid = subs.get(k)
             if settle is None or cid is None:
                 continue

@@ -64,6 +64,7 @@ def _short(v: Any, limit: int = 400) -> str:
 
 # --------------------------------------------------------------------------- agreement
 
+_SUB_CALL_LANE = re.compile(r"^observations\[.+:code:[1-9][0-9]*\]$")
 _RUN_FAILED = re.compile(r"^(code run failed \([a-z-]+\): )")
 
 
@@ -337,9 +338,12 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
             a = acts[i] if i < len(acts) else None
             if e is None or a is None or not same(e[0], a[0]):
                 at = min(x[2] for x in (e, a) if x is not None)
+                rules = _observation_rules(e, a, exact)
+                if e is None and _SUB_CALL_LANE.match(name) and any(
+                        x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:i]):
+                    rules = ["P119"]  # the sub-call's id came round again: numbering restarted
                 if found is None or at < found[0]:
-                    found = (at, Divergence(f"{name}[{i}]", e[0] if e else None,
-                                            a[0] if a else None, _observation_rules(e, a, exact)))
+                    found = (at, Divergence(f"{name}[{i}]", e[0] if e else None, a[0] if a else None, rules))
                 break
     if found is not None:
         return found[1]

@@ -96,6 +96,7 @@ class View:
     order: list[str]  # call ids in run (model) order
     results: dict[str, list[Any]]  # callId -> CallResults
     sub_calls: dict[str, str] = field(default_factory=dict)  # a run_code sub-call's id -> its run_code call (P119)
+    reused: set[str] = field(default_factory=set)  # sub-call ids that named several sub-calls (P119)
 
     @property
     def loop(self) -> LoopRun | None:
@@ -116,7 +117,15 @@ def view(scenario: Scenario, trace: Trace) -> View:
     results: dict[str, list[Any]] = defaultdict(list)
     for r in trace.results:
         results[r.callId].append(r)
-    return View(scenario, trace, portable, calls, list(specs), dict(results), _sub_calls(specs, calls, results))
+    subs = _sub_calls(specs, calls, results)
+    # One sub-call id for several sub-calls (a numbering that started again, P119) merges
+    # their lanes: judged by that rule alone, not as one call that ran twice.
+    reused = {cid for cid in subs if sum(1 for _, o in calls[cid].obs
+                                         if o.who is None and (o.stage, o.what) == ("result", "start")) > 1} if subs else set()
+    calls = {cid: ct for cid, ct in calls.items() if cid not in reused}
+    results = {cid: rs for cid, rs in results.items() if cid not in reused}
+    return View(scenario, trace, portable, calls, list(specs), results, {c: p for c, p in subs.items() if c not in reused},
+                reused)
 
 
 SUB_CALL = re.compile(r"^(?P<parent>.+):code:(?P<n>[1-9][0-9]*)$")

@@ -118,7 +118,6 @@ class Bridge:
     def __init__(self, w: World, rec: Record, stages: Stages) -> None:
         self.w, self.rec, self.stages = w, rec, stages
         self.signal = Signal(f"run:{rec.callId}")  # the run's signal (P119, P125): the bridge's own
-        self.dispatches = 0
         self.pending: deque[SubCall] = deque()
         self.commits: deque[SubCall] = deque()
         self.in_flight: set[int] = set()
@@ -145,8 +144,10 @@ class Bridge:
             raise Thrown(js_error(texts.run_over(self.reason(), name, texts.NOT_DISPATCHED)))
         dispatched = _binding_arguments(raw)  # P118.2
         logged = copy.deepcopy(dispatched)
-        self.dispatches += 1
-        n = self.dispatches
+        # P119: numbered per run_code execution: a second run of the body (a wrapper's retry,
+        # P69) goes on counting, so that sub-call ids stay unique within the execution.
+        self.rec.sub_calls += 1
+        n = self.rec.sub_calls
         inp = Input(callId=f"{self.rec.callId}:code:{n}", rootCallId=self.rec.rootCallId, name=name,
                     arguments=dispatched, agent=self.rec.agent, parent=self.rec.token, signal=self.signal,
                     abort_target=self.rec.abort_target)

@@ -53,6 +53,7 @@ class Record:
     body_invoked: bool = False  # P59
     finalizer: Tool | None = None  # P26: captured at entry
     built: dict[int, Any] = field(default_factory=dict)  # results the registry built for this call (P63)
+    sub_calls: int = 0  # run_code: binding calls accepted for this execution so far (P119), across retries (P69)
     extra: dict[str, Any] = field(default_factory=dict)  # properties participants added
 
     def view(self, signals: dict[str, Signal]) -> dict[str, Any]:

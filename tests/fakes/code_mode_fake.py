@@ -30,7 +30,7 @@ def rejected_calls_take_numbers() -> None:
             snapshot(raw)
         except (NotLossless, Thrown):
             if not self.signal.aborted:
-                self.dispatches += 1
+                self.rec.sub_calls += 1
         return await original(self, name, raw)
     Bridge.call = call
 

@@ -295,7 +295,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _readable_streams() -> None:
+    """What this command prints is text for people (JSON it prints is escaped already, see
+    oracle.jsontext): a lone surrogate an implementation sent in a message is shown as its
+    escape instead of ending the command with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _readable_streams()
     args = parser().parse_args(argv)
     try:
         return args.func(args)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle import texts
+from oracle import jsontext, texts
 from oracle.jsvalue import same_value
 from oracle.trace import ANY, Observation, Trace, is_portable
 
@@ -52,9 +52,7 @@ class Divergence:
 
 
 def _short(v: Any, limit: int = 400) -> str:
-    import json
-
-    text = "(nothing)" if v is None else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    text = "(nothing)" if v is None else jsontext.dumps(v, separators=(",", ":"))
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -89,7 +87,7 @@ def agree(expected: Any, actual: Any, exact: bool) -> bool:
             if e.startswith(texts.WRITE_REFUSALS) and a.startswith(texts.WRITE_REFUSALS):
                 return True  # a refused write: the TypeError's wording is the engine's (section 1)
             prefix = _loose(e)
-            return a.startswith(prefix) if prefix is not None else e == a
+            return a.startswith(prefix) if prefix is not None else jsontext.same_units(e, a)
         return _mask_text(expected) == _mask_text(actual)
     if isinstance(expected, dict) and isinstance(actual, dict):
         if expected.keys() != actual.keys():
@@ -172,7 +170,7 @@ def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
     for e in trace.events:
         if e.type not in types:
             continue
-        doc = e.model_dump(mode="json", exclude_none=True)
+        doc = e.model_dump(mode="python", exclude_none=True)
         if e.type == "assistant/message" and isinstance(doc.get("data"), dict):
             # The model's message comes from the scenario; only its place in the log is the loop's.
             doc["data"] = {k: v for k, v in doc["data"].items() if k in ("turn", "step")}
@@ -247,8 +245,8 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
             if e is None or a is None or not agree(e, a, exact):
                 kind = (e or a or {}).get("type", "")
                 return Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get(kind, []))
-    exp_res = {r.callId: r.model_dump(mode="json") for r in expected.results}
-    act_res = {r.callId: r.model_dump(mode="json") for r in actual.results}
+    exp_res = {r.callId: r.model_dump(mode="python") for r in expected.results}
+    act_res = {r.callId: r.model_dump(mode="python") for r in actual.results}
     for call in list(exp_res) + [c for c in act_res if c not in exp_res]:
         e, a = exp_res.get(call), act_res.get(call)
         if e is None or a is None or not agree(e, a, exact):

@@ -24,6 +24,8 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from oracle import jsontext
+
 from .protocol import Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started
 
 
@@ -76,7 +78,7 @@ class ProcessIUT:
         try:
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, encoding="utf-8", errors="replace", bufsize=1, cwd=self.cwd,
+                text=True, encoding="utf-8", errors=jsontext.STREAM_ERRORS, bufsize=1, cwd=self.cwd,
                 env={**os.environ, **(self.env or {})})
         except OSError as e:
             raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {e.strerror or e}") from None

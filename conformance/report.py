@@ -25,6 +25,8 @@ from xml.etree import ElementTree as ET
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from . import __version__
+from oracle import jsontext
+
 from .protocol import PROTOCOL_VERSION
 from .rules import INDEX, rules
 
@@ -114,6 +116,12 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def _enum_value(v: Any) -> Any:
+    if isinstance(v, Enum):
+        return v.value
+    raise TypeError(f"not JSON: {v!r}")
+
+
 class ReportWriter:
     """Writes records as they come, flushed line by line."""
 
@@ -123,8 +131,10 @@ class ReportWriter:
     def write(self, record: BaseModel) -> None:
         if self.stream is None:
             return
-        self.stream.write(json.dumps(record.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
-                                     separators=(",", ":")) + "\n")
+        # Python mode and oracle.jsontext: a lone surrogate in a message or a divergence is
+        # written as its JSON escape (pydantic's JSON mode refuses it).
+        doc = record.model_dump(mode="python", exclude_none=True)
+        self.stream.write(jsontext.dumps(doc, separators=(",", ":"), default=_enum_value) + "\n")
         self.stream.flush()
 
 
@@ -158,7 +168,7 @@ def read_report(path: str | Path) -> Report:
         if not line.strip():
             continue
         try:
-            rec = _RECORD.validate_json(line)
+            rec = _RECORD.validate_python(json.loads(line))  # json.loads: lone surrogates read back
         except ValueError as e:
             if n == len(lines):
                 break  # a run killed mid-write leaves a torn last line
@@ -290,11 +300,11 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
                     out.append(f"  - expected: `{_compact(d['expected'])}`")
                     out.append(f"  - actual: `{_compact(d['actual'])}`")
             out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    return jsontext.escape_surrogates("\n".join(out).rstrip() + "\n")  # a page is UTF-8 text
 
 
 def _compact(v: Any, limit: int = 300) -> str:
-    text = "(nothing)" if v is None else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    text = "(nothing)" if v is None else jsontext.dumps(v, separators=(",", ":"))
     text = text.replace("`", "'").replace("|", "\\|")
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -328,7 +338,7 @@ def render_html(reports: list[Report], title: str = "Compliance matrix", base: P
     style = ("table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
              ".pass{background:#dfd}.fail,.error,.timeout,.invalid{background:#fdd}"
              ".expected-fail{background:#ffd}.skip,.not-scored{color:#777}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    return jsontext.escape_surrogates(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
             f"{'<p>' + html.escape(note) + '</p>' if note else ''}<table><tr><th>profile</th>"
             f"<th>rule</th><th>title</th>{head}</tr>{''.join(body)}</table></body></html>\n")
@@ -338,7 +348,7 @@ def render_json(reports: list[Report], title: str = "", base: Path | None = None
     doc = {"implementations": [{"name": r.name, "report": r.path, "header": r.header.model_dump(mode="json")}
                                for r in reports],
            "rules": matrix(reports)}
-    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+    return jsontext.dumps(doc, indent=1) + "\n"
 
 
 def render_junit(report: Report) -> str:
@@ -347,7 +357,8 @@ def render_junit(report: Report) -> str:
     for c in report.cases:
         tc = ET.SubElement(suite, "testcase", classname=c.source, name=f"{c.id} [{' '.join(c.rules)}]",
                            time=f"{c.duration_ms / 1000:.3f}")
-        text = c.message or (json.dumps(c.divergence, ensure_ascii=False) if c.divergence else "")
+        # XML cannot carry a lone surrogate at all, not even as a character reference.
+        text = jsontext.escape_surrogates(c.message or (jsontext.dumps(c.divergence) if c.divergence else ""))
         if c.outcome == Outcome.FAIL:
             counts["failures"] += 1
             ET.SubElement(tc, "failure", message=f"rules {', '.join(c.failing_rules or c.rules)}").text = text
@@ -356,10 +367,10 @@ def render_junit(report: Report) -> str:
             ET.SubElement(tc, "error", message=c.outcome.value).text = text
         elif c.outcome in (Outcome.SKIP, Outcome.NOT_SCORED, Outcome.XFAIL):
             counts["skipped"] += 1
-            ET.SubElement(tc, "skipped", message=c.expected_reason or c.message or c.outcome.value)
+            ET.SubElement(tc, "skipped", message=jsontext.escape_surrogates(c.expected_reason or c.message or c.outcome.value))
     for k, v in counts.items():
         suite.set(k, str(v))
-    return ET.tostring(suite, encoding="unicode") + "\n"
+    return jsontext.escape_surrogates(ET.tostring(suite, encoding="unicode") + "\n")  # XML has no lone surrogates
 
 
 def new_header(implementation: dict[str, Any], profiles: list[str], seed: int | None, examples: int) -> Header:

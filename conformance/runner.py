@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oracle import Scenario, parse_scenario, run_scenario
+from oracle import Scenario, jsontext, parse_scenario, run_scenario
 from oracle.trace import Trace
 
 from .compare import first_divergence
@@ -185,7 +185,7 @@ class Runner:
             return None
         self.failures_dir.mkdir(parents=True, exist_ok=True)
         path = self.failures_dir / f"{case_id}.json"
-        path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        path.write_text(jsontext.dumps(doc, indent=1) + "\n", encoding="utf-8")
         return str(path)
 
     # ------------------------------------------------------------------ the end

@@ -91,8 +91,9 @@ ABORT_AND_WAIT = [ABORT_CALLER, {"do": "abort", "signal": "s1"}, {"do": "await-s
 
 # ============================================================================ values
 
-_STRINGS = st.sampled_from(["a", "", "hello", "Ünïcödé", "x y", "0"])
-_KEYS = st.sampled_from(["a", "b", "x", "__proto__", "10", "2"])
+# Lone surrogates are lossless (3.10, 3.11): strings and keys hold them now and then.
+_STRINGS = st.sampled_from(["a", "", "hello", "Ünïcödé", "x y", "0", "\udc00x", "\ud800"])
+_KEYS = st.sampled_from(["a", "b", "x", "__proto__", "10", "2", "k\udbff"])
 
 scalars: S = weighted(
     (2, st.integers(0, 3)),
@@ -145,6 +146,7 @@ boundary_values: S = weighted(
 THROWN: list[Any] = [
     err("boom"),
     err("bad type", "TypeError"),
+    err("lone \udfff surrogate"),
     {"$js": "error", "class": "PolicyError", "message": "policy refused", "name": "PolicyError", "code": "POLICY",
      "harness": True},
     {"$js": "error", "class": "QuotaError", "message": "no name given", "code": "QUOTA", "harness": True},
@@ -177,6 +179,7 @@ MESSAGE_IDS = ("m1", "m2", "m3", "m4", "m5")
 
 messages: S = weighted(
     (6, st.builds(message, st.sampled_from(MESSAGE_IDS))),
+    (1, st.builds(lambda m: message(m, "ctx \ud800"), st.sampled_from(MESSAGE_IDS))),
     (1, st.builds(lambda m: {**message(m), "extra": {"$js": "NaN"}}, st.sampled_from(MESSAGE_IDS))),
 )
 """User messages (contexts, injections); a few ids only, so that duplicates happen (P113)."""
@@ -203,7 +206,7 @@ dispatch_steps: S = st.builds(dispatch, st.sampled_from(FS_INTENTS), fs_targets,
 
 TODO_STATUSES = ("pending", "in_progress", "completed")
 todo_lists: S = st.lists(st.builds(lambda c, s: {"content": c, "status": s},
-                                   st.sampled_from(["read the spec", "write the oracle", "", "Ünïcödé"]),
+                                   st.sampled_from(["read the spec", "write the oracle", "", "Ünïcödé", "fix \udc00"]),
                                    st.sampled_from(TODO_STATUSES)), max_size=3)
 append_steps: S = st.builds(lambda todos: {"do": "append", "type": "todo/write", "data": {"todos": todos}},
                             todo_lists)
@@ -807,7 +810,7 @@ def agent_lists(draw: Any, loop: bool, n_tools: int = 1, need: bool = False) -> 
 # ============================================================================ runs
 
 RAW_ARGUMENTS = ['{"x":1}', "", "{}", '{"x":"s"}', "not json", '{"x":1,"x":2}', "[1,2]", '"text"', '{"n":-0}',
-                 '{"n":1e999}', "null", '{"$js":"undefined","x":1}', '{"x":']
+                 '{"n":1e999}', "null", '{"$js":"undefined","x":1}', '{"x":', '{"x":1,"s":"\\udc00"}']
 raw_arguments: S = weighted((4, st.just('{"x":1}')), (2, st.sampled_from(RAW_ARGUMENTS)))
 hot_raw_arguments: S = st.sampled_from(RAW_ARGUMENTS)
 call_arguments: S = weighted((5, st.just({"x": 1})), (1, st.just({})), (2, boundary_values))

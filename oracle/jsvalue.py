@@ -19,6 +19,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from . import jsontext
+
 JsValue = Any
 """A JSON value in which ``{"$js": ...}`` objects are tokens (section 3.11)."""
 
@@ -316,6 +318,13 @@ def json_text(v: JsValue) -> str | None:
     return _stringify(v, ())
 
 
+def _quote(s: str) -> str:
+    """JSON.stringify of a string: Python's escapes for quotes, backslashes and control
+    characters are JavaScript's, and a lone surrogate is written as its ``\\udXXX`` escape
+    (well-formed JSON.stringify, ES2019)."""
+    return jsontext.dumps(s)
+
+
 def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
     import json
 
@@ -326,7 +335,7 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
     if v is False:
         return "false"
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return _quote(v)
     if _is_number(v):
         if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
             return "null"
@@ -360,7 +369,7 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
     for k in js_keys(entries):
         text = _stringify(entries[k], stack + (id(entries),))
         if text is not None:
-            parts.append(json.dumps(k, ensure_ascii=False) + ":" + text)
+            parts.append(_quote(k) + ":" + text)
     return "{" + ",".join(parts) + "}"
 
 
@@ -376,6 +385,8 @@ def same_value(a: JsValue, b: JsValue) -> bool:
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, str):
+        return jsontext.same_units(a, b)  # UTF-16 code units, as JavaScript compares strings
     return bool(a == b)
 
 

@@ -562,7 +562,7 @@ class ScenarioFileError(ValueError):
 
 
 def scenario_to_json(s: Scenario) -> dict[str, Any]:
-    return _ADAPTER.dump_python(s, mode="json", by_alias=True, exclude_defaults=True)
+    return _ADAPTER.dump_python(s, mode="python", by_alias=True, exclude_defaults=True)  # keeps lone surrogates
 
 
 def scenario_json_schema() -> dict[str, Any]:

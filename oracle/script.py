@@ -164,7 +164,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 rec = _need_record(inv)
                 if rec.agent is None:
                     raise Thrown(js_error(texts.NO_AGENT_SESSION))
-                w.append_event(rec.agent, step.type, step.data.model_dump(mode="json"))
+                w.append_event(rec.agent, step.type, step.data.model_dump(mode="python"))
                 w.obs(inv.call, "tool-event", "append", inv.who, {"type": step.type}, ("P71",))
     return UNDEFINED
 

@@ -11,7 +11,7 @@ import json
 import traceback
 from typing import Any, TextIO
 
-from . import ScenarioError, ScenarioRunError, parse_scenario, run_scenario
+from . import ScenarioError, ScenarioRunError, jsontext, parse_scenario, run_scenario
 
 PROFILES = ["core", "reference", "loop"]
 
@@ -55,6 +55,6 @@ def serve(inp: TextIO, out: TextIO) -> int:
                 return 0
             case other:
                 reply = {"seq": msg.get("seq", -1), "errored": True, "message": f"unknown command {other!r}"}
-        out.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n")
+        out.write(jsontext.dumps(reply, separators=(",", ":")) + "\n")
         out.flush()
     return 0

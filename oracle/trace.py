@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from . import jsontext
+
 TRACE_FORMAT = "dsh-conformance/trace/v1"
 
 Stage = Literal[
@@ -76,7 +78,9 @@ class Trace(_Model):
     warnings: list[str] = Field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return _ADAPTER.dump_python(self, mode="json", by_alias=True, exclude_unset=False)
+        # Python mode: JSON mode cannot hold a lone surrogate (oracle.jsontext); every field
+        # is JSON-typed already.
+        return _ADAPTER.dump_python(self, mode="python", by_alias=True, exclude_unset=False)
 
     def dumps(self) -> str:
         """The canonical text of the trace: same trace, same bytes. Valid JSON with one
@@ -129,7 +133,7 @@ def is_portable(o: Observation) -> bool:
 
 
 def _dump(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    return jsontext.dumps(v, separators=(",", ":"))
 
 
 def parse_trace(data: Any) -> Trace:

@@ -382,7 +382,9 @@ OUTCOMES = ["allowed-once", "rejected", "cancelled", "unavailable"]
 approval_outcomes: S = weighted(
     (6, st.sampled_from(OUTCOMES)),
     (1, st.sampled_from(["maybe", 7, UNDEF, {"o": 1}, {"$js": "bigint", "value": "9"},
-                         {"$js": "promise", "resolves": "allowed-once"}])),
+                         {"$js": "promise", "resolves": "allowed-once"},
+                         # P41 (revision 2026-12-01): String of a symbol; JSON.stringify's own throw
+                         {"$js": "symbol", "description": "q"}, {"o": {"$js": "bigint", "value": "1"}}])),
 )
 
 GUARD_DENIALS = ["guard says no", "", None, False, 0, 7, {"why": "x"}, ["a", 1], {"$js": "NaN"},

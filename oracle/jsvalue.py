@@ -207,7 +207,8 @@ def is_lossless(v: JsValue) -> bool:
 # --------------------------------------------------------------------- ToString and friends
 
 def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
-    """JavaScript ``String(v)`` (section 3.1). Raises Thrown where JS throws."""
+    """``ToString(v)`` (section 3.1): template literals and ``+``. Raises Thrown where JS
+    throws (a symbol, a null-prototype object, a throwing getter...)."""
     if isinstance(v, str):
         return v
     if v is None:
@@ -263,6 +264,16 @@ def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
     return "[object Object]"
 
 
+def js_string(v: JsValue) -> str:
+    """``String(v)`` (section 3.1, revision 2026-12-01): ``ToString`` except that a symbol
+    gives ``Symbol(<description>)``. Only P9 and P41 convert with it; a symbol nested in an
+    array still throws, through ``ToString`` of the elements."""
+    if token(v) == "symbol":
+        description = v.get("description")
+        return f"Symbol({description if isinstance(description, str) else ''})"
+    return to_string(v)
+
+
 def _join(items: list[JsValue], seen: tuple[int, ...]) -> str:
     if id(items) in seen:
         return ""
@@ -287,9 +298,6 @@ def message_of(x: JsValue) -> str:
             raise Thrown(x)
         if kind == "error":
             return str(x.get("message", ""))
-        if kind == "symbol":
-            # String(x) describes a symbol where other string conversions throw.
-            return f"Symbol({x.get('description', '')})"
         if isinstance(x, dict):
             props = x.get("entries", {}) if kind in ("object", "null-proto") else (x if kind is None else {})
             if "message" in props:
@@ -298,7 +306,7 @@ def message_of(x: JsValue) -> str:
                     raise Thrown(getter_thrown(m))
                 if isinstance(m, str):
                     return m
-        return to_string(x)
+        return js_string(x)  # String(x): a symbol describes itself (revision 2026-12-01)
     except Thrown:
         return "<unprintable thrown value>"
 

@@ -18,7 +18,7 @@ import jsonschema
 from . import texts
 from .decisions import OUTCOMES, PRE_KINDS
 from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, getter_thrown, info_of, is_undefined, js_error,
-                      json_text, message_of, snapshot, to_string, token, type_error)
+                      js_string, json_text, message_of, snapshot, to_string, token, type_error)
 from .record import Record
 from .registry import World
 from .scenario import DELEGATE, Behavior, Call, CustomApproval, Listener, Tool
@@ -405,8 +405,10 @@ async def _ask(w: World, rec: Record, reason: JsValue) -> tuple[str, JsValue, bo
             return "deny", texts.approval_unavailable(rec.name), False
         case "cancelled":
             return "deny", texts.approval_cancelled(rec.name), True
+    # P41: JSON.stringify(o) ?? String(o). A throw of JSON.stringify itself (a BigInt)
+    # propagates as that throw; a symbol has no JSON text and renders as Symbol(desc).
     rendered = json_text(outcome)
-    raise Thrown(js_error(texts.approval_unreachable(rendered if rendered is not None else to_string(outcome))))
+    raise Thrown(js_error(texts.approval_unreachable(rendered if rendered is not None else js_string(outcome))))
 
 
 async def shipped_approval(w: World, rec: Record, request: dict[str, Any], signal: Any) -> str:

@@ -145,7 +145,10 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
     for n, o in enumerate(trace.observations):
-        call = o.call or "-"
+        # A getter's reads form a lane of their own: how many there are and what each read
+        # gave is the spec's (P13, P23); how they interleave with other getters' reads and
+        # with the stages is not.
+        call = f"getter {o.who}" if o.stage == "getter" else (o.call or "-")
         if o.stage == "route":
             route[call] = list(o.rules)
         elif is_portable(o):

@@ -19,7 +19,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from . import jsontext
+from . import jsontext, realm
 
 JsValue = Any
 """A JSON value in which ``{"$js": ...}`` objects are tokens (section 3.11)."""
@@ -29,7 +29,7 @@ UNDEFINED: dict[str, str] = {"$js": "undefined"}
 TOKEN_KINDS = frozenset({
     "undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "function", "symbol",
     "date", "instance", "cycle", "hole", "array", "object", "null-proto",
-    "getter-throws", "error", "hostile", "promise",
+    "getter-throws", "error", "hostile", "promise", "getter", "shared",
 })
 
 MAX_SAFE = 2**53
@@ -80,6 +80,44 @@ def getter_thrown(prop: dict[str, Any]) -> JsValue:
     if "thrown" in prop:
         return prop["thrown"]
     return js_error(str(prop.get("message", "")))
+
+
+def deref(v: JsValue) -> JsValue:
+    """The object a ``shared`` token stands for (its definition's value); else ``v``."""
+    if token(v) != "shared":
+        return v
+    if "value" in v:
+        return v["value"]
+    return realm.current().shared(str(v.get("id")))
+
+
+def read(v: JsValue) -> JsValue:
+    """What reading an own property that holds ``v`` gives: an accessor runs (a getter
+    participant, or a getter that throws), a shared reference is its object, anything
+    else is the value itself."""
+    kind = token(v)
+    if kind == "getter-throws":
+        raise Thrown(getter_thrown(v))
+    if kind == "getter":
+        return deref(realm.current().read_getter(str(v.get("id"))))
+    return deref(v)
+
+
+# An Error instance's own properties, when its token does not give them: what its prototype
+# chain answers (``name`` is the class's, a HarnessError's own name is its class name too).
+_ERROR_FIELDS = ("message", "name", "code", "cause")
+
+
+def error_field(x: dict[str, Any], key: str) -> JsValue:
+    """``x[key]`` for an error token ``x``: the token's field as a property read (a getter
+    runs, a getter-throws token throws), else the default."""
+    if key in x and key in _ERROR_FIELDS:
+        return read(x[key])
+    if key == "message":
+        return ""
+    if key == "name":
+        return x.get("class", "Error")
+    return UNDEFINED
 
 
 # --------------------------------------------------------------------- key order
@@ -180,8 +218,10 @@ def _snap(v: JsValue, depth: int) -> JsValue:
                 raise NotLossless()
             entries = v.get("entries", {})
             return _plain_object({k: _snap(entries[k], depth + 1) for k in js_keys(entries)})
-        case "getter-throws":
-            raise Thrown(getter_thrown(v))
+        case "getter-throws" | "getter":
+            return _snap(read(v), depth)  # an accessor's one read (P13): its value, or its throw
+        case "shared":
+            return _snap(deref(v), depth)  # reached again: copied again (P13)
         case "hostile":
             raise Thrown(HOSTILE_INSPECTION)  # its first read throws, and that propagates (P13)
         case _:
@@ -249,16 +289,22 @@ def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
             return "[object Promise]" if cls == "Promise" else f"[object {cls}]"
         case "promise":
             return "[object Promise]"
-        case "error":
-            name = v.get("name", v.get("class", "Error"))
-            msg = v.get("message", "")
-            return f"{name}: {msg}" if msg else str(name)
+        case "error":  # Error.prototype.toString: name, then message
+            name = error_field(v, "name")
+            name = "Error" if is_undefined(name) else to_string(name, _seen)
+            msg = error_field(v, "message")
+            msg = "" if is_undefined(msg) else to_string(msg, _seen)
+            if not name:
+                return msg
+            return f"{name}: {msg}" if msg else name
         case "array":
             return _join(v.get("items", []), _seen)
         case "hole" | "cycle":
             return ""
-        case "getter-throws":
-            raise Thrown(getter_thrown(v))
+        case "getter-throws" | "getter":
+            return to_string(read(v), _seen)
+        case "shared":
+            return to_string(deref(v), _seen)
         case "hostile":
             raise Thrown(HOSTILE_INSPECTION)
     return "[object Object]"
@@ -279,6 +325,8 @@ def _join(items: list[JsValue], seen: tuple[int, ...]) -> str:
         return ""
     parts = []
     for item in items:
+        if token(item) not in ("hole", "cycle"):
+            item = read(item)  # an element may be an accessor
         if item is None or token(item) in ("undefined", "hole", "cycle"):
             parts.append("")
         else:
@@ -290,32 +338,52 @@ def is_error_instance(x: JsValue) -> bool:
     return token(x) == "error"
 
 
-def message_of(x: JsValue) -> str:
-    """``message(x)`` of P9: how a thrown value becomes a failure message."""
+UNPRINTABLE = "<unprintable thrown value>"
+
+
+def message_value(x: JsValue) -> JsValue:
+    """``message(x)`` of P9: an Error instance's ``message`` whatever it holds (a number, an
+    object, ``undefined``...), else a string ``message`` property, else ``String(x)``; when
+    an inspection throws, ``<unprintable thrown value>``."""
     try:
+        x = deref(x)
         kind = token(x)
         if kind == "hostile":
             raise Thrown(x)
         if kind == "error":
-            return str(x.get("message", ""))
+            return error_field(x, "message")
         if isinstance(x, dict):
             props = x.get("entries", {}) if kind in ("object", "null-proto") else (x if kind is None else {})
             if "message" in props:
-                m = props["message"]
-                if token(m) == "getter-throws":
-                    raise Thrown(getter_thrown(m))
+                m = read(props["message"])
                 if isinstance(m, str):
                     return m
         return js_string(x)  # String(x): a symbol describes itself (revision 2026-12-01)
     except Thrown:
-        return "<unprintable thrown value>"
+        return UNPRINTABLE
+
+
+def message_of(x: JsValue) -> str:
+    """``message(x)`` as a text that embeds it shows it (a template literal: ``ToString``)."""
+    m = message_value(x)
+    if isinstance(m, str):
+        return m
+    try:
+        return to_string(m)
+    except Thrown:
+        return UNPRINTABLE  # a symbol message: the spec does not say; the text stays printable
 
 
 def info_of(x: JsValue) -> dict[str, Any] | None:
-    """``info(x)`` of P9: ``{name, code}`` for a HarnessError instance, else None."""
+    """``info(x)`` of P9: ``{name, code}`` (read in that order) for a HarnessError
+    instance, else None; None too when reading either throws."""
     if token(x) == "error" and x.get("harness"):
-        name = x.get("name", x.get("class", "HarnessError"))
-        return {"name": name, "code": x.get("code", UNDEFINED)}
+        try:
+            name = error_field(x, "name")
+            code = error_field(x, "code")
+        except Thrown:
+            return None
+        return {"name": name, "code": code}
     return None
 
 
@@ -361,8 +429,8 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
         return json.dumps(str(v.get("value", "")))
     if kind == "cycle":
         raise Thrown(type_error("Converting circular structure to JSON"))
-    if kind == "getter-throws":
-        raise Thrown(getter_thrown(v))
+    if kind in ("getter-throws", "getter", "shared"):
+        return _stringify(read(v), stack)
     if kind in ("instance", "promise", "error", "hostile"):
         return "{}"
     if isinstance(v, list) or kind == "array":

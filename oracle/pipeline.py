@@ -17,8 +17,8 @@ import jsonschema
 
 from . import texts
 from .decisions import OUTCOMES, PRE_KINDS
-from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, getter_thrown, info_of, is_undefined, js_error,
-                      js_string, json_text, message_of, snapshot, to_string, token, type_error)
+from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, deref, error_field, info_of, is_undefined, js_error,
+                      js_string, json_text, message_of, message_value, read, snapshot, to_string, token, type_error)
 from .record import Record
 from .registry import World
 from .scenario import DELEGATE, Behavior, Call, CustomApproval, Listener, Tool
@@ -61,10 +61,11 @@ def failure(m: str, name: str | None = None, code: str | None = None) -> dict[st
 
 
 def fail(x: JsValue) -> dict[str, Any]:
-    """P9, P10: the canonical failure for a thrown value."""
-    m = message_of(x)
+    """P9, P10: the canonical failure for a thrown value. ``message(x)`` is whatever an
+    Error's message holds (not always a string); the content shows ``ToString`` of it."""
+    info = info_of(x)  # read before the message, as the reference does
+    m = message_value(x)
     error: dict[str, Any] = {"message": m}
-    info = info_of(x)
     if info is not None:
         error["info"] = info
     return {"isError": True, "error": error, "content": E(m)}
@@ -99,25 +100,25 @@ def _with_contexts(r: dict[str, Any], prior: Any) -> dict[str, Any]:
 
 
 def get(obj: JsValue, key: str) -> JsValue:
-    """``obj[key]`` for a JS value in wire form; raises Thrown when a getter throws."""
+    """``obj[key]`` for a JS value in wire form; an accessor runs (its throw is raised as
+    Thrown), a shared reference is its object."""
+    obj = deref(obj)
     kind = token(obj)
     if isinstance(obj, dict) and kind is None:
         props = obj
     elif kind in ("object", "null-proto"):
         props = obj.get("entries", {})
-    elif kind == "error" and key in ("message", "name", "code"):
-        return obj.get(key, UNDEFINED)
+    elif kind == "error":
+        return error_field(obj, key)
     else:
         return UNDEFINED
     if key not in props:
         return UNDEFINED
-    v = props[key]
-    if token(v) == "getter-throws":
-        raise Thrown(getter_thrown(v))
-    return v
+    return read(props[key])
 
 
 def has_own(obj: JsValue, key: str) -> bool:
+    obj = deref(obj)
     kind = token(obj)
     if isinstance(obj, dict) and kind is None:
         return key in obj
@@ -824,6 +825,18 @@ def call_input(w: World, call: Call) -> Input:
     if call.aborted:
         signal.abort({"$js": "error", "class": "DOMException", "name": "AbortError",
                       "message": "This operation was aborted"})
-    return Input(callId=call.callId, name=call.name, arguments=copy.deepcopy(call.arguments),
-                 signal=signal, agent=call.agent, rootCallId=call.rootCallId,
+    # P23: an input field run by a getter is read once, where entry reads it: rootCallId and
+    # name before the definition is looked up, arguments as the snapshot reads it (E1, E2).
+    root: Any = call.rootCallId
+    if "rootCallId" in call.getters:
+        root = read({"$js": "getter", "id": call.getters["rootCallId"]})
+        root = None if root is None or is_undefined(root) else root  # input.rootCallId ?? callId
+    name: Any = call.name
+    if "name" in call.getters:
+        name = read({"$js": "getter", "id": call.getters["name"]})
+    arguments = copy.deepcopy(call.arguments)
+    if "arguments" in call.getters:
+        arguments = {"$js": "getter", "id": call.getters["arguments"]}
+    return Input(callId=call.callId, name=name, arguments=arguments,
+                 signal=signal, agent=call.agent, rootCallId=root,
                  parent="foreign-token" if call.parent else None)

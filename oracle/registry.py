@@ -72,6 +72,8 @@ class World:
         self.inbox: list[JsValue] = []  # the loop agent's next-step queue
         self.inbox_next_turn: list[JsValue] = []  # waking input after an abort starts a new turn
         self.loop_agent: str | None = None
+        self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
+        self.wake_requested = False  # a steer after the abort asked for another turn (P112)
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
             # before the scenario's own listeners.

@@ -156,10 +156,22 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 # the aborted activity and goes to the next turn instead (P112).
                 late = step.do == "steer" and w.signal("step").aborted
                 splice_append(w, copy.deepcopy(step.message), "next-turn" if late else "next-step")
+                w.wake_requested = w.wake_requested or late  # the woken agent starts another turn
             case "observe":
                 w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), _OBSERVE_RULES[step.what])
             case "dispatch":
                 await _dispatch(w, inv, step)
+            case "keep":  # the very object, so that identity survives (P63)
+                kept = inv.result if step.what == "result" else inv.last_next
+                w.kept[step.name] = UNDEFINED if kept is NOTHING else kept
+            case "return-kept":
+                return w.kept.get(step.name, UNDEFINED)
+            case "cancel":
+                if w.loop_agent is None:
+                    raise ScenarioError(f"participant {inv.who}", "'cancel' needs a loop run")
+                from .loop import cancel  # the loop owns the agent and its inbox
+                w.obs(inv.call, inv.stage, "cancel", inv.who, {"keepInbox": step.keepInbox}, inv.rules + ("P112",))
+                cancel(w, step.keepInbox, ABORT_REASON if step.reason is None else copy.deepcopy(step.reason))
             case "append":
                 rec = _need_record(inv)
                 if rec.agent is None:

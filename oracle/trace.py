@@ -30,6 +30,7 @@ Stage = Literal[
     "entry", "pre-execute", "approval", "guards", "checkpoint", "execute", "dispatch", "body",
     "post-execute", "materialize", "finalize", "result", "route", "classify", "render",
     "presentationMeta", "loop", "fs-intent", "tool-event", "presentCall", "presentResult",
+    "getter", "pre-step",
 ]
 INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch"})
 
@@ -37,6 +38,7 @@ What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
     "unregister", "inject", "commit", "synthetic", "append", "abandon",
+    "cancel",
 ]
 
 

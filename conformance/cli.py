@@ -152,11 +152,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
         runner = Runner(iut, profiles, _expectations(args.expectations))
         rec = runner.decide(scenario.id or path.stem, doc, "replay", str(path), scenario)
     print(f"{rec.outcome.value}: {rec.id} (rules {', '.join(rec.rules) or '-'})")
-    if rec.message:
+    if args.all and runner.last is not None and rec.outcome in (Outcome.FAIL, Outcome.XFAIL):
+        _print_all_divergences(*runner.last, rec)
+    elif rec.message:
         print(rec.message)
     if rec.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID):
         return EXIT_BROKEN
     return EXIT_FAIL if rec.outcome == Outcome.FAIL else EXIT_OK
+
+
+def _print_all_divergences(expected: Any, actual: Any, profiles: set[str], rec: CaseRecord) -> None:
+    """``replay --all``: every divergence of the case, each with its place and rules, then
+    the invariants the implementation's trace breaks."""
+    from .compare import divergences
+
+    found = divergences(expected, actual, profiles)
+    print(f"{len(found)} divergence{'s' if len(found) != 1 else ''}, {len(rec.violations)} broken invariant"
+          f"{'s' if len(rec.violations) != 1 else ''}")
+    for n, d in enumerate(found, 1):
+        print(f"\n{n}. " + d.describe().replace("first divergence at ", "at ", 1))
+    for v in rec.violations:
+        print(f"\ninvariant {v['rule']}: {v['message']}")
 
 
 # ------------------------------------------------------------------------- report, expectations
@@ -261,6 +277,7 @@ def parser() -> argparse.ArgumentParser:
 
     replay = sub.add_parser("replay", help="re-run one case file and print the first divergence")
     replay.add_argument("case")
+    replay.add_argument("--all", action="store_true", help="list every divergence, each with its place and rules")
     _iut_options(replay)
     replay.set_defaults(func=cmd_replay)
 

@@ -81,6 +81,9 @@ class CaseRecord(_Model):
     expected_reason: str | None = None
     case_file: str | None = None
     duration_ms: int = 0
+    trace_digest: str | None = Field(default=None, description=(
+        "sha256 of the implementation's normalized trace (conformance.compare.normalized), when it sent one: "
+        "two reports of one suite version tell from it whether anything at all changed in the case"))
 
 
 class Footer(_Model):

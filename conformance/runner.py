@@ -24,7 +24,7 @@ from typing import Any
 from oracle import Scenario, jsontext, parse_scenario, run_scenario
 from oracle.trace import Trace
 
-from .compare import first_divergence
+from .compare import digest, first_divergence
 from .expectations import Expectations
 from .iut import InProcessIUT, IUTFailure, ProcessIUT
 from .protocol import Errored, Skipped
@@ -82,6 +82,7 @@ class Runner:
         self.records: list[CaseRecord] = []
         self.seq = 0
         self.broken = False  # the IUT crashed, hung or broke the protocol at least once
+        self.last: tuple[Trace, Trace, set[str]] | None = None  # (oracle's, IUT's, profiles) of the latest trace
 
     # ------------------------------------------------------------------ one case
 
@@ -111,6 +112,8 @@ class Runner:
             return CaseRecord(**base, outcome=Outcome.SKIP, message=answer.reason, duration_ms=_ms(t0))
         if isinstance(answer, Errored):
             return CaseRecord(**base, outcome=Outcome.ERROR, message=answer.message, duration_ms=_ms(t0))
+        self.last = (expected, answer.trace, needed)
+        base["trace_digest"] = digest(answer.trace)
         divergence = first_divergence(expected, answer.trace, needed)
         violations = _invariants(scenario, answer.trace)
         if divergence is None and not violations:

@@ -44,6 +44,8 @@ from oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenar
 from oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, DirectRun, LoopRun
 
 from .rules import rules_of
+from .value_strategies import (ARGS_GETTER, ERROR_SHAPES, NAME_GETTER, ROOT_GETTER, getter_declarations, getter_values,
+                               shared_values)
 
 ALL_PROFILES: frozenset[str] = frozenset({"core", "reference", "loop"})
 DEFAULT_EXAMPLES = 300  # the default example budget of the coverage measurement
@@ -140,6 +142,9 @@ boundary_values: S = weighted(
     (4, lossless_values),
     (2, js_only_values),
     (1, st.builds(lambda a, b: {"ok": a, "bad": b}, lossless_values, js_only_values)),
+    # read once per reach by the snapshot (P13): getters, and one object reached twice
+    (1, getter_values(lossless_values)),
+    (1, shared_values(lossless_values)),
 )
 """What a participant hands across a snapshot boundary: mostly lossless, often not."""
 
@@ -153,6 +158,7 @@ THROWN: list[Any] = [
     "a thrown string", 42, None, UNDEF, {"message": "plain object"}, {"message": 5}, ["a", "b"], {"x": 1},
     {"$js": "hostile"}, {"$js": "symbol", "description": "thrown"}, {"$js": "null-proto", "entries": {}},
     {"message": {"$js": "getter-throws", "message": "message getter"}}, {"$js": "bigint", "value": "7"},
+    *ERROR_SHAPES,
 ]
 thrown_values: S = st.sampled_from(THROWN)
 """Thrown values: Errors, HarnessErrors (with and without a name), non-Error values, and
@@ -297,6 +303,8 @@ def side_steps(role: Role, loop: bool) -> S:
     if loop:  # injected messages stay lossless: the session log refuses others (caller contract, section 1)
         options.append((1, st.builds(lambda do, m: {"do": do, "message": message(m)},
                                      st.sampled_from(["inject", "steer"]), st.sampled_from(MESSAGE_IDS))))
+        if role.record:  # the agent's cancel(), keeping or clearing the queue (P112)
+            options.append((1, st.builds(lambda keep: {"do": "cancel", "keepInbox": keep}, st.booleans())))
     return weighted(*options)
 
 
@@ -417,6 +425,9 @@ exec_terminals: S = weighted(
                  {"do": "return-next"}])),
     (1, st.builds(lambda x: [{"do": "next", "catch": True}, {"do": "throw", "value": x}], thrown_values)),
     (1, THROWS),
+    # P63: a result built for one execution, kept and handed back by another call's wrapper
+    (1, st.just([{"do": "next"}, {"do": "keep", "what": "next", "name": "k1"}, {"do": "return-next"}])),
+    (1, st.builds(lambda name: [{"do": "next"}, {"do": "return-kept", "name": name}], st.sampled_from(["k1", "k2"]))),
 )
 
 post_terminals: S = weighted(
@@ -461,6 +472,7 @@ observer_terminals: S = weighted(
     (1, THROWS),
     (1, st.builds(lambda x: [{"do": "return", "value": {"$js": "promise", "rejects": x}}], thrown_values)),
     (1, st.just([{"do": "set-signal", "signal": "late"}])),
+    (1, st.just([{"do": "keep", "name": "k2"}])),  # the final outcome, for a later call's wrapper (P63)
 )
 
 classifier_behaviors: S = weighted(
@@ -695,6 +707,19 @@ EVENT_ROLES: dict[str, tuple[Role, S]] = {
     "fs/write-intent": (INTENT, intent_terminals),
     "fs/edit-intent": (INTENT, intent_terminals),
 }
+
+PRE_STEP = "agent/pre-step"
+PRE_STEP_MESSAGE = message("pre-1", "rewritten at the boundary")
+pre_step_behaviors: S = weighted(
+    (3, DELEGATES),
+    (2, st.just([{"do": "observe", "what": "request"}, *DELEGATE])),
+    (1, st.just([{"do": "next"}, {"do": "return", "value": {"kind": "enter", "messages": []}}])),
+    (1, st.just([{"do": "return", "value": {"kind": "enter", "messages": [PRE_STEP_MESSAGE]}}])),
+    (1, st.just([{"do": "return", "value": {"kind": "reject"}}])),
+    (1, st.just({"perInvocation": [list(DELEGATE), [{"do": "return", "value": {"kind": "reject"}}]]})),
+)
+"""An ``agent/pre-step`` listener (P110): delegate, look, rewrite the claimed messages
+(away, or to another), or reject the step. Its payload is no record: no writes."""
 # How many listeners each event gets, none first.
 LISTENER_COUNTS: dict[str, S] = {
     "tools/pre-execute": weighted((2, st.just(0)), (3, st.just(1)), (1, st.just(2))),
@@ -705,6 +730,7 @@ LISTENER_COUNTS: dict[str, S] = {
     # invoked only when a body dispatches (P71): often none
     "fs/write-intent": weighted((5, st.just(0)), (2, st.just(1)), (1, st.just(2))),
     "fs/edit-intent": weighted((5, st.just(0)), (2, st.just(1)), (1, st.just(2))),
+    PRE_STEP: weighted((3, st.just(0)), (2, st.just(1)), (1, st.just(2))),
 }
 
 
@@ -734,6 +760,9 @@ def listener_defs(draw: Any, loop: bool, agents: tuple[str, ...], lid: str, even
     listener is never scoped (the scenario check refuses it: a body dispatches without
     naming an agent)."""
     out: dict[str, Any] = {"id": lid, "event": event}
+    if event == PRE_STEP:  # never scoped (the scenario check refuses it)
+        out["script"] = draw(pre_step_behaviors)
+        return out
     if agents and event not in FS_INTENTS and draw(weighted((3, False), (1, True))):
         out["scope"] = agents[draw(st.integers(0, len(agents) - 1))]
         if draw(weighted((3, False), (1, True))):
@@ -843,6 +872,13 @@ def direct_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[st
             call["parent"] = True
         if draw(chance(entry, 10)):
             call["aborted"] = True
+        if draw(chance(False, 8)):  # the caller aborts from outside, at a chosen virtual time
+            call["abortAt"] = draw(st.sampled_from([0, 5, 20]))
+        if draw(chance(entry, 10)):  # input fields that would read otherwise later (P23)
+            fields = draw(st.lists(st.sampled_from(["name", "rootCallId", "arguments"]), min_size=1, max_size=3,
+                                   unique=True))
+            call["getters"] = {f: {"name": NAME_GETTER, "rootCallId": ROOT_GETTER, "arguments": ARGS_GETTER}[f]
+                               for f in fields}
         out.append(call)
     return {"kind": "direct", "calls": out}
 
@@ -868,18 +904,25 @@ def loop_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[str]
         run["aborted"] = True
     if present:
         run["present"] = True
+    if draw(chance(False, 8)):  # the caller cancels at a chosen virtual time (P112)
+        run["cancelAt"] = {"ms": draw(st.sampled_from([0, 5, 20])), "keepInbox": draw(st.booleans())}
+    if draw(chance(focus == "loop", 4)):  # a later turn shows what stayed queued (P112)
+        run["nextTurn"] = NEXT_TURN
     return run
+
+
+NEXT_TURN = {"id": "next-turn", "role": "user", "content": [{"type": "text", "text": "again"}], "source": {"kind": "user"}}
 
 
 # ============================================================================ scenarios
 
 LISTENER_EVENTS = ["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result", "approval/request",
-                   *FS_INTENTS]
+                   *FS_INTENTS, PRE_STEP]
 DUPLICATE_CONTEXT = {"do": "defer-context", "message": message("m1", "same id every time")}
 
 
 ABORT_POINTS = ("entry", "approval-cancelled", "guard-denial", "after-guards", "at-launch", "in-body",
-                "after-execute", "after-post", "timeout", "failure-kept")
+                "after-execute", "after-post", "timeout", "failure-kept", "timed")
 """Where the ``abort`` focus aborts the caller (P29, P42, P51, P53, P61, P68, P88, P70, P89)."""
 
 
@@ -924,6 +967,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
         if event == "approval/request" and (approval is None or approval.get("service") != "shipped"):
             continue
         if event in FS_INTENTS and not dispatches:
+            continue
+        if event == PRE_STEP and not loop:
             continue
         hot = next((h for f in sorted(foci) if (h := hot_terminals(event, f)) is not None), None)
         count = max(draw(LISTENER_COUNTS[event]), 1 if hot is not None else 0)
@@ -981,6 +1026,9 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             "service": "custom", "script": [ABORT_CALLER, {"do": "return", "value": "cancelled"}]}
     if timeout_policy:
         doc["timeoutPolicy"] = True
+    getters = draw(getter_declarations(doc))
+    if getters:
+        doc["getters"] = getters
     refs = [r or n for r, n, _ in plan] + [l["id"] for l in listeners] + [g["id"] for g in guards]
     doc = resolve(doc, refs, calls)
     registered = {t["name"] for t in doc["tools"] if "scope" not in t and t.get("registered", True)}
@@ -1127,6 +1175,12 @@ def abort_recipe(doc: dict[str, Any], at: str, listeners: list[dict[str, Any]], 
         case "failure-kept":
             t1["body"] = [{"do": "throw", "value": err("body failed")}]
             listener("tools/execute", [{"do": "next"}, ABORT_CALLER, {"do": "return-next"}])
+        case "timed":  # from outside every participant, while the body runs (P58, P61, P112)
+            t1["body"] = [{"do": "sleep", "ms": 30}, {"do": "return", "value": 1}]
+            if loop:
+                run["cancelAt"] = {"ms": 5, "keepInbox": True}
+            else:
+                run["calls"][0]["abortAt"] = 5
     return False
 
 

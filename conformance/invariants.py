@@ -976,7 +976,8 @@ def loop_calls_and_results(v: View) -> Iterator[Violation]:
     if incomplete:
         if acceptance(v, events).failed is None:
             yield Violation("P105", f"block {incomplete[0]} has no complete tool/call + tool/result pair")
-        elif any(e.type == "step/start" for e in events):
+        elif any(e.type == "step/start" and (e.data or {}).get("turn") == 1 for e in events):
+            # (a next turn the caller starts, run.nextTurn, is not this turn going on)
             yield Violation("P108", "a failed turn went on to a next step")
     for cid in model:
         if cid in result_seq and cid not in v.results and any(o.stage not in UI_STAGES for _, o in v.calls[cid].obs):

@@ -45,7 +45,7 @@ from oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, Dire
 
 from .rules import rules_of
 from .value_strategies import (ARGS_GETTER, ERROR_SHAPES, NAME_GETTER, ROOT_GETTER, getter_declarations, getter_values,
-                               shared_values)
+                               shared_values, unique_shared_ids)
 
 ALL_PROFILES: frozenset[str] = frozenset({"core", "reference", "loop"})
 DEFAULT_EXAMPLES = 300  # the default example budget of the coverage measurement
@@ -1026,6 +1026,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             "service": "custom", "script": [ABORT_CALLER, {"do": "return", "value": "cancelled"}]}
     if timeout_policy:
         doc["timeoutPolicy"] = True
+    unique_shared_ids(doc)
     getters = draw(getter_declarations(doc))
     if getters:
         doc["getters"] = getters

@@ -12,6 +12,7 @@ from .registry import Runaway, World
 from .scenario import Call, DirectRun, Scenario, ScenarioError
 from .script import ABORT_REASON, Invocation, perform_sync
 from .value_refs import definitions
+from .scenario import scenario_values
 from .scheduler import Deadlock
 from .trace import CallResult, Trace
 from .viewer import present
@@ -92,20 +93,3 @@ def _abort_at(w: World, call: Call, inp: Any) -> Any:
         inp.signal.abort(ABORT_REASON)
     timer.on_settle(fire)
     return timer
-
-
-def scenario_values(s: Scenario) -> list[Any]:
-    """Every JS value the scenario authors (step values, call arguments, the next turn)."""
-    from .scenario import _VALUE_FIELDS, _behaviors
-
-    out: list[Any] = []
-    for _path, behavior, _sync in _behaviors(s):
-        for _where, step in behavior.all_steps():
-            field = _VALUE_FIELDS.get(step.do)
-            if field is not None:
-                out.append(getattr(step, field))
-    if isinstance(s.run, DirectRun):
-        out += [c.arguments for c in s.run.calls]
-    elif s.run.nextTurn is not None:
-        out.append(s.run.nextTurn)
-    return out

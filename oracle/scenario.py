@@ -525,6 +525,7 @@ def _check_references(s: Scenario) -> None:
                         raise ScenarioError(f"$.tools[{i}].{name}", (
                             "the viewer (run.present) presents raw definitions only: what a defineTool "
                             "presenter does with arguments that fail its parameters is outside the spec"))
+    _check_shared_ids(s)
 
 
 def _check_getters(s: Scenario, ids: dict[str, str]) -> set[str]:
@@ -544,6 +545,34 @@ def _check_step_values(step: Any, path: str, getter_ids: set[str]) -> None:
     field = _VALUE_FIELDS.get(step.do)
     if field is not None:
         _check_value(getattr(step, field), f"{path}.{field}", getter_ids)
+
+
+def scenario_values(s: "Scenario") -> list[Any]:
+    """Every JS value the scenario authors (step values, call arguments, the next turn)."""
+    out: list[Any] = []
+    for _path, behavior, _sync in _behaviors(s):
+        for _where, step in behavior.all_steps():
+            field = _VALUE_FIELDS.get(step.do)
+            if field is not None:
+                out.append(getattr(step, field))
+    if isinstance(s.run, DirectRun):
+        out += [c.arguments for c in s.run.calls]
+    elif s.run.nextTurn is not None:
+        out.append(s.run.nextTurn)
+    return out
+
+
+def _check_shared_ids(s: "Scenario") -> None:
+    """A shared object's id names one object for the whole scenario: every value that
+    defines it defines the same (a copied step may repeat a definition)."""
+    from .value_refs import definitions
+
+    seen: dict[str, Any] = {}
+    for value in scenario_values(s):
+        for sid, v in definitions(value).items():
+            if sid in seen and seen[sid] != v:
+                raise ScenarioError("$", f"shared object {sid!r} is defined twice, differently: give each its own id")
+            seen[sid] = v
 
 
 def _check_value(value: Any, path: str, getter_ids: set[str]) -> None:

@@ -158,7 +158,8 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 splice_append(w, copy.deepcopy(step.message), "next-turn" if late else "next-step")
                 w.wake_requested = w.wake_requested or late  # the woken agent starts another turn
             case "observe":
-                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), _OBSERVE_RULES[step.what])
+                rules = ("P110",) if inv.stage == "pre-step" else _OBSERVE_RULES[step.what]  # a step boundary's payload
+                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), rules)
             case "dispatch":
                 await _dispatch(w, inv, step)
             case "keep":  # the very object, so that identity survives (P63)

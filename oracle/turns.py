@@ -10,7 +10,8 @@ tool step with a text block, so a step after the tool step ends its turn unless 
 was queued meanwhile.
 
 The trace's window ends at the model request of the first step after the tool step, or,
-with ``nextTurn``, at the model request of the next turn's first step.
+when there is a next turn (``nextTurn``, or a steer after the abort that woke the agent),
+at the model request of that turn's first step.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ async def after_tool_step(w: World, run: LoopRun, st: Any, ended: TurnEnd) -> No
             turn_ends = "completed"
     elif st.signal.aborted:  # the turn aborts; accepted contexts stay queued (P112)
         w.obs(None, "loop", "end", None, "aborted", ("P107", "P112"))
-    if run.nextTurn is None:
+    woke = st.signal.aborted and w.wake_requested and bool(w.inbox_next_turn)
+    if run.nextTurn is None and not woke:
         return
     await next_turn(w, run, aborted=st.signal.aborted)
 
@@ -102,7 +104,8 @@ async def boundary(w: World, run: LoopRun, turn: int, step: int, first_of_turn: 
     the step enters with, or None when a listener rejected the step or the waterfall threw
     (the turn is over either way)."""
     claimed = claim(w, run.agent, first_of_turn)
-    payload = {"messages": claimed, "turn": turn, "step": step, "agent": run.agent}  # the agent's dispatch adds it
+    # The agent's dispatch adds ``agent``; the signal is the turn's (a new turn has its own).
+    payload = {"messages": claimed, "turn": turn, "step": step, "agent": run.agent}
     listeners = [l for l in w.selected(PRE_STEP, None)]
     cursor = 0
 
@@ -117,7 +120,7 @@ async def boundary(w: World, run: LoopRun, turn: int, step: int, first_of_turn: 
             return await terminal()
         l: Listener = listeners[position]
         inv = Invocation(who=l.id, stage="pre-step", record=None, rules=("P5", "P110"), next=next_,
-                         request=payload, request_signal=w.signal("step"))
+                         request=payload, request_signal=w.signal("step" if turn == 1 else f"turn-{turn}"))
         return await perform(w, inv, l.script or Behavior.model_validate(DELEGATE))
 
     try:

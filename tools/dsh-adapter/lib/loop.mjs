@@ -121,6 +121,9 @@ export async function runLoop(w, agent, run) {
   await agent.whenIdle()
   if (timer !== null) clearTimeout(timer)
   if (run.nextTurn === undefined || run.nextTurn === null) return
+  // A steer after the abort woke the agent into the next turn already (P112): that turn is
+  // the one the trace shows, and the caller sends nothing (oracle/turns.py next_turn).
+  if (session.events.some((e) => e.type === 'turn/start' && e.data?.turn > 1)) return
   try {
     agent.followup(w.dec(run.nextTurn))
   } catch {
@@ -130,8 +133,11 @@ export async function runLoop(w, agent, run) {
 }
 
 /** The reported session events of the tool step, normalized (see the module comment). */
-export function loopEvents(w, agentId, sessionEvents, nextTurn = false) {
-  const window = nextTurn ? turnsWindow(sessionEvents) : stepWindow(sessionEvents)
+export function loopEvents(w, agentId, sessionEvents) {
+  // A next turn (run.nextTurn, or a steer after the abort that woke the agent) extends the
+  // window to that turn's first model request (oracle/turns.py).
+  const later = sessionEvents.some((e) => e.type === 'turn/start' && e.data?.turn > 1)
+  const window = later ? turnsWindow(sessionEvents) : stepWindow(sessionEvents)
   const renumbered = new Map()
   const out = []
   for (const e of window) {
@@ -164,7 +170,7 @@ export function stepWindow(sessionEvents) {
 }
 
 /**
- * With `run.nextTurn`: from the tool step's assistant/message to the model call of the next
+ * With a next turn: from the tool step's assistant/message to the model call of the next
  * turn's first step (its assistant/message, exclusive), through the rest of the tool
  * step's turn.
  */

@@ -123,7 +123,7 @@ async function drive(w, ctx, scenario) {
   if (loop) {
     instrumentScheduler(w, ctx.tools)
     await runLoop(w, loopAgent, run)
-    w.trace.events.push(...loopEvents(w, run.agent, loopAgent.session.events, run.nextTurn !== undefined && run.nextTurn !== null))
+    w.trace.events.push(...loopEvents(w, run.agent, loopAgent.session.events))
     if (run.present) present(w, ctx.tools, loopAgent)
     return
   }

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import (HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, to_string, token,
-                      type_error)
+from .jsvalue import (HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, read, to_string,
+                      token, type_error)
 from .record import IDENTITY, Record
 from .registry import World
 from .scenario import Behavior, ScenarioError
@@ -266,7 +266,14 @@ def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> 
         return texts.frozen_set(root), ("P24",)
     if root == "input":
         # The caller's object: never frozen, never read again (P23); a write fails only
-        # where it runs into a primitive or through a nullish value.
+        # where it runs into a primitive or through a nullish value. An input field that
+        # is a getter (Call.getters) has no setter, and a write below it reads it first.
+        spec = next((c for c in getattr(w.scenario.run, "calls", []) if c.callId == inv.call), None)
+        if spec is not None and path[0] in spec.getters:
+            if len(path) == 1:
+                return (texts.getter_only(path[0]) if op == "set" else None), ("P23",)
+            held = read({"$js": "getter", "id": spec.getters[path[0]]})
+            return _frozen_write(w, held, path[1:], op), ("P23",)
         return _frozen_write(w, _caller_input(w, inv.call), path, op), ("P23",)
     key = path[-1]
     if root == "record":

@@ -100,6 +100,12 @@ export async function runLoop(w, agent, run) {
   // When the tool step's assistant message is recorded: the deferred agent/pre-step
   // listeners join, and an already aborted step is aborted (oracle: st.signal.abort after
   // assistant/message), before the batch starts.
+  // The caller's cancel() at a chosen virtual time (run.cancelAt), dropped when the tool
+  // step ends (oracle/loop.py: no later turn of the run is the caller's to cancel).
+  const at = run.cancelAt
+  const timer = at === undefined || at === null ? null : setTimeout(() => {
+    agent.cancel(at.reason === undefined || at.reason === null ? undefined : w.dec(at.reason), { keepInbox: at.keepInbox !== false })
+  }, at.ms)
   const session = agent.session
   const append = session.append
   let started = false
@@ -110,13 +116,9 @@ export async function runLoop(w, agent, run) {
       for (const ref of w.deferred) w.register(ref)
       if (run.aborted) agent.cancel(undefined, { keepInbox: true })
     }
+    if (type === 'step/end' && data?.turn === 1 && data?.step === 1 && timer !== null) clearTimeout(timer)
     return event
   }
-  // The caller's cancel() at a chosen virtual time (run.cancelAt), dropped with the turn.
-  const at = run.cancelAt
-  const timer = at === undefined || at === null ? null : setTimeout(() => {
-    agent.cancel(at.reason === undefined || at.reason === null ? undefined : w.dec(at.reason), { keepInbox: at.keepInbox !== false })
-  }, at.ms)
   agent.followup(createUserMessage({ content: [{ type: 'text', text: 'go' }], source: { kind: 'user' } }))
   await agent.whenIdle()
   if (timer !== null) clearTimeout(timer)

@@ -269,11 +269,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
         runner = Runner(iut, profiles, _expectations(args.expectations), give_up_after=0)
         rec = runner.decide(scenario.id or path.stem, doc, "replay", portable_path(path), scenario, expected)
     print(f"{rec.outcome.value}: {rec.id} (rules {', '.join(rec.rules) or '-'})")
-    if rec.message:
+    if args.all and runner.last is not None and rec.outcome in (Outcome.FAIL, Outcome.XFAIL):
+        _print_all_divergences(*runner.last, rec)
+    elif rec.message:
         print(rec.message)
     if rec.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID):
         return EXIT_BROKEN
     return EXIT_FAIL if rec.outcome == Outcome.FAIL else EXIT_OK
+
+
+def _print_all_divergences(expected: Any, actual: Any, profiles: set[str], rec: CaseRecord) -> None:
+    """``replay --all``: every divergence of the case, each with its place and rules, then
+    the invariants the implementation's trace breaks."""
+    from .compare import divergences
+
+    found = divergences(expected, actual, profiles)
+    print(f"{len(found)} divergence{'s' if len(found) != 1 else ''}, {len(rec.violations)} broken invariant"
+          f"{'s' if len(rec.violations) != 1 else ''}")
+    for n, d in enumerate(found, 1):
+        print(f"\n{n}. " + d.describe().replace("first divergence at ", "at ", 1))
+    for v in rec.violations:
+        print(f"\ninvariant {v['rule']}: {v['message']}")
 
 
 # ------------------------------------------------------------------------- report, expectations
@@ -432,6 +448,7 @@ def parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="re-run one case file and print the first divergence")
     replay.add_argument("case", help="a case file (for example one saved under dsh-failures/), or the id of a case "
                         "of the built-in corpus")
+    replay.add_argument("--all", action="store_true", help="list every divergence, each with its place and rules")
     _iut_options(replay)
     replay.set_defaults(func=cmd_replay)
 
@@ -494,9 +511,18 @@ def _signals() -> Any:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+def _readable_streams() -> None:
+    """What this command prints is text for people (JSON it prints is escaped already, see
+    oracle.jsontext): a lone surrogate an implementation sent in a message is shown as its
+    escape instead of ending the command with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 def main(argv: list[str] | None = None) -> int:
+    _readable_streams()
     args = parser().parse_args(argv)
     try:
         with _signals():

@@ -223,22 +223,24 @@ CONTEXT_IDS = ("m3", "m4")
 def _enrich(draw: Any, tool: dict[str, Any], concurrent: bool, loop: bool) -> None:
     """The first tool's body carries what rides on run_code (P126, P127), and, when nothing
     runs alongside, may abort run_code's caller mid-run (P116)."""
-    body = tool.get("body", [])
-    steps = body if isinstance(body, list) else body.get("steps", [])
     extra: list[Any] = []
+    plain = False
     if draw(weighted((1, False), (1, True))):
         mid = draw(st.sampled_from(CONTEXT_IDS))
         extra.append({"do": "defer-context", "message": {"id": mid, "role": "user", "content": [text("from a sub-call")],
                                                          "source": {"kind": "plugin", "plugin": "gen"}}})
     if draw(weighted((2, False), (1, True))):
         extra.append({"do": "conclude-turn"})
+        plain = draw(st.booleans())  # and nothing else that could fail it: a plain success marks run_code (P127)
     if not concurrent and draw(weighted((7, False), (1, True))):
         extra.append({"do": "abort", "signal": "caller"})
-    if extra:
-        if isinstance(body, list):
-            tool["body"] = extra + steps
-        else:
-            tool["body"] = {**body, "steps": extra + steps}
+    if plain:
+        for key in ("define", "parameters", "output", "timeoutMs"):
+            tool.pop(key, None)
+        tool["body"] = extra + [{"do": "return", "value": {"x": 1}}]
+    elif extra:
+        body = tool.get("body", [])
+        tool["body"] = extra + body if isinstance(body, list) else {**body, "steps": extra + body.get("steps", [])}
     if draw(weighted((2, False), (1, True))):
         output = tool.setdefault("output", {})
         output["render"] = [{"do": "return", "value": [{"type": "image", "attachment": {"id": "chart"}}]}]

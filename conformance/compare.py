@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle import texts
+from oracle import jsontext, texts
 from oracle.jsvalue import same_value
 from oracle.trace import ANY, Observation, Trace, is_portable
 
@@ -58,7 +58,7 @@ class Divergence:
 
 
 def _short(v: Any, limit: int = 400) -> str:
-    text = "(nothing)" if v is None else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    text = "(nothing)" if v is None else jsontext.dumps(v, separators=(",", ":"))
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -104,7 +104,7 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
             if e.startswith(texts.WRITE_REFUSALS) and a.startswith(texts.WRITE_REFUSALS):
                 return True  # a refused write: the TypeError's wording is the engine's (section 1)
             prefix = _loose(e)
-            return a.startswith(prefix) if prefix is not None else e == a
+            return a.startswith(prefix) if prefix is not None else jsontext.same_units(e, a)
         return _mask_text(expected) == _mask_text(actual)
     if isinstance(expected, dict) and isinstance(actual, dict):
         if expected.keys() != actual.keys():
@@ -173,7 +173,10 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
     for n, o in enumerate(trace.observations):
-        call = o.call or "-"
+        # A getter's reads form a lane of their own: how many there are and what each read
+        # gave is the spec's (P13, P23); how they interleave with other getters' reads and
+        # with the stages is not.
+        call = f"getter {o.who}" if o.stage == "getter" else (o.call or "-")
         if o.stage == "route":
             route[call] = list(o.rules)
         elif is_portable(o):
@@ -228,7 +231,7 @@ def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
     for e in trace.events:
         if e.type not in types:
             continue
-        doc = e.model_dump(mode="json", exclude_none=True)
+        doc = e.model_dump(mode="python", exclude_none=True)
         doc.pop("at", None)  # where an event falls among the observations: laws read it, not comparisons
         if e.type == "assistant/message" and isinstance(doc.get("data"), dict):
             # The model's message comes from the scenario; only its place in the log is the loop's.
@@ -305,8 +308,8 @@ def event_lanes(expected: Trace, actual: Trace, profiles: set[str]) -> list[tupl
 
 def result_pairs(expected: Trace, actual: Trace) -> list[tuple[str, Any, Any]]:
     """Each call's final result on both sides (None: no result on that side)."""
-    exp_res = {r.callId: r.model_dump(mode="json") for r in expected.results}
-    act_res = {r.callId: r.model_dump(mode="json") for r in actual.results}
+    exp_res = {r.callId: r.model_dump(mode="python") for r in expected.results}
+    act_res = {r.callId: r.model_dump(mode="python") for r in actual.results}
     return [(call, exp_res.get(call), act_res.get(call)) for call in list(exp_res) + [c for c in act_res if c not in exp_res]]
 
 
@@ -443,3 +446,93 @@ def _result_rules(e: dict[str, Any], a: dict[str, Any]) -> list[str]:
     if e.get("observed") != a.get("observed"):
         return ["P98"]
     return []  # the outcome itself differs: see _observation_rules
+
+
+# --------------------------------------------------------------------------- every divergence
+
+RESYNC_WINDOW = 64  # how far ahead a lane looks for the next agreeing pair of items
+
+
+def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Divergence]:
+    """Every place where ``actual`` breaks ``expected`` under ``profiles``, not only the
+    first: in each lane (a call's observations, an event lane) each region where the two
+    sides part, until they agree again; each result that differs; the warnings. The first
+    of them in trace order is ``first_divergence``'s."""
+    exact = "reference" in profiles
+    out: list[tuple[int, Divergence]] = []
+    exp_obs, act_obs = observations_by_call(expected), observations_by_call(actual)
+    for call in _abandoned_answers(expected):
+        exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
+    for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]:
+        es, acts = exp_obs.get(call, []), act_obs.get(call, [])
+        for i, j in _regions(es, acts, lambda e, a: agree(e[0], a[0], exact)):
+            e = es[i] if i < len(es) else None
+            a = acts[j] if j < len(acts) else None
+            at = min(x[2] for x in (e, a) if x is not None)
+            out.append((at, Divergence(f"observations[{call}][{i}]", e[0] if e else None, a[0] if a else None,
+                                       _observation_rules(e, a, exact))))
+    out.sort(key=lambda x: x[0])
+    found = [d for _, d in out]
+    ee, ae = events_for(expected, profiles), events_for(actual, profiles)
+    lanes = ([(name, [ev for ev in _lane_view(ee) if lane(ev)], [ev for ev in _lane_view(ae) if lane(ev)])
+              for name, lane in LANES] if _pooled(expected) else [("events", ee, ae)])
+    for name, el, al in lanes:
+        for i, j in _regions(el, al, lambda e, a: agree(e, a, exact)):
+            e = el[i] if i < len(el) else None
+            a = al[j] if j < len(al) else None
+            found.append(Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get((e or a or {}).get("type", ""), [])))
+    exp_res = {r.callId: r.model_dump(mode="python") for r in expected.results}
+    act_res = {r.callId: r.model_dump(mode="python") for r in actual.results}
+    for call in list(exp_res) + [c for c in act_res if c not in exp_res]:
+        e, a = exp_res.get(call), act_res.get(call)
+        if e is None or a is None or not agree(e, a, exact):
+            found.append(Divergence(f"results[{call}]", e, a, ["P98"] if e is None or a is None else _result_rules(e, a)))
+    if exact and not _warnings_agree(expected.warnings, actual.warnings):
+        found.append(Divergence("warnings", expected.warnings, actual.warnings, ["P101"]))
+    return found
+
+
+def _regions(es: list[Any], acts: list[Any], same: Any) -> list[tuple[int, int]]:
+    """Where two lanes part: the (expected, actual) index at which each region of items
+    that do not agree begins. After a region the walk resumes at the nearest pair of
+    items that agree again (fewest items skipped on both sides, within a window)."""
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(es) or j < len(acts):
+        if i < len(es) and j < len(acts) and same(es[i], acts[j]):
+            i, j = i + 1, j + 1
+            continue
+        out.append((i, j))
+        resync = _resync(es, acts, i, j, same)
+        if resync is None:
+            break
+        i, j = resync
+    return out
+
+
+def _resync(es: list[Any], acts: list[Any], i: int, j: int, same: Any) -> tuple[int, int] | None:
+    for skipped in range(1, 2 * RESYNC_WINDOW + 1):
+        for di in range(0, skipped + 1):
+            ii, jj = i + di, j + skipped - di
+            if ii < len(es) and jj < len(acts) and same(es[ii], acts[jj]):
+                return ii, jj
+    return None
+
+
+def normalized(trace: Trace) -> dict[str, Any]:
+    """The trace as the comparison reads it (the portable observations, lane by lane;
+    every event; the results; the warnings), in a canonical form: what a digest of an
+    implementation's answer is taken of."""
+    lanes = {call: [item for item, _blame, _n in items] for call, items in observations_by_call(trace).items()}
+    return {"observations": lanes,
+            "events": [e.model_dump(mode="python", exclude_none=True) for e in trace.events],
+            "results": [r.model_dump(mode="python") for r in trace.results],
+            "warnings": list(trace.warnings)}
+
+
+def digest(trace: Trace) -> str:
+    """``sha256:<16 hex>`` of the normalized trace (keys sorted, lone surrogates escaped)."""
+    import hashlib
+
+    text = jsontext.dumps(normalized(trace), sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -112,7 +112,7 @@ def check(expect: dict[str, Any], trace: Trace) -> list[str]:
         if got_types != expect["eventTypes"]:
             problems.append(f"session events {got_types}, expected {expect['eventTypes']}")
     if "events" in expect:
-        got_events = [e.model_dump(mode="json", exclude_none=True) for e in trace.events]
+        got_events = [e.model_dump(mode="python", exclude_none=True) for e in trace.events]
         if not matches(expect["events"], got_events):
             problems.append(f"session events do not match: got {got_events}")
     if "mutations" in expect:
@@ -122,7 +122,7 @@ def check(expect: dict[str, Any], trace: Trace) -> list[str]:
     if "observations" in expect:
         pending = list(expect["observations"])
         for o in trace.observations:
-            if pending and matches(pending[0], o.model_dump(mode="json")):
+            if pending and matches(pending[0], o.model_dump(mode="python")):
                 pending.pop(0)
         if pending:
             problems.append(f"observation not found in order: {pending[0]}")

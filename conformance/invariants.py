@@ -23,9 +23,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle.jsvalue import NotLossless, Thrown, is_lossless, same_value, snapshot, to_string
+from oracle import realm
+from oracle.jsvalue import NotLossless, Thrown, is_lossless, same_value, snapshot, to_string, token
 from oracle.scenario import Behavior, DirectRun, LoopRun, Scenario, ShippedApproval
 from oracle.trace import Observation, Trace, is_portable
+from oracle.value_refs import definitions, walk
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,10 @@ def _call_specs(scenario: Scenario) -> dict[str, CallSpec]:
     if isinstance(run, DirectRun):
         for c in run.calls:
             root = c.rootCallId if c.rootCallId is not None else c.callId  # P23: ?? keeps ""
-            out[c.callId] = CallSpec(c.callId, c.name, c.agent, root, c.parent,
-                                     _expected_arguments(c.arguments))
+            # A field a getter gives (P23) is whatever its one read gave: not predicted here.
+            out[c.callId] = CallSpec(c.callId, UNKNOWN if "name" in c.getters else c.name, c.agent,
+                                     UNKNOWN if "rootCallId" in c.getters else root, c.parent,
+                                     UNKNOWN if "arguments" in c.getters else _expected_arguments(c.arguments))
     else:
         for b in run.blocks:
             out[b.id] = CallSpec(b.id, b.name, run.agent, b.id, False,
@@ -160,10 +164,23 @@ def _call_specs(scenario: Scenario) -> dict[str, CallSpec]:
 def _expected_arguments(value: Any) -> Any:
     """The record's arguments for these input arguments: their snapshot, or undefined
     when they are not lossless (P25, P27)."""
+    if _reads_getters(value):
+        return UNKNOWN  # what a getter's read gives is the getter script's business
     try:
-        return snapshot(value)
+        with realm.installed(realm.ValueRealm(definitions(value))):  # shared objects resolve
+            return snapshot(value)
     except (NotLossless, Thrown):
         return UNDEFINED
+
+
+def _reads_getters(value: Any) -> bool:
+    found = False
+
+    def visit(v: Any, _path: str, _open: tuple[str, ...]) -> None:
+        nonlocal found
+        found = found or token(v) == "getter"
+    walk(value, "$", visit)
+    return found
 
 
 def parse_raw_arguments(raw: str) -> Any:
@@ -745,6 +762,8 @@ def identity_is_the_calls_own(v: View) -> Iterator[Violation]:
             if spec.agent is not None:
                 checks.append(("agent", spec.agent, "P24"))
             for key, want, rule in checks:
+                if want is UNKNOWN:
+                    continue
                 if not same_value(seen.get(key, UNDEFINED), want):
                     yield Violation("P24" if after_write else rule,
                                     f"call {o.call}: {o.who} saw record.{key} = {seen.get(key)!r}, not {want!r}")
@@ -753,7 +772,7 @@ def identity_is_the_calls_own(v: View) -> Iterator[Violation]:
         elif "isRecordArguments" in seen and o.stage == "body":  # observe args
             if seen.get("isRecordArguments") is not True or seen.get("frozen") is not True:
                 yield Violation("P25", f"call {o.call}: the body's arguments are not the record's frozen snapshot")
-            if not same_value(seen.get("args"), spec.arguments):
+            if spec.arguments is not UNKNOWN and not same_value(seen.get("args"), spec.arguments):
                 yield Violation("P24" if after_write else "P25",
                                 f"call {o.call}: the body received other arguments than the snapshot")
 
@@ -866,6 +885,25 @@ def _inserted(e: Any) -> list[Any]:
     return []
 
 
+def _claimed(events: list[Any]) -> list[Any]:
+    """The messages step boundaries claimed, in order: the inbox's two queues replayed
+    from the splices, each removal that is not a cancel's clearing being a claim."""
+    queues: dict[Any, list[Any]] = {"next-step": [], "next-turn": []}
+    out: list[Any] = []
+    for e in events:
+        if e.type != "agent/inbox/spliced" or not isinstance(e.data, dict):
+            continue
+        queue = queues.setdefault(e.data.get("target"), [])
+        start = e.data.get("start", 0) if isinstance(e.data.get("start"), int) else 0
+        count = e.data.get("removedCount", 0) if isinstance(e.data.get("removedCount"), int) else 0
+        inserted = e.data.get("inserted") if isinstance(e.data.get("inserted"), list) else []
+        removed = queue[start:start + count]
+        queue[start:start + count] = inserted
+        if e.data.get("outcome") != "canceled":
+            out += removed
+    return out
+
+
 def _message_id(m: Any) -> str:
     return json.dumps(m.get("id") if isinstance(m, dict) else None, sort_keys=True)
 
@@ -968,7 +1006,8 @@ def loop_calls_and_results(v: View) -> Iterator[Violation]:
     if incomplete:
         if acceptance(v, events).failed is None:
             yield Violation("P105", f"block {incomplete[0]} has no complete tool/call + tool/result pair")
-        elif any(e.type == "step/start" for e in events):
+        elif any(e.type == "step/start" and (e.data or {}).get("turn") == 1 for e in events):
+            # (a next turn the caller starts, run.nextTurn, is not this turn going on)
             yield Violation("P108", "a failed turn went on to a next step")
     for cid in model:
         if cid in result_seq and cid not in v.results and any(o.stage not in UI_STAGES for _, o in v.calls[cid].obs):
@@ -1017,9 +1056,10 @@ def contexts_after_the_batch(v: View) -> Iterator[Violation]:
         if step_end is None or n < step_end or step_start is None or n < step_start:
             yield Violation("P105", "a user/message inside the tool step")
             break
-    if messages:
-        queued = [m for e in events for m in _inserted(e)]
-        if not same_value([e.data for _, e in messages], queued):
+    # What the steps claimed, in FIFO order, is what they append, unless an agent/pre-step
+    # listener may have rewritten it (P110); a cancel's clearing claims nothing (P112).
+    if messages and not any(l.event == "agent/pre-step" for l in v.scenario.listeners):
+        if not same_value([e.data for _, e in messages], _claimed(events)):
             yield Violation("P110", "user/message events are not the queued messages in FIFO order")
     misplaced = acceptance(v, events).misplaced
     if misplaced is not None:

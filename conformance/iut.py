@@ -42,6 +42,7 @@ import jsonschema
 from pydantic import ValidationError
 
 from oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
+from oracle import jsontext
 
 from .protocol import Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started
 
@@ -212,7 +213,7 @@ class ProcessIUT:
             if not line.strip():
                 continue
             try:
-                doc = loads(line, MAX_MESSAGE_DEPTH)  # the input limits of oracle.jsonio
+                doc = loads(line, MAX_MESSAGE_DEPTH, surrogates=True)  # the input limits of oracle.jsonio
             except InputLimitError as e:
                 if e.message.startswith("not JSON"):
                     raise IUTFailure("protocol", f"not a JSON line on stdout: {line[:200]!r}", self.stderr_text()) from None

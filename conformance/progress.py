@@ -26,7 +26,7 @@ INTERVAL = 0.25  # seconds between redraws
 
 
 def _clock(seconds: float) -> str:
-    s = int(seconds)
+    s = int(seconds + 1e-6)  # a difference of two clock readings may fall just short of the whole second
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:02d}:{s % 60:02d}"
 
 

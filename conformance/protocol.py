@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from oracle import jsontext
 from oracle.trace import Trace
 
 PROTOCOL_VERSION = 1
@@ -109,8 +110,9 @@ def parse_answer(line: dict[str, Any]) -> Answer:
 
 
 def dumps(message: BaseModel | dict[str, Any]) -> str:
-    doc = message.model_dump(mode="json", by_alias=True, exclude_none=True) if isinstance(message, BaseModel) else message
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+    doc = message.model_dump(mode="python", by_alias=True, exclude_none=True) if isinstance(message, BaseModel) else message
+    # Lone surrogates travel as JSON escapes: the stream itself stays valid UTF-8 (oracle.jsontext).
+    return jsontext.dumps(doc, separators=(",", ":")) + "\n"
 
 
 def message_schemas() -> dict[str, dict[str, Any]]:

@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, decode_utf8, loads
 
 from . import __version__
+from oracle import jsontext
+
 from .outputs import write_atomic
 from .protocol import PROTOCOL_VERSION
 from .rules import INDEX, rules
@@ -101,6 +103,9 @@ class CaseRecord(_Model):
     profiles: list[str] | None = Field(None, description="the profiles the traces were compared under")
     trace: dict[str, Any] | None = Field(None, description="the implementation's trace (trace.schema.json)")
     expected_sha256: str | None = Field(None, description="digest of the oracle's trace the run compared against")
+    trace_digest: str | None = Field(default=None, description=(
+        "sha256 of the implementation's normalized trace (conformance.compare.normalized), when it sent one: "
+        "two reports of one suite version tell from it whether anything at all changed in the case"))
 
 
 class Footer(_Model):
@@ -137,6 +142,12 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def _enum_value(v: Any) -> Any:
+    if isinstance(v, Enum):
+        return v.value
+    raise TypeError(f"not JSON: {v!r}")
+
+
 class ReportWriter:
     """Writes the report at ``path`` as records come, so that it is never torn: after a
     record the whole file is replaced (a temporary file renamed onto it), at once for the
@@ -153,8 +164,10 @@ class ReportWriter:
     def write(self, record: BaseModel) -> None:
         if self.path is None:
             return
-        self.lines.append(json.dumps(record.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
-                                     separators=(",", ":")) + "\n")
+        # Python mode and oracle.jsontext: a lone surrogate in a message or a divergence is
+        # written as its JSON escape (pydantic's JSON mode refuses it).
+        doc = record.model_dump(mode="python", exclude_none=True)
+        self.lines.append(jsontext.dumps(doc, separators=(",", ":"), default=_enum_value) + "\n")
         if not isinstance(record, CaseRecord) or time.monotonic() - self.published >= self.interval:
             self.flush()
 
@@ -356,11 +369,11 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
                     out.append(f"  - expected: `{_compact(d['expected'])}`")
                     out.append(f"  - actual: `{_compact(d['actual'])}`")
             out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    return jsontext.escape_surrogates("\n".join(out).rstrip() + "\n")  # a page is UTF-8 text
 
 
 def _compact(v: Any, limit: int = 300) -> str:
-    text = "(nothing)" if v is None else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    text = "(nothing)" if v is None else jsontext.dumps(v, separators=(",", ":"))
     text = text.replace("`", "'").replace("|", "\\|")
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -379,14 +392,14 @@ def render_html(reports: list[Report], title: str = "Compliance matrix", base: P
     """The self-contained HTML report (``conformance.report_html``)."""
     from .report_html import render
 
-    return render(reports, title, note)
+    return jsontext.escape_surrogates(render(reports, title, note))
 
 
 def render_json(reports: list[Report], title: str = "", base: Path | None = None, note: str | None = None) -> str:
     doc = {"implementations": [{"name": r.name, "report": Path(r.path).name, "header": r.header.model_dump(mode="json")}
                                for r in reports],
            "rules": matrix(reports)}
-    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+    return jsontext.dumps(doc, indent=1) + "\n"
 
 
 def render_junit(report: Report) -> str:
@@ -395,7 +408,8 @@ def render_junit(report: Report) -> str:
     for c in report.cases:
         tc = ET.SubElement(suite, "testcase", classname=c.source, name=f"{c.id} [{' '.join(c.rules)}]",
                            time=f"{c.duration_ms / 1000:.3f}")
-        text = c.message or (json.dumps(c.divergence, ensure_ascii=False) if c.divergence else "")
+        # XML cannot carry a lone surrogate at all, not even as a character reference.
+        text = jsontext.escape_surrogates(c.message or (jsontext.dumps(c.divergence) if c.divergence else ""))
         if c.outcome == Outcome.FAIL:
             counts["failures"] += 1
             ET.SubElement(tc, "failure", message=f"rules {', '.join(c.failing_rules or c.rules)}").text = text
@@ -404,10 +418,10 @@ def render_junit(report: Report) -> str:
             ET.SubElement(tc, "error", message=c.outcome.value).text = text
         elif c.outcome in (Outcome.SKIP, Outcome.NOT_SCORED, Outcome.XFAIL, Outcome.XERROR, Outcome.NOT_RUN):
             counts["skipped"] += 1
-            ET.SubElement(tc, "skipped", message=c.expected_reason or c.message or c.outcome.value)
+            ET.SubElement(tc, "skipped", message=jsontext.escape_surrogates(c.expected_reason or c.message or c.outcome.value))
     for k, v in counts.items():
         suite.set(k, str(v))
-    return ET.tostring(suite, encoding="unicode") + "\n"
+    return jsontext.escape_surrogates(ET.tostring(suite, encoding="unicode") + "\n")  # XML has no lone surrogates
 
 
 def new_header(implementation: dict[str, Any], profiles: list[str], seed: int | None, examples: int) -> Header:

@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from oracle import Scenario, ScenarioRunError, parse_scenario, run_scenario
+from oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
 from oracle.trace import Trace
 
-from .compare import first_divergence
+from .compare import digest, first_divergence
 from .evidence import evidence
 from .expectations import Expectations
 from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
@@ -79,6 +79,7 @@ class Runner:
         self.gave_up: str | None = None  # why the remaining cases are not run
         self.judged = 0  # cases whose answer was judged (pass or fail)
         self.errors = 0  # cases the IUT answered with an error
+        self.last: tuple[Trace, Trace, set[str]] | None = None  # (oracle's, IUT's, profiles) of the latest trace
 
     # ------------------------------------------------------------------ one case
 
@@ -119,6 +120,8 @@ class Runner:
             return CaseRecord(**base, outcome=Outcome.ERROR, duration_ms=_ms(t0),
                               message=f"cannot judge the answer: {type(e).__name__}: {e}", **evidence(doc, source))
         self.judged += 1
+        self.last = (expected, answer.trace, needed)
+        base["trace_digest"] = digest(answer.trace)
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
         # A divergence without rules of its own (a different final outcome) is put down to the
@@ -256,7 +259,7 @@ class Runner:
             return None
         self.failures_dir.mkdir(parents=True, exist_ok=True)
         path = self.failures_dir / f"{case_id}.json"
-        write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        write_atomic(path, jsontext.dumps(doc, indent=1) + "\n")
         self.saved.append((what, str(path)))
         return portable_path(path)
 

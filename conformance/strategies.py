@@ -46,6 +46,8 @@ from oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, Dire
 from . import code_mode_strategies
 from .rules import rules_of
 from .strategy_kit import UNDEF, err, message, text, weighted
+from .value_strategies import (ARGS_GETTER, ERROR_SHAPES, NAME_GETTER, ROOT_GETTER, getter_declarations, getter_values,
+                               shared_values, unique_shared_ids)
 
 ALL_PROFILES: frozenset[str] = frozenset({"core", "reference", "loop", "code-mode"})
 DEFAULT_EXAMPLES = 300  # the default example budget of the coverage measurement
@@ -66,8 +68,9 @@ ABORT_AND_WAIT = [ABORT_CALLER, {"do": "abort", "signal": "s1"}, {"do": "await-s
 
 # ============================================================================ values
 
-_STRINGS = st.sampled_from(["a", "", "hello", "Ünïcödé", "x y", "0"])
-_KEYS = st.sampled_from(["a", "b", "x", "__proto__", "10", "2"])
+# Lone surrogates are lossless (3.10, 3.11): strings and keys hold them now and then.
+_STRINGS = st.sampled_from(["a", "", "hello", "Ünïcödé", "x y", "0", "\udc00x", "\ud800"])
+_KEYS = st.sampled_from(["a", "b", "x", "__proto__", "10", "2", "k\udbff"])
 
 scalars: S = weighted(
     (2, st.integers(0, 3)),
@@ -114,18 +117,23 @@ boundary_values: S = weighted(
     (4, lossless_values),
     (2, js_only_values),
     (1, st.builds(lambda a, b: {"ok": a, "bad": b}, lossless_values, js_only_values)),
+    # read once per reach by the snapshot (P13): getters, and one object reached twice
+    (1, getter_values(lossless_values)),
+    (1, shared_values(lossless_values)),
 )
 """What a participant hands across a snapshot boundary: mostly lossless, often not."""
 
 THROWN: list[Any] = [
     err("boom"),
     err("bad type", "TypeError"),
+    err("lone \udfff surrogate"),
     {"$js": "error", "class": "PolicyError", "message": "policy refused", "name": "PolicyError", "code": "POLICY",
      "harness": True},
     {"$js": "error", "class": "QuotaError", "message": "no name given", "code": "QUOTA", "harness": True},
     "a thrown string", 42, None, UNDEF, {"message": "plain object"}, {"message": 5}, ["a", "b"], {"x": 1},
     {"$js": "hostile"}, {"$js": "symbol", "description": "thrown"}, {"$js": "null-proto", "entries": {}},
     {"message": {"$js": "getter-throws", "message": "message getter"}}, {"$js": "bigint", "value": "7"},
+    *ERROR_SHAPES,
 ]
 thrown_values: S = st.sampled_from(THROWN)
 """Thrown values: Errors, HarnessErrors (with and without a name), non-Error values, and
@@ -152,6 +160,7 @@ MESSAGE_IDS = ("m1", "m2", "m3", "m4", "m5")
 
 messages: S = weighted(
     (6, st.builds(message, st.sampled_from(MESSAGE_IDS))),
+    (1, st.builds(lambda m: message(m, "ctx \ud800"), st.sampled_from(MESSAGE_IDS))),
     (1, st.builds(lambda m: {**message(m), "extra": {"$js": "NaN"}}, st.sampled_from(MESSAGE_IDS))),
 )
 """User messages (contexts, injections); a few ids only, so that duplicates happen (P113)."""
@@ -178,7 +187,7 @@ dispatch_steps: S = st.builds(dispatch, st.sampled_from(FS_INTENTS), fs_targets,
 
 TODO_STATUSES = ("pending", "in_progress", "completed")
 todo_lists: S = st.lists(st.builds(lambda c, s: {"content": c, "status": s},
-                                   st.sampled_from(["read the spec", "write the oracle", "", "Ünïcödé"]),
+                                   st.sampled_from(["read the spec", "write the oracle", "", "Ünïcödé", "fix \udc00"]),
                                    st.sampled_from(TODO_STATUSES)), max_size=3)
 append_steps: S = st.builds(lambda todos: {"do": "append", "type": "todo/write", "data": {"todos": todos}},
                             todo_lists)
@@ -269,6 +278,8 @@ def side_steps(role: Role, loop: bool) -> S:
     if loop:  # injected messages stay lossless: the session log refuses others (caller contract, section 1)
         options.append((1, st.builds(lambda do, m: {"do": do, "message": message(m)},
                                      st.sampled_from(["inject", "steer"]), st.sampled_from(MESSAGE_IDS))))
+        if role.record:  # the agent's cancel(), keeping or clearing the queue (P112)
+            options.append((1, st.builds(lambda keep: {"do": "cancel", "keepInbox": keep}, st.booleans())))
     return weighted(*options)
 
 
@@ -354,7 +365,9 @@ OUTCOMES = ["allowed-once", "rejected", "cancelled", "unavailable"]
 approval_outcomes: S = weighted(
     (6, st.sampled_from(OUTCOMES)),
     (1, st.sampled_from(["maybe", 7, UNDEF, {"o": 1}, {"$js": "bigint", "value": "9"},
-                         {"$js": "promise", "resolves": "allowed-once"}])),
+                         {"$js": "promise", "resolves": "allowed-once"},
+                         # P41 (revision 2026-12-01): String of a symbol; JSON.stringify's own throw
+                         {"$js": "symbol", "description": "q"}, {"o": {"$js": "bigint", "value": "1"}}])),
 )
 
 GUARD_DENIALS = ["guard says no", "", None, False, 0, 7, {"why": "x"}, ["a", 1], {"$js": "NaN"},
@@ -387,6 +400,9 @@ exec_terminals: S = weighted(
                  {"do": "return-next"}])),
     (1, st.builds(lambda x: [{"do": "next", "catch": True}, {"do": "throw", "value": x}], thrown_values)),
     (1, THROWS),
+    # P63: a result built for one execution, kept and handed back by another call's wrapper
+    (1, st.just([{"do": "next"}, {"do": "keep", "what": "next", "name": "k1"}, {"do": "return-next"}])),
+    (1, st.builds(lambda name: [{"do": "next"}, {"do": "return-kept", "name": name}], st.sampled_from(["k1", "k2"]))),
 )
 
 post_terminals: S = weighted(
@@ -431,6 +447,7 @@ observer_terminals: S = weighted(
     (1, THROWS),
     (1, st.builds(lambda x: [{"do": "return", "value": {"$js": "promise", "rejects": x}}], thrown_values)),
     (1, st.just([{"do": "set-signal", "signal": "late"}])),
+    (1, st.just([{"do": "keep", "name": "k2"}])),  # the final outcome, for a later call's wrapper (P63)
 )
 
 classifier_behaviors: S = weighted(
@@ -665,6 +682,19 @@ EVENT_ROLES: dict[str, tuple[Role, S]] = {
     "fs/write-intent": (INTENT, intent_terminals),
     "fs/edit-intent": (INTENT, intent_terminals),
 }
+
+PRE_STEP = "agent/pre-step"
+PRE_STEP_MESSAGE = message("pre-1", "rewritten at the boundary")
+pre_step_behaviors: S = weighted(
+    (3, DELEGATES),
+    (2, st.just([{"do": "observe", "what": "request"}, *DELEGATE])),
+    (1, st.just([{"do": "next"}, {"do": "return", "value": {"kind": "enter", "messages": []}}])),
+    (1, st.just([{"do": "return", "value": {"kind": "enter", "messages": [PRE_STEP_MESSAGE]}}])),
+    (1, st.just([{"do": "return", "value": {"kind": "reject"}}])),
+    (1, st.just({"perInvocation": [list(DELEGATE), [{"do": "return", "value": {"kind": "reject"}}]]})),
+)
+"""An ``agent/pre-step`` listener (P110): delegate, look, rewrite the claimed messages
+(away, or to another), or reject the step. Its payload is no record: no writes."""
 # How many listeners each event gets, none first.
 LISTENER_COUNTS: dict[str, S] = {
     "tools/pre-execute": weighted((2, st.just(0)), (3, st.just(1)), (1, st.just(2))),
@@ -675,6 +705,7 @@ LISTENER_COUNTS: dict[str, S] = {
     # invoked only when a body dispatches (P71): often none
     "fs/write-intent": weighted((5, st.just(0)), (2, st.just(1)), (1, st.just(2))),
     "fs/edit-intent": weighted((5, st.just(0)), (2, st.just(1)), (1, st.just(2))),
+    PRE_STEP: weighted((3, st.just(0)), (2, st.just(1)), (1, st.just(2))),
 }
 
 
@@ -704,6 +735,9 @@ def listener_defs(draw: Any, loop: bool, agents: tuple[str, ...], lid: str, even
     listener is never scoped (the scenario check refuses it: a body dispatches without
     naming an agent)."""
     out: dict[str, Any] = {"id": lid, "event": event}
+    if event == PRE_STEP:  # never scoped (the scenario check refuses it)
+        out["script"] = draw(pre_step_behaviors)
+        return out
     if agents and event not in FS_INTENTS and draw(weighted((3, False), (1, True))):
         out["scope"] = agents[draw(st.integers(0, len(agents) - 1))]
         if draw(weighted((3, False), (1, True))):
@@ -782,7 +816,7 @@ def agent_lists(draw: Any, loop: bool, n_tools: int = 1, need: bool = False) -> 
 # ============================================================================ runs
 
 RAW_ARGUMENTS = ['{"x":1}', "", "{}", '{"x":"s"}', "not json", '{"x":1,"x":2}', "[1,2]", '"text"', '{"n":-0}',
-                 '{"n":1e999}', "null", '{"$js":"undefined","x":1}', '{"x":']
+                 '{"n":1e999}', "null", '{"$js":"undefined","x":1}', '{"x":', '{"x":1,"s":"\\udc00"}']
 raw_arguments: S = weighted((4, st.just('{"x":1}')), (2, st.sampled_from(RAW_ARGUMENTS)))
 hot_raw_arguments: S = st.sampled_from(RAW_ARGUMENTS)
 call_arguments: S = weighted((5, st.just({"x": 1})), (1, st.just({})), (2, boundary_values))
@@ -813,6 +847,13 @@ def direct_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[st
             call["parent"] = True
         if draw(chance(entry, 10)):
             call["aborted"] = True
+        if draw(chance(False, 8)):  # the caller aborts from outside, at a chosen virtual time
+            call["abortAt"] = draw(st.sampled_from([0, 5, 20]))
+        if draw(chance(entry, 10)):  # input fields that would read otherwise later (P23)
+            fields = draw(st.lists(st.sampled_from(["name", "rootCallId", "arguments"]), min_size=1, max_size=3,
+                                   unique=True))
+            call["getters"] = {f: {"name": NAME_GETTER, "rootCallId": ROOT_GETTER, "arguments": ARGS_GETTER}[f]
+                               for f in fields}
         out.append(call)
     return {"kind": "direct", "calls": out}
 
@@ -838,18 +879,25 @@ def loop_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[str]
         run["aborted"] = True
     if present:
         run["present"] = True
+    if draw(chance(False, 8)):  # the caller cancels at a chosen virtual time (P112)
+        run["cancelAt"] = {"ms": draw(st.sampled_from([0, 5, 20])), "keepInbox": draw(st.booleans())}
+    if draw(chance(focus == "loop", 4)):  # a later turn shows what stayed queued (P112)
+        run["nextTurn"] = NEXT_TURN
     return run
+
+
+NEXT_TURN = {"id": "next-turn", "role": "user", "content": [{"type": "text", "text": "again"}], "source": {"kind": "user"}}
 
 
 # ============================================================================ scenarios
 
 LISTENER_EVENTS = ["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result", "approval/request",
-                   *FS_INTENTS]
+                   *FS_INTENTS, PRE_STEP]
 DUPLICATE_CONTEXT = {"do": "defer-context", "message": message("m1", "same id every time")}
 
 
 ABORT_POINTS = ("entry", "approval-cancelled", "guard-denial", "after-guards", "at-launch", "in-body",
-                "after-execute", "after-post", "timeout", "failure-kept")
+                "after-execute", "after-post", "timeout", "failure-kept", "timed")
 """Where the ``abort`` focus aborts the caller (P29, P42, P51, P53, P61, P68, P88, P70, P89)."""
 
 
@@ -859,7 +907,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     can_loop = "loop" in profiles
     foci_pool = FOCI if can_loop else tuple(f for f in FOCI if f != "loop")
     if code_mode_strategies.PROFILE in profiles:
-        foci_pool = (*foci_pool, code_mode_strategies.FOCUS, code_mode_strategies.FOCUS)  # the widest language
+        foci_pool = (*foci_pool, code_mode_strategies.FOCUS)
     focus = draw(st.sampled_from(foci_pool))
     second = draw(weighted((1, st.just(focus)), (1, st.sampled_from(foci_pool[1:]))))
     foci = {focus, second} - ({"mixed"} if focus != second else set())
@@ -896,6 +944,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
         if event == "approval/request" and (approval is None or approval.get("service") != "shipped"):
             continue
         if event in FS_INTENTS and not dispatches:
+            continue
+        if event == PRE_STEP and not loop:
             continue
         hot = next((h for f in sorted(foci) if (h := hot_terminals(event, f)) is not None), None)
         count = max(draw(LISTENER_COUNTS[event]), 1 if hot is not None else 0)
@@ -953,6 +1003,10 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             "service": "custom", "script": [ABORT_CALLER, {"do": "return", "value": "cancelled"}]}
     if timeout_policy:
         doc["timeoutPolicy"] = True
+    unique_shared_ids(doc)
+    getters = draw(getter_declarations(doc))
+    if getters:
+        doc["getters"] = getters
     refs = [r or n for r, n, _ in plan] + [l["id"] for l in listeners] + [g["id"] for g in guards]
     doc = resolve(doc, refs, calls)
     registered = {t["name"] for t in doc["tools"] if "scope" not in t and t.get("registered", True)}
@@ -1101,6 +1155,12 @@ def abort_recipe(doc: dict[str, Any], at: str, listeners: list[dict[str, Any]], 
         case "failure-kept":
             t1["body"] = [{"do": "throw", "value": err("body failed")}]
             listener("tools/execute", [{"do": "next"}, ABORT_CALLER, {"do": "return-next"}])
+        case "timed":  # from outside every participant, while the body runs (P58, P61, P112)
+            t1["body"] = [{"do": "sleep", "ms": 30}, {"do": "return", "value": 1}]
+            if loop:
+                run["cancelAt"] = {"ms": 5, "keepInbox": True}
+            else:
+                run["calls"][0]["abortAt"] = 5
     return False
 
 

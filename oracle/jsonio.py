@@ -58,10 +58,12 @@ def _reject_constant(name: str) -> Any:
     raise InputLimitError("$", f"{name} is not JSON; write {{\"$js\":\"{name}\"}}")
 
 
-def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
-    """Decode one JSON document within the limits (any top-level value)."""
+def loads(text: str | bytes, max_depth: int = MAX_DEPTH, surrogates: bool = False) -> Any:
+    """Decode one JSON document within the limits (any top-level value). With
+    ``surrogates``, bytes may carry lone surrogates raw, as WTF-8 writes them (an
+    implementation's output: a lone surrogate is a lossless JS string, section 3.11)."""
     if isinstance(text, bytes):
-        text = decode_utf8(text)
+        text = decode_utf8(text, surrogates)
     try:
         doc = json.loads(text, parse_int=_parse_int, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
@@ -74,9 +76,10 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     return doc
 
 
-def decode_utf8(data: bytes) -> str:
+def decode_utf8(data: bytes, surrogates: bool = False) -> str:
     try:
-        return data.decode("utf-8")
+        # surrogatepass reads an encoded surrogate (ED A0..BF xx) and refuses every other bad byte
+        return data.decode("utf-8", "surrogatepass" if surrogates else "strict")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise InputLimitError("$", f"not UTF-8: byte 0x{data[e.start]:02x} at offset {e.start} (line {line}) "

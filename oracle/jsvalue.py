@@ -19,6 +19,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from . import jsontext, realm
+
 JsValue = Any
 """A JSON value in which ``{"$js": ...}`` objects are tokens (section 3.11)."""
 
@@ -27,7 +29,7 @@ UNDEFINED: dict[str, str] = {"$js": "undefined"}
 TOKEN_KINDS = frozenset({
     "undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "function", "symbol",
     "date", "instance", "cycle", "hole", "array", "object", "null-proto",
-    "getter-throws", "error", "hostile", "promise",
+    "getter-throws", "error", "hostile", "promise", "getter", "shared",
 })
 
 MAX_SAFE = 2**53
@@ -78,6 +80,44 @@ def getter_thrown(prop: dict[str, Any]) -> JsValue:
     if "thrown" in prop:
         return prop["thrown"]
     return js_error(str(prop.get("message", "")))
+
+
+def deref(v: JsValue) -> JsValue:
+    """The object a ``shared`` token stands for (its definition's value); else ``v``."""
+    if token(v) != "shared":
+        return v
+    if "value" in v:
+        return v["value"]
+    return realm.current().shared(str(v.get("id")))
+
+
+def read(v: JsValue) -> JsValue:
+    """What reading an own property that holds ``v`` gives: an accessor runs (a getter
+    participant, or a getter that throws), a shared reference is its object, anything
+    else is the value itself."""
+    kind = token(v)
+    if kind == "getter-throws":
+        raise Thrown(getter_thrown(v))
+    if kind == "getter":
+        return deref(realm.current().read_getter(str(v.get("id"))))
+    return deref(v)
+
+
+# An Error instance's own properties, when its token does not give them: what its prototype
+# chain answers (``name`` is the class's, a HarnessError's own name is its class name too).
+_ERROR_FIELDS = ("message", "name", "code", "cause")
+
+
+def error_field(x: dict[str, Any], key: str) -> JsValue:
+    """``x[key]`` for an error token ``x``: the token's field as a property read (a getter
+    runs, a getter-throws token throws), else the default."""
+    if key in x and key in _ERROR_FIELDS:
+        return read(x[key])
+    if key == "message":
+        return ""
+    if key == "name":
+        return x.get("class", "Error")
+    return UNDEFINED
 
 
 # --------------------------------------------------------------------- key order
@@ -178,8 +218,10 @@ def _snap(v: JsValue, depth: int) -> JsValue:
                 raise NotLossless()
             entries = v.get("entries", {})
             return _plain_object({k: _snap(entries[k], depth + 1) for k in js_keys(entries)})
-        case "getter-throws":
-            raise Thrown(getter_thrown(v))
+        case "getter-throws" | "getter":
+            return _snap(read(v), depth)  # an accessor's one read (P13): its value, or its throw
+        case "shared":
+            return _snap(deref(v), depth)  # reached again: copied again (P13)
         case "hostile":
             raise Thrown(HOSTILE_INSPECTION)  # its first read throws, and that propagates (P13)
         case _:
@@ -205,7 +247,8 @@ def is_lossless(v: JsValue) -> bool:
 # --------------------------------------------------------------------- ToString and friends
 
 def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
-    """JavaScript ``String(v)`` (section 3.1). Raises Thrown where JS throws."""
+    """``ToString(v)`` (section 3.1): template literals and ``+``. Raises Thrown where JS
+    throws (a symbol, a null-prototype object, a throwing getter...)."""
     if isinstance(v, str):
         return v
     if v is None:
@@ -246,19 +289,35 @@ def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
             return "[object Promise]" if cls == "Promise" else f"[object {cls}]"
         case "promise":
             return "[object Promise]"
-        case "error":
-            name = v.get("name", v.get("class", "Error"))
-            msg = v.get("message", "")
-            return f"{name}: {msg}" if msg else str(name)
+        case "error":  # Error.prototype.toString: name, then message
+            name = error_field(v, "name")
+            name = "Error" if is_undefined(name) else to_string(name, _seen)
+            msg = error_field(v, "message")
+            msg = "" if is_undefined(msg) else to_string(msg, _seen)
+            if not name:
+                return msg
+            return f"{name}: {msg}" if msg else name
         case "array":
             return _join(v.get("items", []), _seen)
         case "hole" | "cycle":
             return ""
-        case "getter-throws":
-            raise Thrown(getter_thrown(v))
+        case "getter-throws" | "getter":
+            return to_string(read(v), _seen)
+        case "shared":
+            return to_string(deref(v), _seen)
         case "hostile":
             raise Thrown(HOSTILE_INSPECTION)
     return "[object Object]"
+
+
+def js_string(v: JsValue) -> str:
+    """``String(v)`` (section 3.1, revision 2026-12-01): ``ToString`` except that a symbol
+    gives ``Symbol(<description>)``. Only P9 and P41 convert with it; a symbol nested in an
+    array still throws, through ``ToString`` of the elements."""
+    if token(v) == "symbol":
+        description = v.get("description")
+        return f"Symbol({description if isinstance(description, str) else ''})"
+    return to_string(v)
 
 
 def _join(items: list[JsValue], seen: tuple[int, ...]) -> str:
@@ -266,6 +325,8 @@ def _join(items: list[JsValue], seen: tuple[int, ...]) -> str:
         return ""
     parts = []
     for item in items:
+        if token(item) not in ("hole", "cycle"):
+            item = read(item)  # an element may be an accessor
         if item is None or token(item) in ("undefined", "hole", "cycle"):
             parts.append("")
         else:
@@ -277,35 +338,52 @@ def is_error_instance(x: JsValue) -> bool:
     return token(x) == "error"
 
 
-def message_of(x: JsValue) -> str:
-    """``message(x)`` of P9: how a thrown value becomes a failure message."""
+UNPRINTABLE = "<unprintable thrown value>"
+
+
+def message_value(x: JsValue) -> JsValue:
+    """``message(x)`` of P9: an Error instance's ``message`` whatever it holds (a number, an
+    object, ``undefined``...), else a string ``message`` property, else ``String(x)``; when
+    an inspection throws, ``<unprintable thrown value>``."""
     try:
+        x = deref(x)
         kind = token(x)
         if kind == "hostile":
             raise Thrown(x)
         if kind == "error":
-            return str(x.get("message", ""))
-        if kind == "symbol":
-            # String(x) describes a symbol where other string conversions throw.
-            return f"Symbol({x.get('description', '')})"
+            return error_field(x, "message")
         if isinstance(x, dict):
             props = x.get("entries", {}) if kind in ("object", "null-proto") else (x if kind is None else {})
             if "message" in props:
-                m = props["message"]
-                if token(m) == "getter-throws":
-                    raise Thrown(getter_thrown(m))
+                m = read(props["message"])
                 if isinstance(m, str):
                     return m
-        return to_string(x)
+        return js_string(x)  # String(x): a symbol describes itself (revision 2026-12-01)
     except Thrown:
-        return "<unprintable thrown value>"
+        return UNPRINTABLE
+
+
+def message_of(x: JsValue) -> str:
+    """``message(x)`` as a text that embeds it shows it (a template literal: ``ToString``)."""
+    m = message_value(x)
+    if isinstance(m, str):
+        return m
+    try:
+        return to_string(m)
+    except Thrown:
+        return UNPRINTABLE  # a symbol message: the spec does not say; the text stays printable
 
 
 def info_of(x: JsValue) -> dict[str, Any] | None:
-    """``info(x)`` of P9: ``{name, code}`` for a HarnessError instance, else None."""
+    """``info(x)`` of P9: ``{name, code}`` (read in that order) for a HarnessError
+    instance, else None; None too when reading either throws."""
     if token(x) == "error" and x.get("harness"):
-        name = x.get("name", x.get("class", "HarnessError"))
-        return {"name": name, "code": x.get("code", UNDEFINED)}
+        try:
+            name = error_field(x, "name")
+            code = error_field(x, "code")
+        except Thrown:
+            return None
+        return {"name": name, "code": code}
     return None
 
 
@@ -314,6 +392,13 @@ def info_of(x: JsValue) -> dict[str, Any] | None:
 def json_text(v: JsValue) -> str | None:
     """``JSON.stringify(v)`` in compact form; None where JS returns undefined. Raises Thrown."""
     return _stringify(v, ())
+
+
+def _quote(s: str) -> str:
+    """JSON.stringify of a string: Python's escapes for quotes, backslashes and control
+    characters are JavaScript's, and a lone surrogate is written as its ``\\udXXX`` escape
+    (well-formed JSON.stringify, ES2019)."""
+    return jsontext.dumps(s)
 
 
 def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
@@ -326,7 +411,7 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
     if v is False:
         return "false"
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return _quote(v)
     if _is_number(v):
         if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
             return "null"
@@ -344,8 +429,8 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
         return json.dumps(str(v.get("value", "")))
     if kind == "cycle":
         raise Thrown(type_error("Converting circular structure to JSON"))
-    if kind == "getter-throws":
-        raise Thrown(getter_thrown(v))
+    if kind in ("getter-throws", "getter", "shared"):
+        return _stringify(read(v), stack)
     if kind in ("instance", "promise", "error", "hostile"):
         return "{}"
     if isinstance(v, list) or kind == "array":
@@ -360,7 +445,7 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
     for k in js_keys(entries):
         text = _stringify(entries[k], stack + (id(entries),))
         if text is not None:
-            parts.append(json.dumps(k, ensure_ascii=False) + ":" + text)
+            parts.append(_quote(k) + ":" + text)
     return "{" + ",".join(parts) + "}"
 
 
@@ -376,6 +461,8 @@ def same_value(a: JsValue, b: JsValue) -> bool:
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, str):
+        return jsontext.same_units(a, b)  # UTF-16 code units, as JavaScript compares strings
     return bool(a == b)
 
 
@@ -393,25 +480,25 @@ def canonical(v: JsValue) -> JsValue:
 # --------------------------------------------------------------------- property reads
 
 def get(obj: JsValue, key: str) -> JsValue:
-    """``obj[key]`` for a JS value in wire form; raises Thrown when a getter throws."""
+    """``obj[key]`` for a JS value in wire form; an accessor runs (its throw is raised as
+    Thrown), a shared reference is its object."""
+    obj = deref(obj)
     kind = token(obj)
     if isinstance(obj, dict) and kind is None:
         props = obj
     elif kind in ("object", "null-proto"):
         props = obj.get("entries", {})
-    elif kind == "error" and key in ("message", "name", "code"):
-        return obj.get(key, UNDEFINED)
+    elif kind == "error":
+        return error_field(obj, key)
     else:
         return UNDEFINED
     if key not in props:
         return UNDEFINED
-    v = props[key]
-    if token(v) == "getter-throws":
-        raise Thrown(getter_thrown(v))
-    return v
+    return read(props[key])
 
 
 def has_own(obj: JsValue, key: str) -> bool:
+    obj = deref(obj)
     kind = token(obj)
     if isinstance(obj, dict) and kind is None:
         return key in obj

@@ -29,7 +29,7 @@ class LiveEvent:
     arguments: tuple[Argument, ...]
     returns: str
     returns_schema: str | None
-    dispatched_by: Literal["registry", "approval-service", "code-mode-bridge", "tool-body"]
+    dispatched_by: Literal["registry", "approval-service", "code-mode-bridge", "tool-body", "agent-loop"]
     rules: tuple[str, ...]
     summary: str
 
@@ -78,6 +78,10 @@ EVENTS: tuple[LiveEvent, ...] = (
                Argument("actor", "object | undefined")),
               "void", None, "tool-body", ("P71",),
               "a filesystem tool body reports what it read or wrote"),
+    LiveEvent("agent/pre-step", "waterfall",
+              (Argument("payload", "{messages: UserMessage[], turn, step, signal}"),),
+              "{kind: 'enter', messages: UserMessage[]} | {kind: 'reject'}", None, "agent-loop", ("P110",),
+              "a step boundary: the claimed messages go in as the step's user/message events, rewritten or rejected"),
 )
 
 

@@ -11,6 +11,7 @@ gives every unstarted call a synthetic pair (P107).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass, field
@@ -147,33 +148,54 @@ async def run_loop(w: World, run: LoopRun) -> None:
                                             "arguments": b.arguments} for b in run.blocks]})
     if run.aborted:
         st.signal.abort(ABORT_REASON)
+    timer = _cancel_at(w, run)
+    ended = "tools"
     if run.finish == "max-tokens":  # P15: nothing of the step runs
         w.obs(None, "loop", "end", None, "max-tokens", ("P15",))
-        w.append_event(agent, "step/end", {"turn": 1, "step": 1})
-        return
-    try:
-        await batch(w, run, st)
-    except Thrown as t:  # P108: the turn fails with the first scheduler error
-        w.obs(None, "loop", "throw", None, t.value, ("P108", "P113"))
-        w.append_event(agent, "step/end", {"turn": 1, "step": 1})
-        return
+        ended = "max-tokens"
+    else:
+        try:
+            await batch(w, run, st)
+        except Thrown as t:  # P108: the turn fails with the first scheduler error
+            w.obs(None, "loop", "throw", None, t.value, ("P108", "P113"))
+            ended = "failed"
     w.append_event(agent, "step/end", {"turn": 1, "step": 1})
-    if st.signal.aborted:  # the turn aborts; accepted contexts stay queued (P112)
-        w.obs(None, "loop", "end", None, "aborted", ("P107", "P112"))
-        return
-    if st.concluded and not w.inbox:  # P106
-        w.obs(None, "loop", "end", None, "concluded", ("P106",))
-        return
-    # P110: the queue becomes user/message events at the next step boundary, FIFO.
-    claimed = list(w.inbox)
-    if claimed:
-        w.append_event(agent, "agent/inbox/spliced", {"target": "next-step", "start": 0,
-                                                      "removedCount": len(claimed), "inserted": []})
-        w.inbox.clear()
-    w.append_event(agent, "step/start", {"turn": 1, "step": 2})
-    for m in claimed:
-        w.append_event(agent, "user/message", m)
-    w.obs(None, "loop", "end", None, "next-step", ("P110",))
+    if timer is not None:
+        w.sched.cancel(timer)  # the caller's timer outlives no turn of the tool step
+    from .turns import after_tool_step  # step boundaries and later turns (P106, P110, P112)
+
+    await after_tool_step(w, run, st, ended)
+
+
+def _cancel_at(w: World, run: LoopRun) -> Any:
+    """``run.cancelAt``: the caller's ``cancel()`` at a chosen virtual time (P112)."""
+    at = run.cancelAt
+    if at is None:
+        return None
+    timer = w.sched.timer(at.ms)
+    reason = ABORT_REASON if at.reason is None else copy.deepcopy(at.reason)
+
+    def fire(_d: Any) -> None:
+        w.obs(None, "loop", "cancel", None, {"keepInbox": at.keepInbox, "at": at.ms}, ("P112",))
+        cancel(w, at.keepInbox, reason)
+    timer.on_settle(fire)
+    return timer
+
+
+def cancel(w: World, keep_inbox: bool, reason: JsValue) -> None:
+    """The agent's ``cancel(reason, {keepInbox})``: without ``keepInbox`` both queues are
+    cleared first, next-step before next-turn, each clearing one ``agent/inbox/spliced``
+    with outcome ``canceled`` (P112); then the step's signal aborts."""
+    agent = w.loop_agent
+    assert agent is not None
+    if not keep_inbox:
+        for target, queue in (("next-step", w.inbox), ("next-turn", w.inbox_next_turn)):
+            if queue:
+                w.append_event(agent, "agent/inbox/spliced", {"target": target, "start": 0, "removedCount": len(queue),
+                                                              "inserted": [], "outcome": "canceled"})
+                queue.clear()
+        w.wake_requested = False
+    w.signal("step").abort(reason)
 
 
 async def batch(w: World, run: LoopRun, st: Step) -> None:

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from . import code_mode, texts
 from .decisions import OUTCOMES, PRE_KINDS
-from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object, is_undefined,
-                      js_error, json_text, message_of, snapshot, to_string, token, truthy, type_error)
+from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, deref, error_field, get, has_own, info_of, is_object,
+                      is_undefined, js_error, js_string, json_text, message_of, message_value, read, snapshot, to_string,
+                      token, truthy, type_error)
 from .record import Input, Record
 from .schema_check import schema_violations
 from .registry import World
@@ -48,10 +49,11 @@ def failure(m: str, name: str | None = None, code: str | None = None) -> dict[st
 
 
 def fail(x: JsValue) -> dict[str, Any]:
-    """P9, P10: the canonical failure for a thrown value."""
-    m = message_of(x)
+    """P9, P10: the canonical failure for a thrown value. ``message(x)`` is whatever an
+    Error's message holds (not always a string); the content shows ``ToString`` of it."""
+    info = info_of(x)  # read before the message, as the reference does
+    m = message_value(x)
     error: dict[str, Any] = {"message": m}
-    info = info_of(x)
     if info is not None:
         error["info"] = info
     return {"isError": True, "error": error, "content": E(m)}
@@ -349,8 +351,10 @@ async def _ask(w: World, rec: Record, reason: JsValue) -> tuple[str, JsValue, bo
             return "deny", texts.approval_unavailable(rec.name), False
         case "cancelled":
             return "deny", texts.approval_cancelled(rec.name), True
+    # P41: JSON.stringify(o) ?? String(o). A throw of JSON.stringify itself (a BigInt)
+    # propagates as that throw; a symbol has no JSON text and renders as Symbol(desc).
     rendered = json_text(outcome)
-    raise Thrown(js_error(texts.approval_unreachable(rendered if rendered is not None else to_string(outcome))))
+    raise Thrown(js_error(texts.approval_unreachable(rendered if rendered is not None else js_string(outcome))))
 
 
 async def shipped_approval(w: World, rec: Record, request: dict[str, Any], signal: Any) -> str:
@@ -702,7 +706,16 @@ def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
             f = materialize(w, m if is_undefined(c) else {**m, "content": c})
         except Thrown as t:
             w.obs(rec.callId, "finalize", "throw", None, t.value, ("P95", "P96"))
-            f = materialize(w, fail(t.value))
+            try:
+                f = materialize(w, fail(t.value))
+            except Thrown:
+                # An Error whose message is not lossless (undefined, say): its canonical
+                # failure cannot be materialized, and P95/P96 do not say what then (rc.8's
+                # execute() rejects). Not a verdict: the scenario leaves the spec.
+                from .scenario import ScenarioError
+
+                raise ScenarioError(f"call {rec.callId}", "finalizeContent threw a value whose canonical failure is "
+                                    "not lossless JSON; the spec does not say what the outcome is then") from None
         w.obs(rec.callId, "finalize", "end", None, f, ("P94",))
     else:
         f = m
@@ -754,8 +767,20 @@ def call_input(w: World, call: Call) -> Input:
     if call.aborted:
         signal.abort({"$js": "error", "class": "DOMException", "name": "AbortError",
                       "message": "This operation was aborted"})
-    return Input(callId=call.callId, name=call.name, arguments=copy.deepcopy(call.arguments),
-                 signal=signal, agent=call.agent, rootCallId=call.rootCallId,
+    # P23: an input field run by a getter is read once, where entry reads it: rootCallId and
+    # name before the definition is looked up, arguments as the snapshot reads it (E1, E2).
+    root: Any = call.rootCallId
+    if "rootCallId" in call.getters:
+        root = read({"$js": "getter", "id": call.getters["rootCallId"]})
+        root = None if root is None or is_undefined(root) else root  # input.rootCallId ?? callId
+    name: Any = call.name
+    if "name" in call.getters:
+        name = read({"$js": "getter", "id": call.getters["name"]})
+    arguments = copy.deepcopy(call.arguments)
+    if "arguments" in call.getters:
+        arguments = {"$js": "getter", "id": call.getters["arguments"]}
+    return Input(callId=call.callId, name=name, arguments=arguments,
+                 signal=signal, agent=call.agent, rootCallId=root,
                  parent="foreign-token" if call.parent else None)
 
 

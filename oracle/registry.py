@@ -78,6 +78,8 @@ class World:
         self.programs: dict[str, Program] = {p.id: p for p in scenario.programs}
         self.generated_messages = 0  # user messages the registry made itself (P126's image contexts)
         self.sub_inputs: dict[str, dict[str, Any]] = {}  # a run_code sub-call's input object, as writes see it
+        self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
+        self.wake_requested = False  # a steer after the abort asked for another turn (P112)
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
             # before the scenario's own listeners.

@@ -70,12 +70,16 @@ class UserMessage(_Open):
 
 
 class ErrorInfo(_Model):
-    name: str
-    code: str | None
+    """``info(x)`` of P9: a HarnessError's ``name`` and ``code`` as they are (strings,
+    unless a participant threw one whose fields are not)."""
+    name: Any
+    code: Any
 
 
 class ToolError(_Model):
-    message: Any = Field(description="a string, except for a guard denial with a non-string value (P47)")
+    message: Any = Field(description=(
+        "a string, except for a guard denial with a non-string value (P47) and a thrown Error "
+        "whose message is not a string (P9: an Error's message is used as it is)"))
     info: ErrorInfo | None = Field(default=None, description="present only where a rule says so")
 
 

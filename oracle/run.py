@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from . import realm
 from .jsvalue import Thrown, message_of
 from .loop import run_loop
 from .pipeline import call_input, execute
 from .registry import Runaway, World
-from .scenario import DirectRun, Scenario, ScenarioError
+from .scenario import Call, DirectRun, Scenario, ScenarioError
+from .script import ABORT_REASON, Invocation, perform_sync
+from .value_refs import definitions
+from .scenario import scenario_values
 from .scheduler import Deadlock
 from .trace import CallResult, Trace
 from .viewer import present
@@ -17,13 +23,48 @@ class ScenarioRunError(Exception):
     where it stands. This is a defect of the scenario, not a verdict on an implementation."""
 
 
+class WorldRealm:
+    """What getter and shared tokens of this run refer to (``oracle.realm``)."""
+
+    def __init__(self, w: World) -> None:
+        self.w = w
+        self.getters = {g.id: g for g in w.scenario.getters}
+        self.definitions: dict[str, Any] = {}
+        for value in scenario_values(w.scenario):
+            for sid, v in definitions(value).items():
+                self.definitions.setdefault(sid, v)
+
+    def read_getter(self, getter_id: str) -> Any:
+        getter = self.getters.get(getter_id)
+        if getter is None:
+            raise ScenarioError(f"getter {getter_id}", "no getter has this id")
+        # A read is attributed to no call: a getter can sit in any value, and which of the
+        # run's calls a read belongs to is not the getter's to know (compared per getter).
+        inv = Invocation(who=getter_id, stage="getter", record=None, rules=("P13", "P23"))
+        return perform_sync(self.w, inv, getter.script)
+
+    def shared(self, shared_id: str) -> Any:
+        if shared_id not in self.definitions:
+            raise ScenarioError(f"shared {shared_id}", "no shared object has this id")
+        return self.definitions[shared_id]
+
+
 def run_scenario(scenario: Scenario) -> Trace:
     """The oracle's trace for ``scenario``: deterministic, no I/O."""
     w = World(scenario)
+    with realm.installed(WorldRealm(w)):
+        return _run(w, scenario)
+
+
+def _run(w: World, scenario: Scenario) -> Trace:
     try:
         if isinstance(scenario.run, DirectRun):
             for call in scenario.run.calls:
-                result = w.sched.run(execute(w, call_input(w, call)))
+                inp = call_input(w, call)
+                timer = _abort_at(w, call, inp)
+                result = w.sched.run(execute(w, inp))
+                if timer is not None:
+                    w.sched.cancel(timer)  # the caller stops waiting once execute() resolved
                 w.trace.results.append(CallResult(
                     callId=call.callId, result=result, frozen=w.is_deeply_frozen(result), observed=True))
         else:
@@ -39,3 +80,16 @@ def run_scenario(scenario: Scenario) -> Trace:
     except Thrown as t:  # only a registration step outside any participant can get here
         raise ScenarioRunError(f"uncaught throw outside the pipeline: {message_of(t.value)}") from None
     return w.trace
+
+
+def _abort_at(w: World, call: Call, inp: Any) -> Any:
+    """``call.abortAt``: the caller aborts its own signal at a chosen virtual time."""
+    if call.abortAt is None:
+        return None
+    timer = w.sched.timer(call.abortAt)
+
+    def fire(_d: Any) -> None:
+        w.obs(call.callId, "checkpoint", "abort", None, "caller", ("P52",))
+        inp.signal.abort(ABORT_REASON)
+    timer.on_settle(fire)
+    return timer

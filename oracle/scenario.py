@@ -171,9 +171,36 @@ class Append(_Model):
     data: TodoWriteData
 
 
+class Keep(_Model):
+    """Keep an object under ``name`` for a later ``return-kept`` (by any participant of any
+    call): the result this participant was handed (``result``; a wrapper's is its latest
+    ``next()`` value), or the latest ``next()`` value (``next``). What is kept is that very
+    object, so another call's wrapper can return a result the registry built for this
+    execution (P63: it counts as authored there)."""
+    do: Literal["keep"]
+    what: Literal["result", "next"] = "result"
+    name: str
+
+
+class ReturnKept(_Model):
+    """Return the object kept under ``name`` itself (``undefined`` when nothing was kept)."""
+    do: Literal["return-kept"]
+    name: str
+
+
+class Cancel(_Model):
+    """Loop scenarios: the agent's ``cancel(reason, {keepInbox})``. Without ``keepInbox``
+    the next-step and next-turn queues are cleared first (P112), then the step's signal
+    aborts; with it only the signal aborts (what ``abort`` of the caller does in a loop)."""
+    do: Literal["cancel"]
+    keepInbox: bool = False
+    reason: JsValue = None
+
+
 Step = Annotated[
     Union[Next, Return, ReturnNext, Throw, Mutate, SetSignal, Abort, DeferContext, ConcludeTurn,
-          AwaitSignal, Sleep, Gate, Register, Unregister, Inject, Observe, Dispatch, Append],
+          AwaitSignal, Sleep, Gate, Register, Unregister, Inject, Observe, Dispatch, Append,
+          Keep, ReturnKept, Cancel],
     Field(discriminator="do"),
 ]
 
@@ -342,7 +369,7 @@ class Tool(_Model):
 
 CODE_DISPATCH_LOG = "tools/code-dispatch-log"
 EVENTS = ("tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
-          "approval/request", *FS_INTENTS, CODE_DISPATCH_LOG)
+          "approval/request", *FS_INTENTS, CODE_DISPATCH_LOG, "agent/pre-step")
 
 
 class Listener(_Model):
@@ -354,10 +381,15 @@ class Listener(_Model):
     the spec. A ``tools/code-dispatch-log`` listener (P122, P123) is handed the ``run_code``
     record and, as ``result``, the settled sub-call ``{subCallId, name, isError, content}``;
     what it returns is the content ``tool/code-dispatch`` logs (by default, delegating, the
-    unchanged content)."""
+    unchanged content). An ``agent/pre-step`` listener (loop runs) is handed the step boundary's
+    payload as ``request`` (``{messages, turn, step}``; ``observe request`` shows it) and
+    decides ``{kind:"enter", messages}`` or ``{kind:"reject"}`` (P110); it runs at the
+    boundaries after the tool step (the first step's boundary is the harness's, before the
+    scenario's window) and cannot be scoped either."""
     id: str
     event: Literal["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
-                   "approval/request", "fs/write-intent", "fs/edit-intent", "tools/code-dispatch-log"]
+                   "approval/request", "fs/write-intent", "fs/edit-intent", "tools/code-dispatch-log",
+                   "agent/pre-step"]
     scope: str | None = None
     global_: bool = Field(default=False, alias="global")
     prepend: bool = False
@@ -370,6 +402,17 @@ class Guard(_Model):
     id: str
     scope: str | None = None
     registered: bool = True
+    script: Script = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
+
+
+class Getter(_Model):
+    """A getter: ``{"$js":"getter","id":<id>}`` in a value (where a property value stands)
+    makes that property an own enumerable accessor whose every read runs this synchronous
+    script (stage ``getter``) and yields what it returns. ``perInvocation`` gives another
+    value on each read; each read shows in the trace, so reads are counted (P13, P23); the
+    script may also register or unregister participants (P26) or return a hostile value.
+    It is handed no record."""
+    id: str
     script: Script = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
 
 
@@ -405,9 +448,16 @@ class Agent(_Model):
 
 # ----------------------------------------------------------------------------- runs
 
+GETTER_FIELDS = ("name", "rootCallId", "arguments")
+
+
 class Call(_Model):
     """One direct ``execute()`` call. ``parent`` gives the input a foreign execution token
-    (a nested call). ``aborted`` aborts the caller signal before the call enters."""
+    (a nested call). ``aborted`` aborts the caller signal before the call enters;
+    ``abortAt`` aborts it that many milliseconds of virtual time after the call started,
+    if it is still running. ``getters`` makes input fields accessors run by declared
+    getters (P23: entry reads each field once); ``name``/``rootCallId``/``arguments`` then
+    stand for what the call is known by in the trace only."""
     callId: str
     name: str
     arguments: JsValue = Field(default_factory=dict)
@@ -415,6 +465,8 @@ class Call(_Model):
     rootCallId: str | None = None
     parent: bool = False
     aborted: bool = False
+    abortAt: int | None = Field(default=None, ge=0)
+    getters: dict[Literal["name", "rootCallId", "arguments"], str] = Field(default_factory=dict)
 
 
 class DirectRun(_Model):
@@ -428,6 +480,14 @@ class Block(_Model):
     id: str
     name: str
     arguments: str = ""
+
+
+class CancelAt(_Model):
+    """The caller cancels the agent (``cancel(reason, {keepInbox})``) ``ms`` milliseconds of
+    virtual time after the run started, if the tool step's turn is still running."""
+    ms: int = Field(ge=0)
+    keepInbox: bool = True
+    reason: JsValue = None
 
 
 class LoopRun(_Model):
@@ -444,6 +504,11 @@ class LoopRun(_Model):
         "after the step, a viewer projects the step's tool/call and tool/result events through "
         "the definitions the agent sees then (presentCall, presentResult), as a client does: "
         "outside the pipeline (P14)"))
+    cancelAt: CancelAt | None = None
+    nextTurn: JsValue = Field(default=None, description=(
+        "a user message the caller sends with followup() once the tool step's turn is over "
+        "(completed, concluded or aborted): a new turn whose first step claims what stayed "
+        "queued (P112). The trace then runs up to that step's model request"))
 
 
 Run = Annotated[Union[DirectRun, LoopRun], Field(discriminator="kind")]
@@ -471,6 +536,7 @@ class Scenario(_Model):
     guards: list[Guard] = Field(default_factory=list)
     approval: Approval | None = None
     timeoutPolicy: bool = False
+    getters: list[Getter] = Field(default_factory=list)
     run: Run
     expect: dict[str, Any] | None = Field(default=None, description=(
         "assertions the corpus tests check on the oracle's trace (conformance.expect); "
@@ -515,6 +581,9 @@ def _check_references(s: Scenario) -> None:
     for i, l in enumerate(s.listeners):
         if l.event in FS_INTENTS and l.scope is not None:
             raise ScenarioError(f"$.listeners[{i}].scope", f"a listener on {l.event} cannot be scoped: the body dispatches it without an agent")
+        if l.event == "agent/pre-step" and (l.scope is not None or l.global_):
+            raise ScenarioError(f"$.listeners[{i}].scope", "an agent/pre-step listener cannot be scoped: which scopes the agent's own dispatch selects is outside the spec")
+    getter_ids = _check_getters(s, ids)
     for path, behavior, sync in _behaviors(s):
         for where, step in behavior.all_steps():
             if step.do in BODY_ONLY and not (path.startswith("$.tools[") and path.endswith("].body")):
@@ -525,6 +594,9 @@ def _check_references(s: Scenario) -> None:
                 raise ScenarioError(f"{path}.{where}.ref", f"no tool, listener or guard has id {step.ref!r}")
             if step.do == "mutate" and step.target.split(".")[0] not in MUTATION_ROOTS:
                 raise ScenarioError(f"{path}.{where}.target", f"a target starts with one of {', '.join(MUTATION_ROOTS)}")
+            if step.do == "cancel" and not isinstance(s.run, LoopRun):
+                raise ScenarioError(f"{path}.{where}", "step 'cancel' is the agent's cancel(): it needs a loop run")
+            _check_step_values(step, f"{path}.{where}", getter_ids)
     for i, l in enumerate(s.listeners):
         if l.event == CODE_DISPATCH_LOG and l.script is not None:
             for where, step in l.script.all_steps():
@@ -545,11 +617,16 @@ def _check_references(s: Scenario) -> None:
         seen: set[str] = set()
         for i, c in enumerate(run.calls):
             need_agent(f"$.run.calls[{i}].agent", c.agent)
+            _check_value(c.arguments, f"$.run.calls[{i}].arguments", getter_ids)
+            for field, gid in c.getters.items():
+                if gid not in getter_ids:
+                    raise ScenarioError(f"$.run.calls[{i}].getters.{field}", f"no getter has id {gid!r}")
             if c.callId in seen:
                 raise ScenarioError(f"$.run.calls[{i}].callId", f"duplicate call id {c.callId!r}")
             seen.add(c.callId)
     else:
         need_agent("$.run.agent", run.agent)
+        _check_value(run.nextTurn, "$.run.nextTurn", getter_ids)
         block_ids = [b.id for b in run.blocks]
         for i, b in enumerate(run.blocks):
             if block_ids.count(b.id) > 1:
@@ -573,6 +650,63 @@ def _check_references(s: Scenario) -> None:
                         raise ScenarioError(f"$.tools[{i}].{name}", (
                             "the viewer (run.present) presents raw definitions only: what a defineTool "
                             "presenter does with arguments that fail its parameters is outside the spec"))
+    _check_shared_ids(s)
+
+
+def _check_getters(s: Scenario, ids: dict[str, str]) -> set[str]:
+    getter_ids: set[str] = set()
+    for i, g in enumerate(s.getters):
+        if g.id in ids or g.id in getter_ids:
+            raise ScenarioError(f"$.getters[{i}].id", f"duplicate participant id {g.id!r}")
+        getter_ids.add(g.id)
+    return getter_ids
+
+
+_VALUE_FIELDS = {"return": "value", "throw": "value", "mutate": "value", "abort": "reason", "defer-context": "message",
+                 "inject": "message", "steer": "message", "dispatch": "target", "cancel": "reason"}
+
+
+def _check_step_values(step: Any, path: str, getter_ids: set[str]) -> None:
+    field = _VALUE_FIELDS.get(step.do)
+    if field is not None:
+        _check_value(getattr(step, field), f"{path}.{field}", getter_ids)
+
+
+def scenario_values(s: "Scenario") -> list[Any]:
+    """Every JS value the scenario authors (step values, call arguments, the next turn)."""
+    out: list[Any] = []
+    for _path, behavior, _sync in _behaviors(s):
+        for _where, step in behavior.all_steps():
+            field = _VALUE_FIELDS.get(step.do)
+            if field is not None:
+                out.append(getattr(step, field))
+    if isinstance(s.run, DirectRun):
+        out += [c.arguments for c in s.run.calls]
+    elif s.run.nextTurn is not None:
+        out.append(s.run.nextTurn)
+    return out
+
+
+def _check_shared_ids(s: "Scenario") -> None:
+    """A shared object's id names one object for the whole scenario: every value that
+    defines it defines the same (a copied step may repeat a definition)."""
+    from .value_refs import definitions
+
+    seen: dict[str, Any] = {}
+    for value in scenario_values(s):
+        for sid, v in definitions(value).items():
+            if sid in seen and seen[sid] != v:
+                raise ScenarioError("$", f"shared object {sid!r} is defined twice, differently: give each its own id")
+            seen[sid] = v
+
+
+def _check_value(value: Any, path: str, getter_ids: set[str]) -> None:
+    from .value_refs import ValueRefError, check_value
+
+    try:
+        check_value(value, path, getter_ids)
+    except ValueRefError as e:
+        raise ScenarioError(e.path, e.message) from None
 
 
 def _effective_mode(s: Scenario, agent: str | None) -> str:
@@ -639,6 +773,8 @@ def _behaviors(s: Scenario) -> list[tuple[str, Behavior, bool]]:
         out.append((f"$.guards[{i}].script", g.script, True))
     if isinstance(s.approval, CustomApproval):
         out.append(("$.approval.script", s.approval.script, False))
+    for i, g in enumerate(s.getters):
+        out.append((f"$.getters[{i}].script", g.script, True))
     return out
 
 
@@ -691,6 +827,7 @@ _TAGS = frozenset({
     "next", "return", "return-next", "throw", "mutate", "set-signal", "abort", "defer-context",
     "conclude-turn", "await-signal", "sleep", "gate", "register", "unregister", "inject", "steer",
     "observe", "dispatch", "append", "shipped", "custom", "direct", "loop",
+    "keep", "return-kept", "cancel",
 })
 
 
@@ -724,7 +861,7 @@ class ScenarioFileError(ValueError):
 
 
 def scenario_to_json(s: Scenario) -> dict[str, Any]:
-    return _ADAPTER.dump_python(s, mode="json", by_alias=True, exclude_defaults=True)
+    return _ADAPTER.dump_python(s, mode="python", by_alias=True, exclude_defaults=True)  # keeps lone surrogates
 
 
 def scenario_json_schema() -> dict[str, Any]:

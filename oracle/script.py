@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import (HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, to_string, token,
-                      type_error)
+from .jsvalue import (HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, read, to_string,
+                      token, type_error)
 from .record import IDENTITY, Record
 from .registry import World
 from .scenario import Behavior, ScenarioError
@@ -160,15 +160,28 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 # the aborted activity and goes to the next turn instead (P112).
                 late = step.do == "steer" and w.signal("step").aborted
                 splice_append(w, copy.deepcopy(step.message), "next-turn" if late else "next-step")
+                w.wake_requested = w.wake_requested or late  # the woken agent starts another turn
             case "observe":
-                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), _OBSERVE_RULES[step.what])
+                rules = ("P110",) if inv.stage == "pre-step" else _OBSERVE_RULES[step.what]  # a step boundary's payload
+                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), rules)
             case "dispatch":
                 await _dispatch(w, inv, step)
+            case "keep":  # the very object, so that identity survives (P63)
+                kept = inv.result if step.what == "result" else inv.last_next
+                w.kept[step.name] = UNDEFINED if kept is NOTHING else kept
+            case "return-kept":
+                return w.kept.get(step.name, UNDEFINED)
+            case "cancel":
+                if w.loop_agent is None:
+                    raise ScenarioError(f"participant {inv.who}", "'cancel' needs a loop run")
+                from .loop import cancel  # the loop owns the agent and its inbox
+                w.obs(inv.call, inv.stage, "cancel", inv.who, {"keepInbox": step.keepInbox}, inv.rules + ("P112",))
+                cancel(w, step.keepInbox, ABORT_REASON if step.reason is None else copy.deepcopy(step.reason))
             case "append":
                 rec = _need_record(inv)
                 if rec.agent is None:
                     raise Thrown(js_error(texts.NO_AGENT_SESSION))
-                w.append_event(rec.agent, step.type, step.data.model_dump(mode="json"))
+                w.append_event(rec.agent, step.type, step.data.model_dump(mode="python"))
                 w.obs(inv.call, "tool-event", "append", inv.who, {"type": step.type}, ("P71",))
     return UNDEFINED
 
@@ -257,7 +270,14 @@ def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> 
         return texts.frozen_set(root), ("P24",)
     if root == "input":
         # The caller's object: never frozen, never read again (P23); a write fails only
-        # where it runs into a primitive or through a nullish value.
+        # where it runs into a primitive or through a nullish value. An input field that
+        # is a getter (Call.getters) has no setter, and a write below it reads it first.
+        spec = next((c for c in getattr(w.scenario.run, "calls", []) if c.callId == inv.call), None)
+        if spec is not None and path[0] in spec.getters:
+            if len(path) == 1:
+                return (texts.getter_only(path[0]) if op == "set" else None), ("P23",)
+            held = read({"$js": "getter", "id": spec.getters[path[0]]})
+            return _frozen_write(w, held, path[1:], op), ("P23",)
         return _frozen_write(w, _caller_input(w, inv.call), path, op), ("P23",)
     key = path[-1]
     if root == "record":

@@ -11,7 +11,7 @@ import json
 import traceback
 from typing import IO, Any
 
-from . import ScenarioError, ScenarioRunError, parse_scenario, run_scenario
+from . import ScenarioError, ScenarioRunError, jsontext, parse_scenario, run_scenario
 from .jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
 
 PROFILES = ["core", "reference", "loop", "code-mode"]
@@ -65,6 +65,6 @@ def serve(inp: IO[bytes], out: IO[str]) -> int:
                 case other:
                     reply = {"seq": msg.get("seq", -1) if isinstance(msg.get("seq"), int) else -1, "errored": True,
                              "message": f"unknown command {other!r}" if other != "run" else "a run needs seq and scenario"}
-        out.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n")
+        out.write(jsontext.dumps(reply, separators=(",", ":")) + "\n")
         out.flush()
     return 0

@@ -121,12 +121,16 @@ def frozen_define(key: str) -> str:
     return f"Cannot redefine property: {key}"
 
 
+def getter_only(key: str) -> str:
+    return f"Cannot set property {key} of #<Object> which has only a getter"
+
+
 # A refused write raises a TypeError whose wording the engine chooses (and which depends on
 # how the implementation protects the object): any of these stands for any other.
 WRITE_REFUSALS: tuple[str, ...] = (
     "Cannot assign to read only property ", "Cannot add property ", "Cannot delete property ",
     "Cannot redefine property: ", "Cannot define property ", "Cannot create property ",
-    "Cannot set properties of ",
+    "Cannot set properties of ", "Cannot set property ",
 )
 
 # Prefixes whose tails are implementation-defined (compared by prefix only).

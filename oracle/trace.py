@@ -22,13 +22,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from . import jsontext
+
 TRACE_FORMAT = "dsh-conformance/trace/v1"
 
 Stage = Literal[
     "entry", "pre-execute", "approval", "guards", "checkpoint", "execute", "dispatch", "body",
     "post-execute", "materialize", "finalize", "result", "route", "classify", "render",
     "presentationMeta", "loop", "fs-intent", "tool-event", "presentCall", "presentResult",
-    "program", "code-mode", "code-dispatch-log",
+    "program", "code-mode", "code-dispatch-log", "getter", "pre-step",
 ]
 INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch", "code-mode"})
 
@@ -36,7 +38,7 @@ What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
     "unregister", "inject", "commit", "synthetic", "append", "abandon",
-    "bind", "settle", "log", "late", "submit",
+    "bind", "settle", "log", "late", "submit", "cancel",
 ]
 
 
@@ -81,7 +83,9 @@ class Trace(_Model):
     warnings: list[str] = Field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return _ADAPTER.dump_python(self, mode="json", by_alias=True, exclude_unset=False)
+        # Python mode: JSON mode cannot hold a lone surrogate (oracle.jsontext); every field
+        # is JSON-typed already.
+        return _ADAPTER.dump_python(self, mode="python", by_alias=True, exclude_unset=False)
 
     def dumps(self) -> str:
         """The canonical text of the trace: same trace, same bytes. Valid JSON with one
@@ -136,7 +140,7 @@ def is_portable(o: Observation) -> bool:
 def _dump(v: Any) -> str:
     # U+2028 and U+2029 stay escaped: they are line breaks to many readers of a text file
     # (and to the golden-trace files), and the JSON value is the same either way.
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":")).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return jsontext.dumps(v, separators=(",", ":")).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def parse_trace(data: Any) -> Trace:

@@ -37,10 +37,11 @@ def test_generation_is_pure():
 
 def test_generate_command_writes_only_what_changed(tmp_path, capsys):
     assert main(["docs", "generate", "--docs", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.count("wrote") == 3
+    assert capsys.readouterr().out.count("wrote") == 4
     assert main(["docs", "generate", "--docs", str(tmp_path)]) == 0
     assert capsys.readouterr().out == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{PAGE}.i18n.yaml", f"{PAGE}.md", f"{PAGE}.zh.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rule-reach.md", f"{PAGE}.i18n.yaml", f"{PAGE}.md",
+                                                          f"{PAGE}.zh.md"]
 
 
 def test_our_pages_carry_our_header_naming_our_command():

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conformance.corpus import CASES
+from oracle import jsontext
 from conformance.protocol import Errored, Skipped, Traced, parse_answer, parse_started
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ class Client:
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
+        self.proc.stdin.write(jsontext.dumps(message) + "\n")
         self.proc.stdin.flush()
 
     def receive(self) -> dict[str, Any]:

@@ -72,6 +72,34 @@ BAD = [
      "$.tools[0].body[0].event", "'fs/write-intent' or 'fs/edit-intent'"),
     ("present-on-a-direct-run", _with(run={"kind": "direct", "present": True, "calls": [{"callId": "c1", "name": "t"}]}),
      "$.run.present", "Extra inputs are not permitted"),
+    # tokens that refer beyond themselves (oracle.value_refs)
+    ("getter-undeclared", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "arguments": {
+        "a": {"$js": "getter", "id": "g9"}}}]}), "$.run.calls[0].arguments.a", "no getter has id 'g9'"),
+    ("getter-as-a-whole-value", _with(getters=[{"id": "g"}], tools=[{"name": "t", "body": [
+        {"do": "return", "value": {"$js": "getter", "id": "g"}}]}]), "$.tools[0].body.steps[0].value",
+     "where a property value stands"),
+    ("input-getter-undeclared", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "getters": {"name": "g"}}]}),
+     "$.run.calls[0].getters.name", "no getter has id 'g'"),
+    ("getter-id-taken", _with(getters=[{"id": "t"}]), "$.getters[0].id", "duplicate participant id"),
+    ("getter-suspends", _with(getters=[{"id": "g", "script": [{"do": "sleep", "ms": 1}]}]), "$.getters[0].script.steps[0]",
+     "synchronous"),
+    ("shared-before-defined", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "arguments": {
+        "a": {"$js": "shared", "id": "s"}, "b": {"$js": "shared", "id": "s", "value": {}}}}]}),
+     "$.run.calls[0].arguments.a", "reached before it is defined"),
+    ("shared-inside-itself", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "arguments": {
+        "a": {"$js": "shared", "id": "s", "value": {"self": {"$js": "shared", "id": "s"}}}}}]}),
+     "$.run.calls[0].arguments.a.value.self", "write a cycle token"),
+    ("shared-not-an-object", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "arguments": {
+        "a": {"$js": "shared", "id": "s", "value": 3}}}]}), "$.run.calls[0].arguments.a.value", "an object or an array"),
+    ("shared-defined-differently", _with(tools=[{"name": "t", "body": [{"do": "return", "value": {
+        "$js": "shared", "id": "s", "value": [1]}}]}], run={"kind": "direct", "calls": [{"callId": "c1", "name": "t",
+        "arguments": {"$js": "shared", "id": "s", "value": {}}}]}), "$", "defined twice, differently"),
+    ("cancel-in-a-direct-run", _with(tools=[{"name": "t", "body": [{"do": "cancel"}]}]), "$.tools[0].body.steps[0]",
+     "needs a loop run"),
+    ("scoped-pre-step-listener", _with(agents=[{"id": "a"}], listeners=[{"id": "l", "event": "agent/pre-step", "scope": "a"}]),
+     "$.listeners[0].scope", "cannot be scoped"),
+    ("negative-abort-at", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "abortAt": -1}]}),
+     "$.run.calls[0].abortAt", ""),
 ]
 
 

@@ -209,6 +209,12 @@ def main() -> int:
                     o.pop("stage", None)
             elif MODE == "skip-all":
                 reply = {"seq": msg["seq"], "skipped": True, "reason": "this fake cannot express anything"}
+        if MODE == "wtf8-out":
+            # Lone surrogates written raw, as a WTF-8 (generalized UTF-8) writer does.
+            sys.stdout.flush()
+            sys.stdout.buffer.write((json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
+            sys.stdout.buffer.flush()
+            continue
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
         if MODE == "deaf" and msg["cmd"] == "start":  # never reads its input again

@@ -22,7 +22,9 @@ const version = (name) => require(`${name}/package.json`).version
 const self = require('./package.json')
 
 const PROFILES = ['core', 'reference', 'loop', 'code-mode']
-const FEATURES = ['direct', 'loop', 'shipped-approval', 'custom-approval', 'timeout-policy', 'define-tool', 'virtual-time', 'code-mode', 'scripted-code-runtime']
+const FEATURES = ['direct', 'loop', 'shipped-approval', 'custom-approval', 'timeout-policy', 'define-tool', 'virtual-time',
+  'lone-surrogates', 'getters', 'shared-objects', 'error-shapes', 'kept-results', 'timed-aborts', 'cancel', 'next-turn',
+  'pre-step', 'code-mode', 'scripted-code-runtime']
 
 function handshake() {
   return {

@@ -5,6 +5,12 @@
 // instance, a cycle, ...). `decode` builds the real JS value a token denotes, `encode`
 // describes a live JS value in tokens. Both keep property order (it decides which
 // offending item a snapshot meets first, P13).
+//
+// Two tokens refer beyond themselves (oracle/realm.py, oracle/value_refs.py): a getter
+// `{"$js":"getter","id":g}` is an accessor whose reads run the scenario's getter g (the
+// realm's `getter(id)` makes its get function), and `{"$js":"shared","id":s,"value":v}` /
+// `{"$js":"shared","id":s}` is one object reached twice in one decoded value. Accessors
+// the decoder made are remembered, so `encode` names them without running them.
 
 export class DecodeError extends Error {
   constructor(message) {
@@ -55,8 +61,11 @@ function namedClass(name, Base) {
  * @returns {*} a fresh JS value (never shared with an earlier decode).
  */
 export function decode(wire, realm, origins) {
-  return decodeIn(wire, realm, [], origins)
+  return decodeIn(wire, realm, Object.assign([], { shared: new Map() }), origins)
 }
+
+/** get function -> the wire token it was decoded from (getter and getter-throws tokens). */
+const accessorWires = new WeakMap()
 
 function decodeIn(wire, realm, stack, origins) {
   const value = decodeValue(wire, realm, stack, origins)
@@ -92,6 +101,17 @@ function decodeValue(wire, realm, stack, origins) {
     }
     case 'hole': throw new DecodeError('a hole token is only allowed as an array element')
     case 'getter-throws': throw new DecodeError('a getter-throws token is only allowed as a property value')
+    case 'getter': throw new DecodeError('a getter token is only allowed as a property value')
+    case 'shared': {
+      const id = String(wire.id)
+      if (!('value' in wire)) {
+        if (!stack.shared.has(id)) throw new DecodeError(`shared object ${JSON.stringify(id)} is reached before it is defined`)
+        return stack.shared.get(id)
+      }
+      const obj = decodeIn(wire.value, realm, stack, origins)
+      stack.shared.set(id, obj)
+      return obj
+    }
     case 'array': {
       const arr = decodeArray(wire.items ?? [], realm, stack, origins)
       stack.push(arr)
@@ -143,13 +163,35 @@ function decodeObject(entries, proto, realm, stack, origins) {
   return obj
 }
 
-function setProp(target, key, wire, realm, stack, origins) {
-  if (tokenOf(wire) === 'getter-throws') {
-    const thrown = () => ('thrown' in wire ? decodeIn(wire.thrown, realm, [], origins) : new Error(String(wire.message ?? '')))
-    Object.defineProperty(target, key, { get() { throw thrown() }, enumerable: true, configurable: true })
+function setProp(target, key, wire, realm, stack, origins, enumerable = true) {
+  const get = accessorFor(wire, realm, origins)
+  if (get !== undefined) {
+    Object.defineProperty(target, key, { get, enumerable, configurable: true })
     return
   }
-  defineData(target, key, decodeIn(wire, realm, stack, origins))
+  const value = decodeIn(wire, realm, stack, origins)
+  if (enumerable) defineData(target, key, value)
+  else Object.defineProperty(target, key, { value, writable: true, enumerable: false, configurable: true })
+}
+
+/** The get function of an accessor token (getter-throws, getter), else undefined. */
+function accessorFor(wire, realm, origins) {
+  let get
+  switch (tokenOf(wire)) {
+    case 'getter-throws': {
+      const thrown = () => ('thrown' in wire ? decodeIn(wire.thrown, realm, Object.assign([], { shared: new Map() }), origins) : new Error(String(wire.message ?? '')))
+      get = function () { throw thrown() }
+      break
+    }
+    case 'getter': {
+      if (typeof realm?.getter !== 'function') throw new DecodeError('a getter token needs a run that declares getters')
+      get = realm.getter(String(wire.id))
+      break
+    }
+    default: return undefined
+  }
+  accessorWires.set(get, wire)
+  return get
 }
 
 function decodeInstance(cls) {
@@ -159,26 +201,31 @@ function decodeInstance(cls) {
   return new C()
 }
 
+// An error token's fields are decoded in this order (oracle/value_refs.py TOKEN_PARTS).
+// `message`, `name` and `code` may hold any value, or an accessor token; `cause` any value.
 function decodeError(wire, realm, stack, origins) {
   const cls = String(wire.class ?? 'Error')
-  const message = wire.message === undefined ? '' : String(wire.message)
+  const options = 'cause' in wire ? { cause: decodeIn(wire.cause, realm, stack, origins) } : undefined
+  const plain = typeof wire.message === 'string' ? wire.message : ''
   let error
   if (wire.harness) {
     const Harness = realm.HarnessError
     const C = cls === 'HarnessError' ? Harness : namedClass(cls, Harness)
-    error = new C(message, wire.code === undefined ? undefined : decodeIn(wire.code, realm, stack, origins))
-    if (wire.name !== undefined) error.name = decodeIn(wire.name, realm, stack, origins)
-    return error
-  }
-  if (cls === 'DOMException') {
-    error = new DOMException(message, wire.name === undefined ? 'Error' : String(wire.name))
+    error = new C(plain, undefined, options)
+  } else if (cls === 'DOMException') {
+    error = new DOMException(plain, typeof wire.name === 'string' ? wire.name : 'Error')
+    if (options) Object.defineProperty(error, 'cause', { value: options.cause, writable: true, enumerable: false, configurable: true })
   } else {
     const C = Object.hasOwn(ERROR_CLASSES, cls) ? ERROR_CLASSES[cls] : namedClass(cls, Error)
-    error = new C(message)
+    error = new C(plain, options)
     if (!Object.hasOwn(ERROR_CLASSES, cls)) Object.defineProperty(C.prototype, 'name', { value: cls, writable: true, configurable: true })
-    if (wire.name !== undefined && wire.name !== cls) error.name = decodeIn(wire.name, realm, stack, origins)
   }
-  if (wire.code !== undefined) error.code = decodeIn(wire.code, realm, stack, origins)
+  // An Error's own message is not enumerable; a HarnessError's name and code are own
+  // enumerable fields (set in its constructor); other errors' name comes from the prototype.
+  if (wire.message !== undefined && typeof wire.message !== 'string') setProp(error, 'message', wire.message, realm, stack, origins, false)
+  const namedHere = wire.harness || (cls !== 'DOMException' && wire.name !== cls)
+  if (wire.name !== undefined && namedHere) setProp(error, 'name', wire.name, realm, stack, origins, Boolean(wire.harness))
+  if (wire.code !== undefined || wire.harness) setProp(error, 'code', wire.code === undefined ? { $js: 'undefined' } : wire.code, realm, stack, origins, true)
   return error
 }
 
@@ -260,6 +307,7 @@ function encodeIn(v, realm, stack, origins) {
 function readProp(obj, key, realm, stack, origins) {
   const desc = Object.getOwnPropertyDescriptor(obj, key)
   if (desc !== undefined && 'value' in desc) return encodeIn(desc.value, realm, stack, origins)
+  if (desc?.get !== undefined && accessorWires.has(desc.get)) return structuredClone(accessorWires.get(desc.get))
   try {
     return encodeIn(obj[key], realm, stack, origins)
   } catch (thrown) {
@@ -327,17 +375,21 @@ function isError(v) {
 function encodeError(e, realm, stack, origins) {
   let cls = 'Error'
   try { cls = e.constructor?.name || 'Error' } catch { /* keep Error */ }
-  const out = { $js: 'error', class: cls, message: safeRead(() => String(e.message), '') }
+  const out = { $js: 'error', class: cls }
+  if (Object.hasOwn(e, 'cause')) out.cause = readProp(e, 'cause', realm, stack, origins)
+  // The message as the token says it: a string (own or the prototype's ""), another value,
+  // or the accessor token of one that is a getter.
+  out.message = Object.hasOwn(e, 'message') ? readProp(e, 'message', realm, stack, origins) : safeRead(() => String(e.message), '')
   const harness = realm?.HarnessError !== undefined && e instanceof realm.HarnessError
-  const name = safeRead(() => e.name, undefined)
+  const name = Object.hasOwn(e, 'name') ? readProp(e, 'name', realm, stack, origins) : encodeIn(safeRead(() => e.name, undefined), realm, stack, origins)
   if (harness) {
-    out.name = encodeIn(name, realm, stack, origins)
-    out.code = encodeIn(safeRead(() => e.code, undefined), realm, stack, origins)
+    out.name = name
+    out.code = Object.hasOwn(e, 'code') ? readProp(e, 'code', realm, stack, origins) : { $js: 'undefined' }
     out.harness = true
     return out
   }
-  if (name !== cls) out.name = encodeIn(name, realm, stack, origins)
-  if (Object.hasOwn(e, 'code')) out.code = encodeIn(safeRead(() => e.code, undefined), realm, stack, origins)
+  if (name !== cls) out.name = name
+  if (Object.hasOwn(e, 'code')) out.code = readProp(e, 'code', realm, stack, origins)
   return out
 }
 

@@ -6,7 +6,7 @@ import { Unsupported } from './faults.mjs'
 
 const KEYS = {
   scenario: ['$format', 'id', 'title', 'rules', 'seed', 'mode', 'codeRuntime', 'maxParallelSubCalls', 'programs', 'agents',
-    'tools', 'listeners', 'guards', 'approval', 'timeoutPolicy', 'run', 'expect'],
+    'tools', 'listeners', 'guards', 'approval', 'timeoutPolicy', 'run', 'expect', 'getters'],
   program: ['id', 'steps', 'afterSettle'],
   agent: ['id', 'parent', 'mode', 'openTurn', 'restrict'],
   restrict: ['allow', 'deny'],
@@ -15,11 +15,13 @@ const KEYS = {
   output: ['schema', 'render', 'presentationMeta'],
   listener: ['id', 'event', 'scope', 'global', 'prepend', 'registered', 'script'],
   guard: ['id', 'scope', 'registered', 'script'],
+  getter: ['id', 'script'],
   shipped: ['service', 'policy'],
   custom: ['service', 'script'],
   direct: ['kind', 'calls'],
-  call: ['callId', 'name', 'arguments', 'agent', 'rootCallId', 'parent', 'aborted'],
-  loop: ['kind', 'agent', 'blocks', 'finish', 'maxParallelToolCalls', 'aborted', 'release', 'present'],
+  call: ['callId', 'name', 'arguments', 'agent', 'rootCallId', 'parent', 'aborted', 'abortAt', 'getters'],
+  loop: ['kind', 'agent', 'blocks', 'finish', 'maxParallelToolCalls', 'aborted', 'release', 'present', 'cancelAt', 'nextTurn'],
+  cancelAt: ['ms', 'keepInbox', 'reason'],
   block: ['id', 'name', 'arguments'],
   behavior: ['steps', 'byCall', 'perInvocation'],
 }
@@ -44,10 +46,13 @@ const STEP_KEYS = {
   observe: ['what'],
   dispatch: ['event', 'target', 'catch'],
   append: ['type', 'data'],
+  keep: ['what', 'name'],
+  'return-kept': ['name'],
+  cancel: ['keepInbox', 'reason'],
 }
 
 const EVENTS = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result', 'approval/request',
-  'fs/write-intent', 'fs/edit-intent', 'tools/code-dispatch-log']
+  'fs/write-intent', 'fs/edit-intent', 'tools/code-dispatch-log', 'agent/pre-step']
 
 // The steps of a run_code program (oracle/scenario.py Program), run by lib/code-runtime.mjs.
 const PROGRAM_STEP_KEYS = {
@@ -127,6 +132,10 @@ export function checkFeatures(s) {
     keys(g, 'guard', `$.guards[${i}]`)
     behavior(g.script, `$.guards[${i}].script`)
   })
+  ;(s.getters ?? []).forEach((g, i) => {
+    keys(g, 'getter', `$.getters[${i}]`)
+    behavior(g.script, `$.getters[${i}].script`)
+  })
   if (s.approval) {
     if (s.approval.service === 'shipped') keys(s.approval, 'shipped', '$.approval')
     else if (s.approval.service === 'custom') {
@@ -141,6 +150,7 @@ export function checkFeatures(s) {
   } else if (run?.kind === 'loop') {
     keys(run, 'loop', '$.run')
     ;(run.blocks ?? []).forEach((b, i) => keys(b, 'block', `$.run.blocks[${i}]`))
+    if (run.cancelAt) keys(run.cancelAt, 'cancelAt', '$.run.cancelAt')
     // Only the shipped approval service reads openTurn (its audit pair must be turn-enclosed,
     // P43); the real loop runs its tool step inside the turn it opened, so a closed turn
     // cannot be arranged there. Without the shipped service the field has no effect.

@@ -103,39 +103,57 @@ export function instrumentScheduler(w, tools) {
   }
 }
 
-/** Run the loop scenario's one tool step on `agent` and return when the agent is idle. */
+/**
+ * Run the loop scenario's tool step on `agent` and return when the agent is idle; with
+ * `run.nextTurn`, then send that message with followup() and wait again (P112).
+ */
 export async function runLoop(w, agent, run) {
   w.loopAgent = agent
-  // Where each event falls among the observations (the trace's `at`).
-  const record = agent.session.append
-  agent.session.append = function (type, data, ...rest) {
-    const at = w.trace.observations.length
-    const event = record.call(this, type, data, ...rest)
-    if (event !== null && typeof event === 'object') w.eventAt.set(event.seq, at)
+  // When the tool step's assistant message is recorded: the deferred agent/pre-step
+  // listeners join, and an already aborted step is aborted (oracle: st.signal.abort after
+  // assistant/message), before the batch starts.
+  // The caller's cancel() at a chosen virtual time (run.cancelAt), dropped when the tool
+  // step ends (oracle/loop.py: no later turn of the run is the caller's to cancel).
+  const at = run.cancelAt
+  const timer = at === undefined || at === null ? null : setTimeout(() => {
+    agent.cancel(at.reason === undefined || at.reason === null ? undefined : w.dec(at.reason), { keepInbox: at.keepInbox !== false })
+  }, at.ms)
+  const session = agent.session
+  const append = session.append
+  let started = false
+  session.append = function (type, data, ...rest) {
+    const seen = w.trace.observations.length // where the event falls among the observations (the trace's `at`)
+    const event = append.call(this, type, data, ...rest)
+    if (event !== null && typeof event === 'object') w.eventAt.set(event.seq, seen)
+    if (!started && type === 'assistant/message') {
+      started = true
+      for (const ref of w.deferred) w.register(ref)
+      if (run.aborted) agent.cancel(undefined, { keepInbox: true })
+    }
+    if (type === 'step/end' && data?.turn === 1 && data?.step === 1 && timer !== null) clearTimeout(timer)
     return event
   }
-  if (run.aborted) {
-    // The step's signal is aborted right after the assistant message is recorded, before
-    // the batch starts (oracle: st.signal.abort after assistant/message).
-    const session = agent.session
-    const append = session.append
-    let done = false
-    session.append = function (type, data, ...rest) {
-      const event = append.call(this, type, data, ...rest)
-      if (!done && type === 'assistant/message') {
-        done = true
-        agent.cancel(undefined, { keepInbox: true })
-      }
-      return event
-    }
-  }
   agent.followup(createUserMessage({ content: [{ type: 'text', text: 'go' }], source: { kind: 'user' } }))
+  await agent.whenIdle()
+  if (timer !== null) clearTimeout(timer)
+  if (run.nextTurn === undefined || run.nextTurn === null) return
+  // A steer after the abort woke the agent into the next turn already (P112): that turn is
+  // the one the trace shows, and the caller sends nothing (oracle/turns.py next_turn).
+  if (session.events.some((e) => e.type === 'turn/start' && e.data?.turn > 1)) return
+  try {
+    agent.followup(w.dec(run.nextTurn))
+  } catch {
+    return // an id already queued: followup() throws and no turn starts (oracle/turns.py)
+  }
   await agent.whenIdle()
 }
 
 /** The reported session events of the tool step, normalized (see the module comment). */
 export function loopEvents(w, agentId, sessionEvents) {
-  const window = stepWindow(sessionEvents)
+  // A next turn (run.nextTurn, or a steer after the abort that woke the agent) extends the
+  // window to that turn's first model request (oracle/turns.py).
+  const later = sessionEvents.some((e) => e.type === 'turn/start' && e.data?.turn > 1)
+  const window = later ? turnsWindow(sessionEvents) : stepWindow(sessionEvents)
   const renumbered = new Map()
   const out = []
   for (const e of window) {
@@ -163,6 +181,24 @@ export function stepWindow(sessionEvents) {
   for (let i = first; i < sessionEvents.length; i++) {
     const e = sessionEvents[i]
     if (i > first && (e.type === 'assistant/message' || e.type === 'turn/end' || e.type === 'turn/start')) break
+    window.push(e)
+  }
+  return window
+}
+
+/**
+ * With a next turn: from the tool step's assistant/message to the model call of the next
+ * turn's first step (its assistant/message, exclusive), through the rest of the tool
+ * step's turn.
+ */
+export function turnsWindow(sessionEvents) {
+  const first = sessionEvents.findIndex((e) => e.type === 'assistant/message')
+  if (first < 0) return []
+  const turn = sessionEvents[first].data?.turn
+  const window = []
+  for (let i = first; i < sessionEvents.length; i++) {
+    const e = sessionEvents[i]
+    if (i > first && e.type === 'assistant/message' && e.data?.turn !== turn) break
     window.push(e)
   }
   return window

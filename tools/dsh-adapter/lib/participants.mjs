@@ -192,6 +192,12 @@ export function listenerFunction(w, l) {
       }
     case 'tools/result':
       return (exec, result) => performSync(w, new Invocation({ who: l.id, stage: 'result', call: w.callOf(exec), record: exec, result }), script)
+    case 'agent/pre-step':
+      // A step boundary (P110): the payload {messages, turn, step, signal, agent} is the
+      // listener's `request`; it decides enter (with messages) or reject.
+      return (payload, next) => perform(w, new Invocation({
+        who: l.id, stage: 'pre-step', call: null, record: null, next, request: payload, requestSignal: payload?.signal ?? null,
+      }), script)
     case 'fs/write-intent':
     case 'fs/edit-intent':
       // A filesystem intent, dispatched by a body as ctx.waterfall(event, target, exec, next).

@@ -98,6 +98,12 @@ async function drive(w, ctx, scenario) {
   for (const t of scenario.tools ?? []) toolDefinition(w, t)
   for (const [ref, { item }] of w.decl) {
     if (item.registered === false) continue
+    // agent/pre-step listeners join at the tool step (loop.mjs): the first step's boundary
+    // is the harness's, before the scenario's window (oracle/scenario.py Listener).
+    if (item.event === 'agent/pre-step') {
+      if (loop) w.deferred.push(ref)
+      continue
+    }
     try {
       w.register(ref)
     } catch (e) {
@@ -152,8 +158,15 @@ async function drive(w, ctx, scenario) {
     }
     if (call.rootCallId !== undefined && call.rootCallId !== null) input.rootCallId = call.rootCallId
     if (call.parent) input.parent = Symbol('foreign execution token')
+    // P23: input fields run by getters are accessors of the input object itself.
+    for (const [field, id] of Object.entries(call.getters ?? {})) {
+      Object.defineProperty(input, field, { get: w.getterFunction(id), enumerable: true, configurable: true })
+    }
     w.inputs.set(call.callId, input)
+    // The caller's own timer (call.abortAt), dropped once execute() resolved.
+    const timer = call.abortAt === undefined || call.abortAt === null ? null : setTimeout(() => controller.abort(), call.abortAt)
     const result = await w.within(call.callId, () => ctx.tools.execute(input))
+    if (timer !== null) clearTimeout(timer)
     w.recordResult(call.callId, result)
   }
 }

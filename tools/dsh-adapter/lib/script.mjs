@@ -242,6 +242,22 @@ function* run(w, inv, steps) {
         w.obs(inv.call, 'fs-intent', 'end', inv.who, w.enc(decision))
         break
       }
+      case 'keep': // the very object, so that its identity survives (P63)
+        w.kept.set(step.name, step.what === 'next'
+          ? (inv.lastNext === NOTHING ? undefined : inv.lastNext)
+          : (inv.result === NOTHING ? undefined : inv.result))
+        break
+      case 'return-kept':
+        return { value: w.kept.get(step.name) }
+      case 'cancel': {
+        // The agent's cancel(): without keepInbox it clears both queues, then aborts (P112).
+        const agent = w.loopAgent
+        if (agent === null) throw w.fault(`participant ${inv.who}: 'cancel' needs a loop run`)
+        const keepInbox = step.keepInbox === true
+        w.obs(inv.call, inv.stage, 'cancel', inv.who, { keepInbox })
+        agent.cancel(step.reason === undefined || step.reason === null ? undefined : w.dec(step.reason), { keepInbox })
+        break
+      }
       case 'append': {
         // A tool-owned session event, appended as the todo tool's body does (P71).
         const rec = needRecord(w, inv)

@@ -5,6 +5,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { decode, encode, isDeeplyFrozen } from './codec.mjs'
 import { AdapterFault, Unsupported } from './faults.mjs'
 import { guardFunction, listenerFunction, toolDefinition } from './participants.mjs'
+import { Invocation, performSync } from './script.mjs'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -14,7 +15,8 @@ const current = new AsyncLocalStorage()
 export class World {
   constructor(scenario, realm, clock) {
     this.scenario = scenario
-    this.realm = realm
+    // The classes tokens refer to, and the getters of this run (codec.mjs).
+    this.realm = { ...realm, getter: (id) => this.getterFunction(id) }
     this.clock = clock
     this.trace = { observations: [], events: [], results: [], warnings: [] }
     this.fatal = null
@@ -41,6 +43,9 @@ export class World {
     this.eventAt = new Map() // loop session seq -> observations recorded before it was appended
     this.classifying = null // the sub-call whose classifier runs now
     this.origins = new WeakMap() // decoded object -> the wire form the scenario wrote
+    this.kept = new Map() // `keep` steps: name -> the very object (P63)
+    this.getters = new Map((scenario.getters ?? []).map((g) => [g.id, g]))
+    this.deferred = [] // agent/pre-step listeners registered when the tool step starts (loop.mjs)
     for (const t of scenario.tools ?? []) this.declare(t.id ?? t.name, 'tool', t)
     for (const l of scenario.listeners ?? []) this.declare(l.id, 'listener', l)
     for (const g of scenario.guards ?? []) this.declare(g.id, 'guard', g)
@@ -102,6 +107,20 @@ export class World {
     const e = new AdapterFault(message)
     this.fatal ??= e
     return e
+  }
+
+  /**
+   * The get function of a getter token: each read runs the getter's script as a
+   * synchronous participant (stage `getter`), attributed to no call (oracle/run.py
+   * WorldRealm: reads are compared per getter).
+   */
+  getterFunction(id) {
+    const w = this
+    return function () {
+      const getter = w.getters.get(id)
+      if (getter === undefined) throw w.fault(`no getter has id ${JSON.stringify(id)}`)
+      return performSync(w, new Invocation({ who: id, stage: 'getter', call: null, record: null }), getter.script ?? [{ do: 'return', value: { $js: 'undefined' } }])
+    }
   }
 
   nextInvocation(who) {

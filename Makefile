@@ -39,7 +39,7 @@ dsh-report: $(STAMP) $(NODE_STAMP)
 screenshots: $(STAMP) $(NODE_STAMP)
 	$(BIN)/dsh-conformance run --impl dsh --examples 0 --expectations $(DSH_EXPECTATIONS) --report .dsh-rc8.jsonl --quiet > /dev/null
 	$(BIN)/dsh-conformance report .dsh-rc8.jsonl --format html --title "$(DSH_TITLE)" -o .dsh-rc8.html
-	$(BIN)/python -m tools.report_browser .dsh-rc8.html docs/screenshots --rule P11
+	$(BIN)/python -m dsh_conformance.tools.report_browser .dsh-rc8.html docs/screenshots --rule P11
 	rm -f .dsh-rc8.jsonl .dsh-rc8.html
 
 env: $(STAMP)

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from oracle import ScenarioFileError, ScenarioRunError, parse_scenario, run_scenario
-from oracle.scenario import load_scenario_document
+from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, parse_scenario, run_scenario
+from dsh_conformance.oracle.scenario import load_scenario_document
 
 from . import __version__
 from .corpus import CASES
@@ -41,8 +41,8 @@ from .progress import Progress
 from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
                      corpus_items, expected_traces)
 
-ROOT = Path(__file__).resolve().parent.parent
-ADAPTER = ROOT / "tools" / "dsh-adapter"
+from .adapter_install import AdapterInstallError, adapter_dir
+from .resources import ADAPTER, EXPECTATIONS
 
 
 class UsageError(Exception):
@@ -69,13 +69,15 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
     has ``started()`` and ``answer(seq, scenario)``); anything else: a command line. A spec
     that names no implementation is a UsageError, before anything is started."""
     if spec in (None, "oracle"):
-        return ProcessIUT([sys.executable, "-m", "oracle", "serve"], timeout, validate, start_timeout=start_timeout)
+        return ProcessIUT([sys.executable, "-m", "dsh_conformance.oracle", "serve"], timeout, validate, start_timeout=start_timeout)
     if spec == "oracle-inprocess":
         return embedded_oracle(validate, timeout)
     if spec == "dsh":
-        if not (ADAPTER / "node_modules").is_dir():
-            raise IUTFailure("start", f"the DSH adapter is not installed: run `npm ci --prefix {ADAPTER}`")
-        return ProcessIUT(["node", str(ADAPTER / "adapter.mjs")], timeout, validate, start_timeout=start_timeout)
+        try:
+            home = adapter_dir()
+        except AdapterInstallError as e:
+            raise IUTFailure("start", f"the DSH adapter cannot be installed: {e}") from None
+        return ProcessIUT(["node", str(home / "adapter.mjs")], timeout, validate, start_timeout=start_timeout)
     if spec.startswith("py:"):
         return _python_iut(spec, timeout, validate, start_timeout)
     if not spec.strip():
@@ -107,8 +109,12 @@ def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float)
 
 
 def _expectations(path: str | None) -> Expectations:
+    """An expectations file, or the name of one the suite ships (``dsh-tools-0.1.0-rc.8``)."""
     if path is None:
         return Expectations()
+    shipped = EXPECTATIONS / f"{path}.yaml"
+    if not Path(path).exists() and "/" not in path and shipped.is_file():
+        return load_expectations(shipped)
     return load_expectations(path)
 
 
@@ -367,7 +373,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------- catalogs
 
 def cmd_catalogs(args: argparse.Namespace) -> int:
-    from tools import catalogs
+    from dsh_conformance.tools import catalogs
 
     if args.action == "generate":
         for path in catalogs.write():
@@ -480,7 +486,7 @@ def parser() -> argparse.ArgumentParser:
     cat.add_argument("action", choices=["generate", "check"], help="generate: write catalogs/; check: compare with it")
     cat.set_defaults(func=cmd_catalogs)
 
-    from tools import docs_cli
+    from dsh_conformance.tools import docs_cli
 
     from . import badges
 

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle.code_mode import render
-from oracle.jsvalue import Thrown, same_value, to_string
-from oracle.texts import code_run_failed
-from oracle.trace import Observation
+from dsh_conformance.oracle.code_mode import render
+from dsh_conformance.oracle.jsvalue import Thrown, same_value, to_string
+from dsh_conformance.oracle.texts import code_run_failed
+from dsh_conformance.oracle.trace import Observation
 
 from .invariants import ABSENT, View, Violation, law
 

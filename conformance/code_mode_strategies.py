@@ -24,8 +24,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from oracle import Scenario, Trace
-from oracle.scenario import DirectRun, LoopRun
+from dsh_conformance.oracle import Scenario, Trace
+from dsh_conformance.oracle.scenario import DirectRun, LoopRun
 
 from .strategy_kit import UNDEF, err, text, weighted
 

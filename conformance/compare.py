@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle import jsontext, texts
-from oracle.jsvalue import same_value
-from oracle.trace import ANY, Observation, Trace, is_portable
+from dsh_conformance.oracle import jsontext, texts
+from dsh_conformance.oracle.jsvalue import same_value
+from dsh_conformance.oracle.trace import ANY, Observation, Trace, is_portable
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",

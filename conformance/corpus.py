@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oracle.scenario import Scenario, ScenarioFileError, load_scenario_document
+from dsh_conformance.oracle.scenario import Scenario, ScenarioFileError, load_scenario_document
 
+from .resources import CASES as BUILTIN_CASES
 from .rules import rules
 
-CASES = Path(__file__).parent / "cases"
+CASES = BUILTIN_CASES  # the built-in corpus, package data
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     print each one's unmet expectations (all cases when none are named)."""
     import sys
 
-    from oracle import ScenarioRunError, run_scenario
+    from dsh_conformance.oracle import ScenarioRunError, run_scenario
 
     from .expect import check
 

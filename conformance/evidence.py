@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import Any
 
-from oracle.trace import Trace
+from dsh_conformance.oracle.trace import Trace
 
 
 def digest(text: str) -> str:

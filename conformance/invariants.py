@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle import realm
-from oracle.jsvalue import NotLossless, Thrown, is_lossless, same_value, snapshot, to_string, token
-from oracle.scenario import Behavior, DirectRun, LoopRun, Scenario, ShippedApproval
-from oracle.trace import Observation, Trace, is_portable
-from oracle.value_refs import definitions, walk
+from dsh_conformance.oracle import realm
+from dsh_conformance.oracle.jsvalue import NotLossless, Thrown, is_lossless, same_value, snapshot, to_string, token
+from dsh_conformance.oracle.scenario import Behavior, DirectRun, LoopRun, Scenario, ShippedApproval
+from dsh_conformance.oracle.trace import Observation, Trace, is_portable
+from dsh_conformance.oracle.value_refs import definitions, walk
 
 
 @dataclass(frozen=True)

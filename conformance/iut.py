@@ -41,8 +41,8 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
-from oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
-from oracle import jsontext
+from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
+from dsh_conformance.oracle import jsontext
 
 from .protocol import Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started
 
@@ -457,6 +457,6 @@ def _stop() -> None:
 
 
 def embedded_oracle(validate: bool = False, timeout: float = DEFAULT_TIMEOUT) -> InProcessIUT:
-    from oracle.serve import answer, started
+    from dsh_conformance.oracle.serve import answer, started
 
     return InProcessIUT(started, answer, validate, timeout)

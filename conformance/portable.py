@@ -13,7 +13,9 @@ import os
 import shlex
 from pathlib import Path
 
-SUITE_ROOT = Path(__file__).resolve().parent.parent
+from .resources import CLONE, SUITE
+
+SUITE_ROOT = CLONE if CLONE is not None else SUITE  # the suite's own tree
 BUILTIN_CORPUS = "built-in"  # a header's ``corpus`` when the run used the suite's own cases
 
 

@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from oracle import jsontext
-from oracle.trace import Trace
+from dsh_conformance.oracle import jsontext
+from dsh_conformance.oracle.trace import Trace
 
 PROTOCOL_VERSION = 1
 
@@ -117,7 +117,7 @@ def dumps(message: BaseModel | dict[str, Any]) -> str:
 
 def message_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of every protocol message, by catalog file name."""
-    from oracle.schema_doc import schema_document
+    from dsh_conformance.oracle.schema_doc import schema_document
 
     return {f"{name}.schema.json": schema_document(model, f"{name}.schema.json")
             for name, model in (("protocol-start", Start), ("protocol-run", Run), ("protocol-stop", Stop),

@@ -25,10 +25,10 @@ from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, decode_utf8, loads
+from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, decode_utf8, loads
 
 from . import __version__
-from oracle import jsontext
+from dsh_conformance.oracle import jsontext
 
 from .outputs import write_atomic
 from .protocol import PROTOCOL_VERSION
@@ -123,7 +123,7 @@ _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 def report_schemas() -> dict[str, dict[str, Any]]:
-    from oracle.schema_doc import schema_document
+    from dsh_conformance.oracle.schema_doc import schema_document
 
     return {"report-record.schema.json": schema_document(
         _RECORD, "report-record.schema.json", description="One line of a dsh-conformance JSON-lines report.")}

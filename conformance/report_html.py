@@ -35,8 +35,8 @@ from urllib.parse import quote
 
 from markdown_it import MarkdownIt
 
-from oracle import parse_scenario, run_scenario
-from oracle.trace import parse_trace
+from dsh_conformance.oracle import parse_scenario, run_scenario
+from dsh_conformance.oracle.trace import parse_trace
 
 from . import __version__
 from .evidence import document_digest, trace_digest

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-HERE = Path(__file__).parent
-STATEMENTS = HERE / "rule_statements.json"
-SPEC_TEXT = HERE.parent.parent / "shared" / "spec" / "pipeline.md"
+from .resources import SHARED, SUITE
+
+STATEMENTS = SUITE / "rule_statements.json"
+SPEC_TEXT = SHARED / "spec" / "pipeline.md" if SHARED is not None else SUITE / "no-shared-spec"
 
 _RULE = re.compile(r"^#### (P\d+) · ([\w-]+) · (.+)$")
 _SECTION = re.compile(r"^### (5\.\d+ .+)$")

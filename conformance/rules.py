@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-HERE = Path(__file__).parent
-INDEX = HERE / "rules.json"
-SPEC_RULES = HERE.parent.parent / "shared" / "spec" / "rules.yaml"
+from .resources import SHARED, SUITE
+
+INDEX = SUITE / "rules.json"
+SPEC_RULES = SHARED / "spec" / "rules.yaml" if SHARED is not None else SUITE / "no-shared-spec"
 PROFILES = ("core", "reference", "loop", "code-mode")
 ORACLE_PROFILES = PROFILES  # the oracle implements every profile
 

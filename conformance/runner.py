@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
-from oracle.trace import Trace
+from dsh_conformance.oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
+from dsh_conformance.oracle.trace import Trace
 
 from .compare import digest, first_divergence
 from .evidence import evidence
@@ -329,7 +329,7 @@ def corpus_items(directory: Path) -> list[tuple[str, dict[str, Any], str]]:
 def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Path) -> dict[str, Trace]:
     """The oracle's trace of every case, before any work: a case that cannot run to an end
     is a bad input file (ScenarioFileError), not a verdict on the implementation."""
-    from oracle import ScenarioFileError
+    from dsh_conformance.oracle import ScenarioFileError
 
     out = {}
     for case_id, doc, path in items:

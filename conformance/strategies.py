@@ -40,8 +40,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenario
-from oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, DirectRun, LoopRun
+from dsh_conformance.oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenario
+from dsh_conformance.oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, DirectRun, LoopRun
 
 from . import code_mode_strategies
 from .rules import rules_of

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.cli import make_iut
-from conformance.corpus import CASES
-from conformance.expectations import load_expectations, Expectations
-from conformance.report import Outcome
-from conformance.rules import ORACLE_PROFILES
-from conformance.runner import Runner, corpus_items
+from dsh_conformance.cli import make_iut
+from dsh_conformance.corpus import CASES
+from dsh_conformance.expectations import load_expectations, Expectations
+from dsh_conformance.report import Outcome
+from dsh_conformance.rules import ORACLE_PROFILES
+from dsh_conformance.runner import Runner, corpus_items
 
 ITEMS = corpus_items(CASES)
 
@@ -48,6 +48,8 @@ def test_case(item, dsh_runner, request):
 
 def test_generated_scenarios(dsh_runner, request):
     opt = request.config.getoption
+    if opt("--dsh-examples") == 0:
+        pytest.skip("--dsh-examples 0: the corpus only")
     rec = dsh_runner.run_properties(opt("--dsh-examples"), opt("--dsh-seed"), frozenset(dsh_runner.iut_profiles))
     if rec is not None:
         _verdict(rec)

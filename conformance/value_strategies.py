@@ -17,8 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from oracle.jsvalue import token
-from oracle.value_refs import walk
+from dsh_conformance.oracle.jsvalue import token
+from dsh_conformance.oracle.value_refs import walk
 
 S = st.SearchStrategy
 

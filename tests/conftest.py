@@ -39,7 +39,7 @@ def corpus_subset(tmp_path: Path, names: list[str]) -> Path:
     """A directory holding copies of the named corpus cases, for short suite runs."""
     import shutil
 
-    from conformance.corpus import CASES
+    from dsh_conformance.corpus import CASES
 
     d = tmp_path / "cases"
     d.mkdir()

@@ -9,10 +9,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from conformance.cli import main
-from conformance.corpus import CASES
-from conformance.report import read_report
-from conformance.rules import rules
+from dsh_conformance.cli import main
+from dsh_conformance.corpus import CASES
+from dsh_conformance.report import read_report
+from dsh_conformance.rules import rules
 
 from .conftest import FAKE, corpus_subset
 

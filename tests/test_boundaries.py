@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import parse_scenario, run_scenario
+from dsh_conformance.oracle import parse_scenario, run_scenario
 
 LOSSLESS_EXOTIC = {
     "null-proto": {"$js": "null-proto", "entries": {"k": 1}},

@@ -7,10 +7,10 @@ import json
 import jsonschema
 import pytest
 
-from conformance.corpus import load_corpus
-from oracle import run_scenario
-from oracle.scenario import scenario_to_json
-from tools import catalogs
+from dsh_conformance.corpus import load_corpus
+from dsh_conformance.oracle import run_scenario
+from dsh_conformance.oracle.scenario import scenario_to_json
+from dsh_conformance.tools import catalogs
 
 
 def test_catalogs_are_fresh():
@@ -72,7 +72,7 @@ def test_index_validates_against_its_schema():
 
 
 def test_every_session_event_and_result_of_the_corpus_validates(corpus_traces):
-    from tools.catalog_index import build_index
+    from dsh_conformance.tools.catalog_index import build_index
 
     events, result = _validator("session-events.schema.json"), _defs_validator("results.schema.json", "ToolExecutionResult")
     index = build_index()
@@ -115,8 +115,8 @@ def test_decisions_the_registry_accepts_validate(corpus_traces):
 
 
 def test_live_events_cover_the_oracles_events_with_their_modes():
-    from oracle.scenario import EVENTS
-    from tools.catalog_index import build_index
+    from dsh_conformance.oracle.scenario import EVENTS
+    from dsh_conformance.tools.catalog_index import build_index
 
     index = build_index()
     for name in EVENTS:
@@ -129,8 +129,8 @@ def test_live_events_cover_the_oracles_events_with_their_modes():
 
 
 def test_tool_definition_members_match_the_scenario_language():
-    from oracle.scenario import Tool
-    from oracle.tool_definitions import MEMBERS, RUN_CODE
+    from dsh_conformance.oracle.scenario import Tool
+    from dsh_conformance.oracle.tool_definitions import MEMBERS, RUN_CODE
 
     fields = set(Tool.model_fields)
     assert [m.scenario_field for m in MEMBERS if m.scenario_field not in fields] == []
@@ -143,7 +143,7 @@ def test_tool_definition_members_match_the_scenario_language():
 
 
 def test_catalog_page_lists_every_name():
-    from tools.catalog_index import build_index
+    from dsh_conformance.tools.catalog_index import build_index
 
     page = (catalogs.CATALOGS / "catalog.md").read_text(encoding="utf-8")
     index = build_index()
@@ -155,7 +155,7 @@ def test_catalog_page_lists_every_name():
 
 
 def test_catalogs_commands(capsys):
-    from conformance.cli import main
+    from dsh_conformance.cli import main
 
     assert main(["catalogs", "check"]) == 0
     assert "up to date" in capsys.readouterr().out

@@ -24,7 +24,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conformance.report import read_report, report_schemas
+from dsh_conformance.report import read_report, report_schemas
 
 from .conftest import FAKE, ROOT, corpus_subset
 
@@ -129,7 +129,7 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | None
     tag = uuid.uuid4().hex
     full_env = {**os.environ, **(env or {}), TAG: tag}
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full_env.get("PYTHONPATH")) if p)
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", *args], cwd=cwd, env=full_env, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "dsh_conformance.cli", *args], cwd=cwd, env=full_env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=wall)
@@ -231,7 +231,7 @@ def test_ctrl_c_ends_the_run_and_its_children(tmp_path: Path) -> None:
     report = tmp_path / "report.jsonl"
     tag = uuid.uuid4().hex
     env = {**os.environ, TAG: tag, "PYTHONPATH": str(ROOT), "FAKE_SLOW_SECONDS": "3600"}
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "run", "--impl",
+    proc = subprocess.Popen([sys.executable, "-m", "dsh_conformance.cli", "run", "--impl",
                              f"{sys.executable} {FAKE} slow", "--cases", str(cases), "--examples", "0",
                              "--report", str(report)], env=env, cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

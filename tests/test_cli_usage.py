@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main, parser
-from conformance.report import Outcome
-from conformance.progress import Progress
+from dsh_conformance.cli import main, parser
+from dsh_conformance.report import Outcome
+from dsh_conformance.progress import Progress
 
 from .conftest import FAKE, ROOT, corpus_subset
 
@@ -64,10 +64,10 @@ def exit_code(argv: list[str]) -> object:
 def test_a_profile_the_oracle_does_not_implement(marker_impl, tmp_path, capsys, monkeypatch):
     """Refused before any work (the oracle implements every profile today; the check is
     against its list, as when code-mode was missing)."""
-    import conformance.cli
+    import dsh_conformance.cli
 
     impl, marker = marker_impl
-    monkeypatch.setattr(conformance.cli, "ORACLE_PROFILES", ("core", "reference", "loop"))
+    monkeypatch.setattr(dsh_conformance.cli, "ORACLE_PROFILES", ("core", "reference", "loop"))
     assert main(["run", "--impl", impl, "--profile", "code-mode", "--examples", "0"]) == 2
     assert "--profile code-mode: the oracle does not implement this profile yet" in capsys.readouterr().err
     assert not marker.exists()
@@ -117,7 +117,7 @@ def test_no_see_the_report_without_a_report(tmp_path, capsys):
     """More than 20 failures without --report: the console says how to see them all."""
     cases = tmp_path / "cases"
     cases.mkdir()
-    from conformance.corpus import CASES
+    from dsh_conformance.corpus import CASES
 
     for path in sorted(CASES.glob("*.json"))[:30]:
         (cases / path.name).write_bytes(path.read_bytes())
@@ -170,7 +170,7 @@ def test_plugin_from_a_project_root_runs_only_the_suite(tmp_path):
 
 
 def test_a_run_leaves_no_hypothesis_directory(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--no-corpus", "--examples", "3",
+    out = subprocess.run([sys.executable, "-m", "dsh_conformance.cli", "run", "--no-corpus", "--examples", "3",
                           "--impl", "oracle-inprocess"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.report import read_report
+from dsh_conformance.cli import main
+from dsh_conformance.report import read_report
 
 from .conftest import corpus_subset
 
@@ -48,9 +48,9 @@ def test_a_code_mode_law_catches_the_fake(tmp_path, mode, case, rule):
 
 @pytest.mark.parametrize("case", sorted({b[1] for b in BREAKS}))
 def test_the_oracle_breaks_no_code_mode_law_there(case):
-    from conformance.corpus import CASES, load_case
-    from conformance.invariants import check
-    from oracle import run_scenario
+    from dsh_conformance.corpus import CASES, load_case
+    from dsh_conformance.invariants import check
+    from dsh_conformance.oracle import run_scenario
 
     c = load_case(CASES / f"{case}.json")
     assert check(c.scenario, run_scenario(c.scenario)) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import parse_scenario, run_scenario
+from dsh_conformance.oracle import parse_scenario, run_scenario
 
 U = {"$js": "undefined"}
 GETTER = {"$js": "getter-throws", "message": "kind getter"}

@@ -8,14 +8,14 @@ import os
 import subprocess
 import sys
 
-from conformance.corpus import CASES, load_corpus
-from oracle import parse_scenario, parse_trace, run_scenario
-from oracle.scenario import scenario_to_json
+from dsh_conformance.corpus import CASES, load_corpus
+from dsh_conformance.oracle import parse_scenario, parse_trace, run_scenario
+from dsh_conformance.oracle.scenario import scenario_to_json
 
 DIGEST = """
 import hashlib, io, contextlib, sys
 from pathlib import Path
-from oracle.__main__ import main
+from dsh_conformance.oracle.__main__ import main
 h = hashlib.sha256()
 for p in sorted(Path(sys.argv[1]).glob('*.json')):
     out = io.StringIO()

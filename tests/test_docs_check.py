@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from tools.catalogs import CATALOGS
-from tools.docs_check import BadInput, check_tree
-from tools.md_structure import parse
-from tools.pairing import render_record
-from tools.pipeline_page import PAGE, generate
+from dsh_conformance.cli import main
+from dsh_conformance.tools.catalogs import CATALOGS
+from dsh_conformance.tools.docs_check import BadInput, check_tree
+from dsh_conformance.tools.md_structure import parse
+from dsh_conformance.tools.pairing import render_record
+from dsh_conformance.tools.pipeline_page import PAGE, generate
 
 ACKNOWLEDGED = [
     "node 'owned' calls `hook/invoked` tool-owned, but the catalogs say hook-bridge writes it",
@@ -74,7 +74,7 @@ def test_upstreams_tree_passes_with_explained_warnings(shared, capsys):
 
 def test_upstreams_catalogs_are_read(shared):
     # The tree's own catalogs are consulted: the names resolve there, with the same modes.
-    from tools.tree_catalogs import read_tree_catalogs
+    from dsh_conformance.tools.tree_catalogs import read_tree_catalogs
 
     tree = read_tree_catalogs(shared / "upstream/b150a551b8/docs")
     assert tree.session_events["tool/result"][0] == "surface"

@@ -9,12 +9,12 @@ import subprocess
 
 import pytest
 
-from conformance.cli import main
-from tools.catalogs import CATALOGS
-from tools.docs_cli import drift
-from tools.flow_model import load_flow_model
-from tools.pairing import blob_hash, parse_record, render_record
-from tools.pipeline_page import DOCS, PAGE, generate, load_prose, render_pages
+from dsh_conformance.cli import main
+from dsh_conformance.tools.catalogs import CATALOGS
+from dsh_conformance.tools.docs_cli import drift
+from dsh_conformance.tools.flow_model import load_flow_model
+from dsh_conformance.tools.pairing import blob_hash, parse_record, render_record
+from dsh_conformance.tools.pipeline_page import DOCS, PAGE, generate, load_prose, render_pages
 
 UPSTREAM = "upstream/b150a551b8/docs/tool-execution-pipeline"
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from conformance.corpus import CASES
-from oracle import jsontext
-from conformance.protocol import Errored, Skipped, Traced, parse_answer, parse_started
+from dsh_conformance.corpus import CASES
+from dsh_conformance.oracle import jsontext
+from dsh_conformance.protocol import Errored, Skipped, Traced, parse_answer, parse_started
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER_DIR = ROOT / "tools" / "dsh-adapter"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import ADAPTER, main
+from dsh_conformance.cli import ADAPTER, main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTATIONS = ROOT / "conformance" / "expectations" / "dsh-tools-0.1.0-rc.8.yaml"

@@ -11,9 +11,9 @@ import jsonschema
 import pytest
 import yaml
 
-from tools import mermaid_flow
-from tools.flow_model import FLOW_FILE, FlowModelError, load_flow_model, parse_flow_model
-from tools.mermaid_flow import render_mermaid
+from dsh_conformance.tools import mermaid_flow
+from dsh_conformance.tools.flow_model import FLOW_FILE, FlowModelError, load_flow_model, parse_flow_model
+from dsh_conformance.tools.mermaid_flow import render_mermaid
 
 MODEL = load_flow_model()
 RAW = yaml.safe_load(FLOW_FILE.read_text(encoding="utf-8"))

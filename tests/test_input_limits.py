@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.cli import main as suite
-from oracle import ScenarioError, parse_scenario
-from oracle.__main__ import main as oracle
-from oracle.jsonio import MAX_DEPTH, MAX_FILE_BYTES, MAX_MESSAGE_DEPTH
+from dsh_conformance.cli import main as suite
+from dsh_conformance.oracle import ScenarioError, parse_scenario
+from dsh_conformance.oracle.__main__ import main as oracle
+from dsh_conformance.oracle.jsonio import MAX_DEPTH, MAX_FILE_BYTES, MAX_MESSAGE_DEPTH
 
 from .conftest import ROOT
 
@@ -140,9 +140,9 @@ def test_the_limit_is_inclusive_and_the_same_everywhere(tmp_path):
     f.write_text(json.dumps(ok))
     with contextlib.redirect_stdout(io.StringIO()):
         assert suite(["replay", str(f), "--impl", "oracle-inprocess"]) == 0
-    out = subprocess.run([sys.executable, "-m", "oracle", "run", str(f)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "dsh_conformance.oracle", "run", str(f)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.startswith("{")
-    served = subprocess.run([sys.executable, "-m", "oracle", "serve"], capture_output=True, text=True, timeout=120,
+    served = subprocess.run([sys.executable, "-m", "dsh_conformance.oracle", "serve"], capture_output=True, text=True, timeout=120,
                             input="\n".join(json.dumps(m) for m in (
                                 {"cmd": "start", "version": 1}, {"cmd": "run", "seq": 1, "scenario": ok},
                                 {"cmd": "run", "seq": 2, "scenario": bad}, {"cmd": "stop"})) + "\n")
@@ -155,7 +155,7 @@ def test_oracle_serve_survives_unreadable_lines():
     lines = b"\n".join([b'{"cmd":"start","version":1}', b"\xff\xfe not utf-8", b"[" * 5000 + b"]" * 5000,
                         b'{"cmd":"run","seq":' + b"9" * 400 + b"}", b"not json", b'{"cmd":"run","seq":3}',
                         b'{"cmd":"stop"}']) + b"\n"
-    served = subprocess.run([sys.executable, "-m", "oracle", "serve"], capture_output=True, input=lines, timeout=120)
+    served = subprocess.run([sys.executable, "-m", "dsh_conformance.oracle", "serve"], capture_output=True, input=lines, timeout=120)
     assert served.returncode == 0 and b"Traceback" not in served.stderr
     answers = [json.loads(line) for line in served.stdout.splitlines()]
     assert len(answers) == 6 and "implementation" in answers[0]
@@ -202,7 +202,7 @@ def test_malformed_documents_get_one_line_and_exit_2(data: bytes, tmp_path_facto
 
 @pytest.fixture
 def docs_tree(tmp_path) -> Path:
-    from tools.pipeline_page import generate
+    from dsh_conformance.tools.pipeline_page import generate
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -212,7 +212,7 @@ def docs_tree(tmp_path) -> Path:
 
 
 def test_docs_check_on_a_binary_pairing_record(docs_tree, capsys):
-    from tools.pipeline_page import PAGE
+    from dsh_conformance.tools.pipeline_page import PAGE
 
     record = docs_tree / "docs" / f"{PAGE}.i18n.yaml"
     record.write_bytes(bytes(range(256)) * 8)
@@ -224,8 +224,8 @@ def test_docs_check_on_a_binary_pairing_record(docs_tree, capsys):
 
 def test_docs_check_caps_a_flood_of_errors(docs_tree, capsys):
     """A 10 MB Mermaid block: each file's first 50 findings, one line counting the rest."""
-    from tools.docs_cli import MAX_PER_FILE
-    from tools.pipeline_page import PAGE
+    from dsh_conformance.tools.docs_cli import MAX_PER_FILE
+    from dsh_conformance.tools.pipeline_page import PAGE
 
     page = docs_tree / "docs" / f"{PAGE}.md"
     text = page.read_text(encoding="utf-8")

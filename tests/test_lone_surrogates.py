@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.corpus import CASES
-from conformance.iut import ProcessIUT
-from conformance.report import (CaseRecord, Outcome, Report, ReportWriter, new_header, read_report, render_html,
+from dsh_conformance.cli import main
+from dsh_conformance.corpus import CASES
+from dsh_conformance.iut import ProcessIUT
+from dsh_conformance.report import (CaseRecord, Outcome, Report, ReportWriter, new_header, read_report, render_html,
                                 render_json, render_junit, render_markdown)
-from conformance.runner import Runner
-from oracle import jsontext, load_scenario, run_scenario
-from oracle.jsvalue import json_text
+from dsh_conformance.runner import Runner
+from dsh_conformance.oracle import jsontext, load_scenario, run_scenario
+from dsh_conformance.oracle.jsvalue import json_text
 
 from .conftest import FAKE, ROOT
 
@@ -47,7 +47,7 @@ def test_same_units_joins_pairs():
 
 
 def test_oracle_command_line_prints_them_escaped():
-    out = subprocess.run([sys.executable, "-m", "oracle", "run", str(CASE)], cwd=ROOT, capture_output=True)
+    out = subprocess.run([sys.executable, "-m", "dsh_conformance.oracle", "run", str(CASE)], cwd=ROOT, capture_output=True)
     assert out.returncode == 0, out.stderr
     printed = json.loads(out.stdout.decode("utf-8"))  # strict UTF-8: nothing raw
     trace = run_scenario(load_scenario(CASE))
@@ -60,7 +60,7 @@ def test_protocol_carries_them_both_ways(case):
     # The oracle's server computes its trace from the scenario it received: equal traces
     # mean the scenario arrived intact and the trace came back intact.
     doc = json.loads(case.read_text(encoding="utf-8"))
-    with ProcessIUT([sys.executable, "-m", "oracle", "serve"], timeout=30) as iut:
+    with ProcessIUT([sys.executable, "-m", "dsh_conformance.oracle", "serve"], timeout=30) as iut:
         answer = iut.run(1, doc)
     assert answer.trace.dumps() == run_scenario(load_scenario(case)).dumps()
 
@@ -102,7 +102,7 @@ def test_report_records_and_views_keep_them(tmp_path):
 
 
 def test_saved_counterexample_keeps_them(tmp_path):
-    from conformance.iut import embedded_oracle
+    from dsh_conformance.iut import embedded_oracle
 
     iut = embedded_oracle()
     iut.start()

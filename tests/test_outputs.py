@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.cli import main
-from conformance.expectations import load_expectations
-from conformance.outputs import OutputError, OutputLock, write_atomic
-from conformance.report import read_report
+from dsh_conformance.cli import main
+from dsh_conformance.expectations import load_expectations
+from dsh_conformance.outputs import OutputError, OutputLock, write_atomic
+from dsh_conformance.report import read_report
 
 from .conftest import FAKE, ROOT, corpus_subset
 
@@ -31,7 +31,7 @@ def cases(tmp_path: Path) -> Path:
 
 def _slow_run(cases: Path, report: Path, seconds: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FAKE_SLOW_SECONDS": seconds}
-    return subprocess.Popen([sys.executable, "-m", "conformance.cli", "run", "--impl", f"{sys.executable} {FAKE} slow",
+    return subprocess.Popen([sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", f"{sys.executable} {FAKE} slow",
                              "--cases", str(cases), "--examples", "0", "--report", str(report)],
                             env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

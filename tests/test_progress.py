@@ -14,8 +14,8 @@ import sys
 import termios
 from pathlib import Path
 
-from conformance.progress import DELAY, Progress
-from conformance.report import Outcome
+from dsh_conformance.progress import DELAY, Progress
+from dsh_conformance.report import Outcome
 
 from .conftest import ROOT, corpus_subset
 
@@ -28,7 +28,7 @@ assert len(CASES) * DELAY_PER_CASE > DELAY + 1  # the corpus phase outlasts the 
 
 
 def _command(cases: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "conformance.cli", "run", "--impl", f"{sys.executable} {SLOW} {DELAY_PER_CASE}",
+    return [sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", f"{sys.executable} {SLOW} {DELAY_PER_CASE}",
             "--cases", str(cases), *extra]
 
 

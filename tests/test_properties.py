@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance.invariants import check
-from conformance.rules import ORACLE_PROFILES, rules, rules_of
-from conformance.strategies import (ALL_PROFILES, DEFAULT_EXAMPLES, DEFAULT_SEED, cite, measure_coverage,
+from dsh_conformance.invariants import check
+from dsh_conformance.rules import ORACLE_PROFILES, rules, rules_of
+from dsh_conformance.strategies import (ALL_PROFILES, DEFAULT_EXAMPLES, DEFAULT_SEED, cite, measure_coverage,
                                     scenarios)
-from oracle import Scenario, Trace, parse_scenario, run_scenario
-from oracle.trace import PROBE_POINTS, Event, Observation, is_portable
+from dsh_conformance.oracle import Scenario, Trace, parse_scenario, run_scenario
+from dsh_conformance.oracle.trace import PROBE_POINTS, Event, Observation, is_portable
 
 PROPERTY_EXAMPLES = 120
 
@@ -336,7 +336,7 @@ def test_invariants_catch_a_broken_trace(doc, corrupt, rule):
 
 
 def test_invariants_hold_on_the_corpus():
-    from conformance.corpus import load_corpus
+    from dsh_conformance.corpus import load_corpus
 
     for case in load_corpus():
         assert check(case.scenario, run_scenario(case.scenario)) == [], case.id

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from conformance.cli import main
-from conformance.compare import digest, divergences, first_divergence
-from conformance.corpus import CASES
-from conformance.report import read_report
-from oracle import load_scenario, parse_trace, run_scenario
+from dsh_conformance.cli import main
+from dsh_conformance.compare import digest, divergences, first_divergence
+from dsh_conformance.corpus import CASES
+from dsh_conformance.report import read_report
+from dsh_conformance.oracle import load_scenario, parse_trace, run_scenario
 
 from .conftest import FAKE, corpus_subset
 

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from conformance.cli import ADAPTER, main
-from conformance.report import read_report
-from conformance.scores import scores
-from tools.report_browser import browser_page, open_cell, open_report, why_no_browser
+from dsh_conformance.cli import ADAPTER, main
+from dsh_conformance.report import read_report
+from dsh_conformance.scores import scores
+from dsh_conformance.tools.report_browser import browser_page, open_cell, open_report, why_no_browser
 
 from .conftest import FAKE, ROOT, corpus_subset
 

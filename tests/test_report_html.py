@@ -12,18 +12,18 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conformance.cli import main
-from conformance.corpus import CASES
-from conformance.evidence import document_digest, trace_digest
-from conformance.iut import ProcessIUT
-from conformance.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
-from conformance.report import Outcome, ReportWriter, new_header, read_report, report_schemas
-from conformance.report_html import case_view, render, replay_command
-from conformance.rule_text import STATEMENTS, dumps_statements, statements, statements_from_spec
-from conformance.rules import rules
-from conformance.runner import Runner
-from oracle import parse_scenario, run_scenario
-from oracle.trace import parse_trace
+from dsh_conformance.cli import main
+from dsh_conformance.corpus import CASES
+from dsh_conformance.evidence import document_digest, trace_digest
+from dsh_conformance.iut import ProcessIUT
+from dsh_conformance.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
+from dsh_conformance.report import Outcome, ReportWriter, new_header, read_report, report_schemas
+from dsh_conformance.report_html import case_view, render, replay_command
+from dsh_conformance.rule_text import STATEMENTS, dumps_statements, statements, statements_from_spec
+from dsh_conformance.rules import rules
+from dsh_conformance.runner import Runner
+from dsh_conformance.oracle import parse_scenario, run_scenario
+from dsh_conformance.oracle.trace import parse_trace
 
 from .conftest import FAKE, ROOT, corpus_subset
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from oracle import ScenarioFileError, load_scenario
-from oracle.__main__ import main
+from dsh_conformance.oracle import ScenarioFileError, load_scenario
+from dsh_conformance.oracle.__main__ import main
 
 GOOD = {"tools": [{"name": "t"}], "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "t"}]}}
 
@@ -164,7 +164,7 @@ def test_cli_scenario_that_never_settles(tmp_path, capsys):
 def test_cli_prints_trace_as_a_process(tmp_path):
     f = tmp_path / "ok.json"
     f.write_text(json.dumps(GOOD))
-    out = subprocess.run([sys.executable, "-m", "oracle", "run", str(f)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "dsh_conformance.oracle", "run", str(f)], capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     assert doc["$format"] == "dsh-conformance/trace/v1"
     assert doc["results"][0]["result"]["isError"] is False

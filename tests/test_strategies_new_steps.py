@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance.strategies import DEFAULT_SEED, draw_examples, exercised_rules, observation_kinds
+from dsh_conformance.strategies import DEFAULT_SEED, draw_examples, exercised_rules, observation_kinds
 
 SAMPLE = 100
 PRESENTER_STEPS = {"return", "throw", "observe"}  # synchronous, handed no record, after the step

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
+from dsh_conformance.cli import main
 
 from .conftest import FAKE, corpus_subset
-from conformance.corpus import CASES
-from conformance.report import read_report
+from dsh_conformance.corpus import CASES
+from dsh_conformance.report import read_report
 
 # A few corpus cases that exercise what the fakes break.
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "loop-contexts-after-batch",

@@ -13,11 +13,11 @@ import time
 
 
 def main(argv: list[str] | None = None) -> int:
-    from conformance.corpus import CASES
-    from conformance.iut import _Worker, embedded_oracle
-    from conformance.protocol import parse_answer
-    from conformance.runner import corpus_items
-    from oracle.serve import answer
+    from dsh_conformance.corpus import CASES
+    from dsh_conformance.iut import _Worker, embedded_oracle
+    from dsh_conformance.protocol import parse_answer
+    from dsh_conformance.runner import corpus_items
+    from dsh_conformance.oracle.serve import answer
 
     repeats = int((argv if argv is not None else sys.argv[1:] or ["15"])[0])
     docs = [doc for _, doc, _ in corpus_items(CASES)]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from oracle import live_events, session_events, tool_definitions
+from dsh_conformance.oracle import live_events, session_events, tool_definitions
 
 INDEX_FILE = "pipeline.catalog.json"
 INDEX_FORMAT = "dsh-conformance/catalog/v1"
@@ -161,7 +161,7 @@ def index_json(index: CatalogIndex) -> dict[str, Any]:
 
 
 def index_json_schema() -> dict[str, Any]:
-    from oracle.schema_doc import schema_document
+    from dsh_conformance.oracle.schema_doc import schema_document
 
     return schema_document(_ADAPTER, "pipeline.catalog.schema.json")
 

@@ -15,29 +15,31 @@ beside the clone.
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from conformance import rule_text
-from conformance import rules as rule_index
-from conformance.protocol import message_schemas
-from oracle.scenario import scenario_json_schema
-from oracle.trace import trace_json_schema
+from dsh_conformance import rule_text
+from dsh_conformance import rules as rule_index
+from dsh_conformance.protocol import message_schemas
+from dsh_conformance.report import report_schemas
+from dsh_conformance.resources import CATALOGS as CATALOG_DIR
+from dsh_conformance.resources import CLONE, SUITE
+from dsh_conformance.oracle.scenario import scenario_json_schema
+from dsh_conformance.oracle.trace import trace_json_schema
 
-from oracle import decisions, results, session_events
+from dsh_conformance.oracle import decisions, results, session_events
 from .catalog_index import INDEX_FILE, build_index, index_json, index_json_schema
-from oracle.schema_doc import DRAFT
+from dsh_conformance.oracle.schema_doc import DRAFT
 
 from .catalog_page import render_catalog_page
 from .flow_model import FLOW_FILE, FlowModelError, flow_model_json_schema, load_flow_model
-from oracle.tool_definitions import ToolSchema
+from dsh_conformance.oracle.tool_definitions import ToolSchema
 
-ROOT = Path(__file__).resolve().parent.parent
-CATALOGS = ROOT / "catalogs"
+ROOT = CLONE if CLONE is not None else SUITE.parent  # what written paths are shown relative to
+CATALOGS = CATALOG_DIR
 
 
 def _dump(doc: dict[str, Any]) -> str:
@@ -62,17 +64,6 @@ def _defs_schema(file: str, title: str, types: dict[str, Any]) -> dict[str, Any]
         defs[name] = schema
     return {"$schema": DRAFT, "$id": file, "title": title,
             "anyOf": [{"$ref": f"#/$defs/{name}"} for name in types], "$defs": dict(sorted(defs.items()))}
-
-
-def _report_schemas() -> dict[str, dict[str, Any]]:
-    # The report module is written by another part of the project; its schemas join the
-    # catalogs whenever it offers them.
-    try:
-        report = importlib.import_module("conformance.report")
-    except ImportError:
-        return {}
-    fn = getattr(report, "report_schemas", None)
-    return fn() if callable(fn) else {}
 
 
 def schemas() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -100,7 +91,7 @@ def schemas() -> dict[str, tuple[str, dict[str, Any]]]:
         "pipeline.catalog.schema.json": ("the catalog index's own schema", index_json_schema()),
         "flow-model.schema.json": ("the flow model's own schema (tools.flow_model)", flow_model_json_schema()),
     }
-    for name, schema in {**message_schemas(), **_report_schemas()}.items():
+    for name, schema in {**message_schemas(), **report_schemas()}.items():
         what = "an IUT protocol message" if name.startswith("protocol-") else "a report message"
         out[name] = (f"{what} ({name.removesuffix('.schema.json')})", schema)
     return out

@@ -26,16 +26,21 @@ GENERATED_MARK = "dsh-conformance docs generate"
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``docs`` command to the CLI's subcommands."""
-    from .catalogs import CATALOGS, ROOT
+    from dsh_conformance.resources import CLONE
+
+    from .catalogs import CATALOGS
+    from .pipeline_page import DOCS
 
     docs = sub.add_parser("docs", help="generate or check the pipeline doc page, or show the flow's coverage")
     actions = docs.add_subparsers(dest="action", required=True)
     gen = actions.add_parser("generate", help="write docs/tool-execution-pipeline.{md,zh.md,i18n.yaml} and docs/rule-reach.md")
-    gen.add_argument("--docs", default=str(ROOT / "docs"), help="the directory to write into (default: docs/)")
+    gen.add_argument("--docs", default=str(DOCS), help="the directory to write into (default: this project's "
+                     "docs/ in a clone, else ./docs)")
     gen.set_defaults(func=_generate)
     check = actions.add_parser("check", help="check a docs tree: pairing, Mermaid block, names")
-    check.add_argument("--root", default=str(ROOT), help="the tree: a directory holding docs/, or the docs "
-                                                         "directory itself (default: this project)")
+    check.add_argument("--root", default=str(CLONE) if CLONE is not None else None, required=CLONE is None,
+                       help="the tree: a directory holding docs/, or the docs directory itself (default: this "
+                            "project, in a clone; an installed suite needs it)")
     check.add_argument("--catalogs", default=str(CATALOGS), help="the catalogs and flow model (default: catalogs/)")
     check.add_argument("--max-per-file", type=int, default=MAX_PER_FILE, metavar="N",
                        help=f"findings shown per file; the rest are counted (default {MAX_PER_FILE}; 0: all)")
@@ -118,7 +123,7 @@ def _print_capped(findings: list, limit: int) -> None:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from oracle import ScenarioFileError, ScenarioRunError, run_scenario
+    from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
 
     from .flow_model import FLOW_FILE, FlowModelError, load_flow_model
     from .flow_walk import corpus_traces, coverage, render_coverage
@@ -128,7 +133,7 @@ def _coverage(args: argparse.Namespace) -> int:
         if args.cases is None:
             traces = corpus_traces()
         else:
-            from conformance.corpus import load_corpus
+            from dsh_conformance.corpus import load_corpus
 
             cases = Path(args.cases)
             if not cases.is_dir():

@@ -16,8 +16,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-ROOT = Path(__file__).resolve().parent.parent
-FLOW_FILE = ROOT / "catalogs" / "tool-execution-pipeline.flow.yaml"
+from dsh_conformance.resources import CATALOGS
+
+FLOW_FILE = CATALOGS / "tool-execution-pipeline.flow.yaml"
 FLOW_FORMAT = "dsh-conformance/flow/v1"
 
 NameKind = Literal["session-event", "live-event", "service", "tool", "type-member", "package", "event-scope"]
@@ -199,6 +200,6 @@ def load_flow_model(path: Path = FLOW_FILE) -> FlowModel:
 
 
 def flow_model_json_schema() -> dict[str, Any]:
-    from oracle.schema_doc import schema_document
+    from dsh_conformance.oracle.schema_doc import schema_document
 
     return schema_document(_ADAPTER, "flow-model.schema.json")

@@ -32,9 +32,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle.jsvalue import Thrown
-from oracle.jsvalue import get
-from oracle.trace import Observation, Trace
+from dsh_conformance.oracle.jsvalue import Thrown
+from dsh_conformance.oracle.jsvalue import get
+from dsh_conformance.oracle.trace import Observation, Trace
 
 from .flow_model import Edge, FlowModel
 
@@ -292,8 +292,8 @@ def coverage(model: FlowModel, traces: dict[str, Trace]) -> Coverage:
 
 
 def corpus_traces() -> dict[str, Trace]:
-    from conformance.corpus import load_corpus
-    from oracle import run_scenario
+    from dsh_conformance.corpus import load_corpus
+    from dsh_conformance.oracle import run_scenario
 
     return {c.id: run_scenario(c.scenario) for c in load_corpus()}
 

@@ -19,13 +19,15 @@ from pathlib import Path
 
 import yaml
 
+from dsh_conformance.resources import DOCS as OUR_DOCS
+from dsh_conformance.resources import TOOLS
+
 from .flow_model import FLOW_FILE, FlowModel, load_flow_model
 from .mermaid_flow import render_mermaid
 from .pairing import render_record
 
-ROOT = Path(__file__).resolve().parent.parent
-PROSE_FILE = Path(__file__).resolve().parent / "data" / "tool-execution-pipeline.prose.yaml"
-DOCS = ROOT / "docs"
+PROSE_FILE = TOOLS / "data" / "tool-execution-pipeline.prose.yaml"
+DOCS = OUR_DOCS if OUR_DOCS is not None else Path("docs")  # installed: the working directory's docs/
 PAGE = "tool-execution-pipeline"
 
 

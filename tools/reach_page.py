@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from conformance.rules import ORACLE_PROFILES, PROFILES, rules
+from dsh_conformance.resources import DOCS, TOOLS
+from dsh_conformance.rules import ORACLE_PROFILES, PROFILES, rules
 
-ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "docs" / "rule-reach.md"
-INEXPRESSIBLE = Path(__file__).parent / "data" / "inexpressible.yaml"
+PAGE = (DOCS if DOCS is not None else Path("docs")) / "rule-reach.md"
+INEXPRESSIBLE = TOOLS / "data" / "inexpressible.yaml"
 DEFAULT_EXAMPLES, DEFAULT_SEED = 100, 0  # dsh-conformance run's defaults (conformance/cli.py)
 
 
@@ -72,7 +72,7 @@ def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from conformance.strategies import scenarios
+    from dsh_conformance.strategies import scenarios
 
     drawn = 0
     counts: Counter[str] = Counter()
@@ -92,7 +92,7 @@ def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED
 
 
 def corpus_citations() -> dict[str, list[str]]:
-    from conformance.corpus import load_corpus
+    from dsh_conformance.corpus import load_corpus
 
     out: dict[str, list[str]] = {}
     for case in load_corpus():

@@ -12,10 +12,9 @@ import os
 import sys
 from collections import deque
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from oracle import code_mode, pipeline, serve  # noqa: E402
-from oracle.jsvalue import NotLossless, Thrown, snapshot  # noqa: E402
+from dsh_conformance.oracle import code_mode, pipeline, serve  # noqa: E402
+from dsh_conformance.oracle.jsvalue import NotLossless, Thrown, snapshot  # noqa: E402
 
 MODE = sys.argv[1]
 Bridge = code_mode.Bridge

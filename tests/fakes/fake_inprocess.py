@@ -19,9 +19,8 @@ import sys
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from oracle import serve  # noqa: E402
+from dsh_conformance.oracle import serve  # noqa: E402
 
 MODE = os.environ.get("FAKE_INPROCESS_MODE", "")
 _runs = 0

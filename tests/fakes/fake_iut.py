@@ -16,10 +16,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from oracle import loop, pipeline, serve  # noqa: E402
-from oracle.jsvalue import UNDEFINED  # noqa: E402
+from dsh_conformance.oracle import loop, pipeline, serve  # noqa: E402
+from dsh_conformance.oracle.jsvalue import UNDEFINED  # noqa: E402
 
 MODE = sys.argv[1]
 # Modes that break one run do it once: a restarted process finds this file and behaves.
@@ -71,8 +70,8 @@ def call_without_result() -> None:
 def presents_in_pipeline() -> None:
     """Renders the pending card from inside the pipeline: presentCall runs as the call
     enters (P14), its throw swallowed."""
-    from oracle.jsvalue import Thrown
-    from oracle.script import Invocation, perform_sync
+    from dsh_conformance.oracle.jsvalue import Thrown
+    from dsh_conformance.oracle.script import Invocation, perform_sync
 
     original = pipeline.entry
 

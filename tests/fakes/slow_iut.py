@@ -8,9 +8,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from oracle import serve  # noqa: E402
+from dsh_conformance.oracle import serve  # noqa: E402
 
 DELAY = float(sys.argv[1]) if len(sys.argv) > 1 else 0.4
 

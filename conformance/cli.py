@@ -421,7 +421,7 @@ def _iut_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--impl", help="the implementation under test: 'oracle' (default), 'dsh' (the real package "
                    "via the Node adapter), 'py:MODULE' (in-process), or a command line")
     p.add_argument("--profile", action="append", choices=list(PROFILES), help="profiles to check (repeatable; "
-                   "default: core, reference, loop; code-mode is not implemented by the oracle yet)")
+                   "default: all four, core, reference, loop and code-mode)")
     p.add_argument("--expectations", help="a YAML file of expected failures and errors of this implementation")
     p.add_argument("--validate", action="store_true", help="check every IUT message against the protocol schemas")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,

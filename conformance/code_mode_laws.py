@@ -146,11 +146,13 @@ def sub_calls_stay_off_the_model_log(v: View) -> Iterator[Violation]:
         if cid in v.sub_calls:
             yield Violation("P120", f"sub-call {cid} appended {e.type}")
     for cid in v.sub_calls:
+        # P74: a nested call never computes meta (a wrapper may still author one, P63)
+        meta = next((o for _, o in positions(v, cid) if o.stage == "presentationMeta" and o.what == "call"), None)
+        if meta is not None:
+            yield Violation("P120", f"sub-call {cid}: {meta.who} ran (P74: nested calls compute no meta)")
         res = v.result(cid)
         if res is ABSENT or not isinstance(res, dict):
             continue
-        if "meta" in res:
-            yield Violation("P120", f"sub-call {cid}: its outcome carries meta (P74: nested calls compute none)")
         error = res.get("error") if isinstance(res.get("error"), dict) else {}
         if "only `run_code` is callable directly" in str(error.get("message", "")):
             yield Violation("P120", f"sub-call {cid} was collapsed (P28 never applies to a call with a parent)")

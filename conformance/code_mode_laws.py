@@ -19,7 +19,7 @@ from dsh_conformance.oracle.jsvalue import Thrown, same_value, to_string
 from dsh_conformance.oracle.texts import code_run_failed
 from dsh_conformance.oracle.trace import Observation
 
-from .invariants import ABSENT, View, Violation, law
+from .invariants import ABSENT, UNKNOWN, View, Violation, law
 
 RUN_OVER = "run_code run is over ("
 REJECTED_AT_CALL = ("tool arguments must be lossless JSON",)  # P118.2; P118.1 ends in "not dispatched"
@@ -174,6 +174,11 @@ def dispatch_logging(v: View) -> Iterator[Violation]:
             if events:
                 yield Violation("P122", f"run_code {parent} has no agent, yet {events[0].type} was appended")
             continue
+        # A root a getter gives (P23) is whatever its one read returned: not predicted, but
+        # one value for every sub-call of the execution.
+        roots = {repr(e.data.get("rootCallId")) for e in events}
+        if spec.rootCallId is UNKNOWN and len(roots) > 1:
+            yield Violation("P122", f"run_code {parent}: its dispatch events name {len(roots)} different roots")
         for k, cid in sorted(subs.items()):
             if cid in v.reused:
                 continue
@@ -186,6 +191,8 @@ def dispatch_logging(v: View) -> Iterator[Violation]:
                 continue
             start = starts[0]
             expected = {"rootCallId": spec.rootCallId, "parentCallId": parent, "subCallId": cid}
+            if spec.rootCallId is UNKNOWN:
+                del expected["rootCallId"]
             if any(start.data.get(key) != value for key, value in expected.items()):
                 yield Violation("P122", f"sub-call {cid}: tool/code-dispatch-start names another root, parent or sub-call")
                 continue
@@ -223,6 +230,8 @@ def sub_call_identity(v: View) -> Iterator[Violation]:
                 continue  # that listener is handed the run_code record
             rec = o.value
             want = {"callId": cid, "rootCallId": spec.rootCallId, "hasParent": True, "hasAgent": spec.agent is not None}
+            if spec.rootCallId is UNKNOWN:
+                del want["rootCallId"]  # a getter's read: see dispatch_logging
             wrong = [k for k, val in want.items() if rec.get(k) != val]
             if spec.agent is not None and rec.get("agent") != spec.agent:
                 wrong.append("agent")

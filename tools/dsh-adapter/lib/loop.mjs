@@ -154,6 +154,10 @@ export function loopEvents(w, agentId, sessionEvents) {
   // window to that turn's first model request (oracle/turns.py).
   const later = sessionEvents.some((e) => e.type === 'turn/start' && e.data?.turn > 1)
   const window = later ? turnsWindow(sessionEvents) : stepWindow(sessionEvents)
+  // What the agent goes on to do after the window (a later turn's agent/pre-step, for one)
+  // is not the scenario's: its observations go with the events that were cut.
+  const next = window.length > 0 ? sessionEvents[sessionEvents.indexOf(window[window.length - 1]) + 1] : undefined
+  if (next !== undefined && w.eventAt.has(next.seq)) w.trace.observations.length = Math.min(w.trace.observations.length, w.eventAt.get(next.seq))
   const renumbered = new Map()
   const out = []
   for (const e of window) {

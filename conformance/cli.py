@@ -41,7 +41,7 @@ from .progress import Progress
 from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
                      corpus_items, expected_traces)
 
-from .adapter_install import AdapterInstallError, adapter_dir
+from .adapter_install import AdapterInstallError, AdapterSpecError, CannotDrive, adapter_dir, check, tree_dir, version_dir
 from .resources import ADAPTER, EXPECTATIONS
 
 
@@ -72,12 +72,8 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
         return ProcessIUT([sys.executable, "-m", "dsh_conformance.oracle", "serve"], timeout, validate, start_timeout=start_timeout)
     if spec == "oracle-inprocess":
         return embedded_oracle(validate, timeout)
-    if spec == "dsh":
-        try:
-            home = adapter_dir()
-        except AdapterInstallError as e:
-            raise IUTFailure("start", f"the DSH adapter cannot be installed: {e}") from None
-        return ProcessIUT(["node", str(home / "adapter.mjs")], timeout, validate, start_timeout=start_timeout)
+    if spec == "dsh" or spec.startswith(("dsh@", "dsh:")):
+        return _dsh_iut(spec, timeout, validate, start_timeout)
     if spec.startswith("py:"):
         return _python_iut(spec, timeout, validate, start_timeout)
     if not spec.strip():
@@ -87,6 +83,34 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
     except ValueError as e:
         raise UsageError(f"--impl {spec}: not a command line: {e}") from None
     return ProcessIUT(argv, timeout, validate, start_timeout=start_timeout)
+
+
+def _dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> ProcessIUT:
+    """The real package through the Node adapter: ``dsh`` the pinned release, ``dsh@VERSION``
+    a published version (its package set installed once per version), ``dsh:PATH`` a DSH
+    working tree's built packages (``conformance.adapter_install``)."""
+    env: dict[str, str] = {}
+    try:
+        if spec == "dsh":
+            home = adapter_dir()
+        elif spec.startswith("dsh@"):
+            if not spec[4:]:
+                raise UsageError("--impl dsh@: name a version, as in dsh@0.1.0-rc.7")
+            home = version_dir(spec[4:])
+        else:
+            if not spec[4:]:
+                raise UsageError("--impl dsh:: name a directory, as in dsh:../deepseek-harness")
+            home = tree_dir(spec[4:])
+            env["DSH_ADAPTER_SOURCE"] = f"tree {Path(spec[4:]).resolve().name}"
+        if spec != "dsh":  # the pinned set is known to be drivable
+            check(home, env)  # one the adapter cannot drive: its one line, exit 3
+    except AdapterSpecError as e:
+        raise UsageError(str(e)) from None
+    except CannotDrive as e:
+        raise IUTFailure("start", str(e)) from None
+    except AdapterInstallError as e:
+        raise IUTFailure("start", f"the DSH adapter cannot be installed: {e}") from None
+    return ProcessIUT(["node", str(home / "adapter.mjs")], timeout, validate, env=env, start_timeout=start_timeout)
 
 
 def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> InProcessIUT:

@@ -113,6 +113,8 @@ class Footer(_Model):
     counts: dict[str, int]
     rules: dict[str, str]
     stale: list[str] = Field(default_factory=list)
+    unscored: list[str] = Field(default_factory=list, description=(
+        "profiles the run was asked to score (--profiles) of which no rule was scored: the run failed"))
     exit: int
     finished: str
     stopped: str | None = None  # why the run ended early (the IUT declared broken, an interrupt)

@@ -19,7 +19,7 @@ from dsh_conformance.oracle.jsvalue import Thrown, same_value, to_string
 from dsh_conformance.oracle.texts import code_run_failed
 from dsh_conformance.oracle.trace import Observation
 
-from .invariants import ABSENT, View, Violation, law
+from .invariants import ABSENT, UNKNOWN, View, Violation, law
 
 RUN_OVER = "run_code run is over ("
 REJECTED_AT_CALL = ("tool arguments must be lossless JSON",)  # P118.2; P118.1 ends in "not dispatched"
@@ -146,11 +146,13 @@ def sub_calls_stay_off_the_model_log(v: View) -> Iterator[Violation]:
         if cid in v.sub_calls:
             yield Violation("P120", f"sub-call {cid} appended {e.type}")
     for cid in v.sub_calls:
+        # P74: a nested call never computes meta (a wrapper may still author one, P63)
+        meta = next((o for _, o in positions(v, cid) if o.stage == "presentationMeta" and o.what == "call"), None)
+        if meta is not None:
+            yield Violation("P120", f"sub-call {cid}: {meta.who} ran (P74: nested calls compute no meta)")
         res = v.result(cid)
         if res is ABSENT or not isinstance(res, dict):
             continue
-        if "meta" in res:
-            yield Violation("P120", f"sub-call {cid}: its outcome carries meta (P74: nested calls compute none)")
         error = res.get("error") if isinstance(res.get("error"), dict) else {}
         if "only `run_code` is callable directly" in str(error.get("message", "")):
             yield Violation("P120", f"sub-call {cid} was collapsed (P28 never applies to a call with a parent)")
@@ -172,6 +174,11 @@ def dispatch_logging(v: View) -> Iterator[Violation]:
             if events:
                 yield Violation("P122", f"run_code {parent} has no agent, yet {events[0].type} was appended")
             continue
+        # A root a getter gives (P23) is whatever its one read returned: not predicted, but
+        # one value for every sub-call of the execution.
+        roots = {repr(e.data.get("rootCallId")) for e in events}
+        if spec.rootCallId is UNKNOWN and len(roots) > 1:
+            yield Violation("P122", f"run_code {parent}: its dispatch events name {len(roots)} different roots")
         for k, cid in sorted(subs.items()):
             if cid in v.reused:
                 continue
@@ -184,6 +191,8 @@ def dispatch_logging(v: View) -> Iterator[Violation]:
                 continue
             start = starts[0]
             expected = {"rootCallId": spec.rootCallId, "parentCallId": parent, "subCallId": cid}
+            if spec.rootCallId is UNKNOWN:
+                del expected["rootCallId"]
             if any(start.data.get(key) != value for key, value in expected.items()):
                 yield Violation("P122", f"sub-call {cid}: tool/code-dispatch-start names another root, parent or sub-call")
                 continue
@@ -221,6 +230,8 @@ def sub_call_identity(v: View) -> Iterator[Violation]:
                 continue  # that listener is handed the run_code record
             rec = o.value
             want = {"callId": cid, "rootCallId": spec.rootCallId, "hasParent": True, "hasAgent": spec.agent is not None}
+            if spec.rootCallId is UNKNOWN:
+                del want["rootCallId"]  # a getter's read: see dispatch_logging
             wrong = [k for k, val in want.items() if rec.get(k) != val]
             if spec.agent is not None and rec.get("agent") != spec.agent:
                 wrong.append("agent")

@@ -157,6 +157,12 @@ def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
             args = draw(st.sampled_from([{"code": 1, "description": "d"}, {"code": pid}]))
         item = items[i]
         item["name"] = "run_code"
+        getters = item.get("getters")
+        if isinstance(getters, dict):  # a run_code call reads its own name and arguments
+            for field in ("name", "arguments"):
+                getters.pop(field, None)
+            if not getters:
+                item.pop("getters")
         if loop:
             item["arguments"] = json.dumps(args, separators=(",", ":"))
         else:
@@ -194,6 +200,7 @@ def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
         run.pop("finish", None)
     if concurrent:
         _calm(doc)
+    _no_identity_writes(doc)
 
 
 QUIET = {"tools/pre-execute": [{"do": "next"}, {"do": "return-next"}], "tools/execute": [{"do": "next"}, {"do": "return-next"}],
@@ -246,12 +253,40 @@ def _enrich(draw: Any, tool: dict[str, Any], concurrent: bool, loop: bool) -> No
         output["render"] = [{"do": "return", "value": [{"type": "image", "attachment": {"id": "chart"}}]}]
 
 
-def _calm(doc: dict[str, Any]) -> None:
-    """No participant races overlapping sub-calls: registry changes, aborts and injections
-    go, as scripted steps of every participant."""
+IDENTITY = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
+
+
+def _no_identity_writes(doc: dict[str, Any]) -> None:
+    """No participant writes a record's identity (P24): the spec says every such write
+    fails, and where an implementation lets it through, run_code's bridge goes on with the
+    forged identity and the run can end anywhere (rc.8's bridge throws inside its lane on a
+    forged agent and the run never settles: case code-forged-agent-stalls-the-bridge). The
+    other profiles' scenarios check P24 itself."""
+    def identity(step: Any) -> bool:
+        if not (isinstance(step, dict) and step.get("do") == "mutate"):
+            return False
+        parts = str(step.get("target", "")).split(".")
+        return parts[0] == "record" and (len(parts) == 1 or parts[1] in IDENTITY)
+
     def walk(v: Any) -> Any:
         if isinstance(v, list):
-            return [walk(x) for x in v if not (isinstance(x, dict) and x.get("do") in RACING_STEPS)]
+            return [walk(x) for x in v if not identity(x)]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+    for key in ("tools", "listeners", "guards", "approval"):
+        if key in doc:
+            doc[key] = walk(doc[key])
+
+
+def _calm(doc: dict[str, Any]) -> None:
+    """No participant races overlapping sub-calls: registry changes, aborts and injections
+    go, as scripted steps of every participant; and a wait for a signal, which only an
+    abort ended, becomes a short sleep."""
+    def walk(v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"do": "sleep", "ms": 1} if isinstance(x, dict) and x.get("do") == "await-signal" else walk(x)
+                    for x in v if not (isinstance(x, dict) and x.get("do") in RACING_STEPS)]
         if isinstance(v, dict):
             return {k: walk(x) for k, x in v.items()}
         return v

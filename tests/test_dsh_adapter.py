@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from dsh_conformance.corpus import CASES
+from dsh_conformance.resources import EXPECTATIONS
+from dsh_conformance.expectations import load_expectations
 from dsh_conformance.oracle import jsontext
 from dsh_conformance.protocol import Errored, Skipped, Traced, parse_answer, parse_started
 
@@ -184,12 +186,14 @@ def test_same_answer_in_a_fresh_process(adapter):
 
 
 def test_every_corpus_case_is_answered_with_a_trace_or_a_skip(adapter):
+    # The only errors allowed are the ones rc.8's expectations list, with their reasons.
+    known = load_expectations(EXPECTATIONS / "dsh-tools-0.1.0-rc.8.yaml").errors
     errored = {}
     for path in sorted(CASES.glob("*.json")):
         answer = parse_answer(adapter.run(json.loads(path.read_text(encoding="utf-8"))))
         if isinstance(answer, Errored):
             errored[path.stem] = answer.message
-    assert errored == {}
+    assert sorted(errored) == sorted(known)
 
 
 # --------------------------------------------------------------------------- skip and error

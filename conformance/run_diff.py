@@ -51,7 +51,7 @@ class Change:
     old: str
     new: str
     kind: str
-    detail: str = ""  # a rule's title; a case's message in the new run
+    detail: str = ""  # a rule's title; for a case, what its worse outcome rests on (divergence or message)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.what, "old": self.old, "new": self.new, "kind": self.kind, "detail": self.detail}
@@ -168,12 +168,12 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
         if a is None:
             out.only_new.append(cid)
             if RANK.get(b.outcome.value, 2) == 0:
-                out.cases.append(Change(cid, "(not in OLD)", b.outcome.value, "regression", _first_line(b.message)))
+                out.cases.append(Change(cid, "(not in OLD)", b.outcome.value, "regression", _detail(b)))
             out.new_divergences += divergences_of(b)
             continue
         if a.outcome != b.outcome:
             out.cases.append(Change(cid, a.outcome.value, b.outcome.value, kind(a.outcome.value, b.outcome.value),
-                                    _first_line(b.message if RANK.get(b.outcome.value, 2) < 3 else a.message)))
+                                    _detail(b if RANK.get(b.outcome.value, 2) < 3 else a)))
         elif a.trace_digest and b.trace_digest and a.trace_digest != b.trace_digest:
             out.traces.append(Change(cid, a.trace_digest, b.trace_digest, "change", a.outcome.value))
         old_div = {d.key(): d for d in divergences_of(a)}
@@ -184,7 +184,7 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
         if cid not in b_cases:
             out.only_old.append(cid)
             if RANK.get(a.outcome.value, 2) == 0:
-                out.cases.append(Change(cid, a.outcome.value, "(not in NEW)", "improvement", _first_line(a.message)))
+                out.cases.append(Change(cid, a.outcome.value, "(not in NEW)", "improvement", _detail(a)))
             out.vanished_divergences += divergences_of(a)
     out.rules.sort(key=lambda c: _ORDER[c.kind])  # stable: the spec's order within a kind
     out.cases.sort(key=lambda c: (_ORDER[c.kind], c.what))
@@ -194,6 +194,12 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
 
 def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _detail(c: CaseRecord) -> str:
+    """What a case's outcome rests on, in a line: its first divergence, else its message."""
+    found = divergences_of(c)
+    return found[0].short() if found else _first_line(c.message)
 
 
 # ------------------------------------------------------------------ views

@@ -7,24 +7,56 @@ sources are copied, on first use, into a per-user cache directory
 (``$DSH_CONFORMANCE_CACHE``, else ``$XDG_CACHE_HOME/dsh-conformance``, else
 ``~/.cache/dsh-conformance``) under a name that is the lock file's digest, and ``npm ci``
 installs the pinned packages there, once, with its progress on stderr.
+
+Other versions and working trees (``--impl dsh@VERSION``, ``--impl dsh:PATH``) get a cache
+directory of their own, holding a copy of the adapter's sources beside a generated
+``package.json``:
+
+- ``dsh-tools-<VERSION>/``: the package set resolved for that version from the registry
+  (``conformance.package_sets``), installed once with ``npm install`` (with peer-dependency
+  leniency when the set breaks its own peer ranges, said on stderr); the resolution is kept
+  in the generated ``package.json`` (field ``dshConformance``) and npm's lock beside it, so
+  later runs need no registry. The version the adapter pins (rc.8) is the pinned lock's.
+- ``tree-<digest of the path>/``: ``node_modules/@deepseek-ai/<name>`` links to the packages
+  of the tree (their built ``lib/`` output), renewed on every run, so the tree's current
+  build is what runs.
+
+Before a run on either, ``node adapter.mjs --check`` asks the adapter whether it can drive
+the set (``lib/compat.mjs``); when it cannot, its one line is the error (exit 3).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+from .package_sets import TOOLS, NotPublished, resolve
 from .resources import ADAPTER
 
 SOURCES = ("adapter.mjs", "package.json", "package-lock.json", "README.md")
+PROGRAM = ("adapter.mjs", "README.md")  # what a version's or a tree's directory copies (its package.json is its own)
+SCOPE = "@deepseek-ai"
 
 
 class AdapterInstallError(Exception):
-    """The adapter's npm packages could not be installed (no npm, no registry, ...)."""
+    """The adapter's npm packages could not be installed (no npm, no registry, ...), or the
+    installed set cannot be driven: the implementation cannot start (exit 3)."""
+
+
+class CannotDrive(AdapterInstallError):
+    """The installed package set lacks what the adapter needs (``adapter.mjs --check``)."""
+
+
+class AdapterSpecError(ValueError):
+    """``--impl dsh@VERSION`` or ``dsh:PATH`` names nothing the adapter can use (exit 2)."""
 
 
 def cache_root() -> Path:
@@ -55,25 +87,253 @@ def adapter_dir(source: Path = ADAPTER, log: object = sys.stderr) -> Path:
     return home
 
 
-def _same_sources(source: Path, home: Path) -> bool:
-    files = [*SOURCES, *(f"lib/{p.name}" for p in sorted((source / "lib").glob("*.mjs")))]
-    return all((home / f).is_file() and (home / f).read_bytes() == (source / f).read_bytes()
-               for f in files if (source / f).is_file())
+def _same_sources(source: Path, home: Path, names: tuple[str, ...] = SOURCES) -> bool:
+    files = [*names, *(f"lib/{p.name}" for p in sorted((source / "lib").glob("*.mjs")))]
+    ours = {p.name for p in (source / "lib").glob("*.mjs")}
+    theirs = {p.name for p in (home / "lib").glob("*.mjs")} if (home / "lib").is_dir() else set()
+    return ours == theirs and all((home / f).is_file() and (home / f).read_bytes() == (source / f).read_bytes()
+                                  for f in files if (source / f).is_file())
 
 
-def _copy_sources(source: Path, home: Path) -> None:
+def _copy_sources(source: Path, home: Path, names: tuple[str, ...] = SOURCES) -> None:
     (home / "lib").mkdir(parents=True, exist_ok=True)
-    for name in SOURCES:
+    for name in names:
         if (source / name).is_file():
             shutil.copyfile(source / name, home / name)
+    ours = {p.name for p in (source / "lib").glob("*.mjs")}
+    for p in (home / "lib").glob("*.mjs"):
+        if p.name not in ours:  # a module an older adapter had
+            p.unlink()
     for p in (source / "lib").glob("*.mjs"):
         shutil.copyfile(p, home / "lib" / p.name)
 
 
-def _npm_ci(home: Path, log: object) -> None:
+def _npm() -> str:
     npm = shutil.which("npm")
     if npm is None:
         raise AdapterInstallError("the DSH adapter needs npm (Node 20 or newer) to install its packages; none is on PATH")
+    return npm
+
+
+def _say(log: object, text: str) -> None:
+    print(f"dsh-conformance: {text}", file=log, flush=True)  # type: ignore[call-overload]
+
+
+# ------------------------------------------------------------------ published versions
+
+def pinned_set(source: Path = ADAPTER) -> dict[str, str]:
+    """The adapter's own package set: name -> the exact version its package.json pins."""
+    return dict(json.loads((source / "package.json").read_text(encoding="utf-8"))["dependencies"])
+
+
+def pinned_version(source: Path = ADAPTER) -> str:
+    return pinned_set(source)[TOOLS]
+
+
+def _npm_view(args: list[str]) -> Any:
+    done = subprocess.run([_npm(), "view", *args, "--json"], capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        try:
+            summary = json.loads(done.stdout or "{}").get("error", {}).get("summary")
+        except (json.JSONDecodeError, AttributeError):
+            summary = None
+        lines = [ln for ln in (done.stderr or "").splitlines() if ln.strip()]
+        why = summary or (lines[-1] if lines else f"exit {done.returncode}")
+        raise AdapterInstallError(f"npm view {' '.join(args)} failed: {why}")
+    return json.loads(done.stdout or "null")
+
+
+def _versions_of(name: str) -> list[str]:
+    versions = _npm_view([name, "versions"])
+    return [versions] if isinstance(versions, str) else list(versions or [])
+
+
+def _manifest_of(name: str, version: str) -> dict[str, Any]:
+    doc = _npm_view([f"{name}@{version}"])
+    return doc[-1] if isinstance(doc, list) else doc
+
+
+def version_dir(version: str, source: Path = ADAPTER, log: object = sys.stderr) -> Path:
+    """A directory holding the adapter with the package set of dsh-tools ``version``
+    installed (resolved and installed on first use, then reused). Raises AdapterSpecError
+    for a version the registry does not have, AdapterInstallError when npm fails."""
+    if version == pinned_version(source):
+        return adapter_dir(source, log)
+    home = cache_root() / f"dsh-tools-{version}"
+    if installed(home) and _generated(home).get("dshTools") == version:
+        if not _same_sources(source, home, PROGRAM):
+            _copy_sources(source, home, PROGRAM)
+        return home
+    pinned = pinned_set(source)
+    _say(log, f"resolving the @deepseek-ai packages for dsh-tools {version} (npm view, once)")
+    listed = {TOOLS: _versions_of(TOOLS)}
+    if version in listed[TOOLS]:
+        names = sorted(n for n in pinned if n != TOOLS and pinned[n] == pinned[TOOLS])
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            listed.update(zip(names, pool.map(_versions_of, names)))
+    try:
+        found = resolve(version, pinned, listed.__getitem__, _manifest_of)
+    except NotPublished as e:
+        raise AdapterSpecError(f"--impl dsh@{version}: {e}") from None
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    _copy_sources(source, home, PROGRAM)
+    manifest = json.loads((source / "package.json").read_text(encoding="utf-8"))
+    manifest["description"] = f"IUT protocol v1 adapter driving @deepseek-ai/dsh-tools {version} (generated)"
+    manifest["dependencies"] = found.dependencies
+    manifest["dshConformance"] = found.to_json()
+    (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    for name, why in found.absent.items():
+        _say(log, f"{name} is left out of the set: {why}")
+    _npm_install(home, log)
+    return home
+
+
+def _generated(home: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads((home / "package.json").read_text(encoding="utf-8")).get("dshConformance") or {})
+    except (OSError, ValueError):
+        return {}
+
+
+def _npm_install(home: Path, log: object) -> None:
+    npm = _npm()
+    _say(log, f"installing them into {home} (once; npm install, which may take a minute)")
+    base = [npm, "install", "--no-audit", "--no-fund", "--loglevel=http", "--progress=true"]
+    done = subprocess.run(base, cwd=home, capture_output=True, text=True, check=False)
+    if done.returncode != 0 and "ERESOLVE" in done.stdout + done.stderr:
+        # An old set breaks the peer ranges its own packages declare (a peer never published
+        # at that version): install the resolved set as it is, without npm's peer checks.
+        found = re.search(r'peer (\S+@"[^"]+") from (\S+)', done.stdout + done.stderr)
+        conflict = f"{found.group(2)} wants {found.group(1)}" if found else "a peer-dependency conflict"
+        _say(log, f"the set breaks its own peer ranges ({conflict}); "
+                  "installing it with peer-dependency leniency (--legacy-peer-deps)")
+        manifest = json.loads((home / "package.json").read_text(encoding="utf-8"))
+        manifest["dshConformance"]["peerLeniency"] = True
+        (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        done = subprocess.run([*base, "--legacy-peer-deps"], cwd=home, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not installed(home):
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise AdapterInstallError(f"npm install in {home} failed (exit {done.returncode}):\n{tail}")
+    _say(log, "the package set is installed")
+
+
+# ------------------------------------------------------------------ working trees
+
+SKIP_DIRS = {"node_modules", ".git"}
+MAX_DEPTH = 4  # the monorepo keeps packages at packages/<area>/<name>/ and vendor/<name>/
+
+
+def tree_packages(root: Path, names: set[str]) -> dict[str, Path]:
+    """The directories of the packages named ``names`` in the tree at ``root``: each a
+    directory with a package.json of that name, found within MAX_DEPTH levels (node_modules
+    and hidden directories not searched), the shallowest first."""
+    found: dict[str, tuple[int, Path]] = {}
+    for here, dirs, files in os.walk(root):
+        depth = len(Path(here).relative_to(root).parts)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")) if depth < MAX_DEPTH else []
+        if "package.json" not in files:
+            continue
+        try:
+            name = json.loads((Path(here) / "package.json").read_text(encoding="utf-8")).get("name")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if name in names and (name not in found or depth < found[name][0]):
+            found[name] = (depth, Path(here))
+    return {name: path for name, (_, path) in found.items()}
+
+
+def _installed_beside(start: Path, name: str) -> Path | None:
+    """``name`` as Node resolves it from ``start``: the first node_modules/<name> upward."""
+    for d in (start, *start.parents):
+        candidate = d / "node_modules" / name
+        if (candidate / "package.json").is_file():
+            return candidate
+    return None
+
+
+def _entry(package: Path) -> str | None:
+    """The file the package's main entry point names, or None when its package.json names none."""
+    doc = json.loads((package / "package.json").read_text(encoding="utf-8"))
+    target = doc.get("exports")
+    for key in (".", "default", "import"):
+        if isinstance(target, dict) and key in target:
+            target = target[key]
+    if isinstance(target, dict):
+        target = target.get("default") or target.get("import")
+    if not isinstance(target, str):
+        target = doc.get("main") or "index.js"
+    return target
+
+
+def tree_dir(path: str, source: Path = ADAPTER, log: object = sys.stderr) -> Path:
+    """A directory holding the adapter with links to the packages of the DSH tree at
+    ``path`` (a checkout after its install and build, or any directory of built packages).
+    Raises AdapterSpecError when ``path`` holds no dsh-tools package, AdapterInstallError
+    when a package of the tree is not built."""
+    root = Path(path).expanduser().resolve()
+    if not root.is_dir():
+        raise AdapterSpecError(f"--impl dsh:{path}: no such directory")
+    names = set(pinned_set(source))
+    packages = tree_packages(root, names)
+    if TOOLS not in packages:
+        raise AdapterSpecError(f"--impl dsh:{path}: no {TOOLS} package under it (a package.json named so, within "
+                               f"{MAX_DEPTH} levels; node_modules is not searched)")
+    tools = packages[TOOLS]
+    for name in sorted(names - set(packages)):  # the tree's installed dependencies (vendored or not)
+        beside = _installed_beside(tools, name)
+        if beside is not None:
+            packages[name] = beside
+    unbuilt = []
+    for name, where in sorted(packages.items()):
+        entry = _entry(where)
+        if entry is not None and not (where / entry).is_file():
+            unbuilt.append(f"{name} ({_shown(where, root)}) has no {entry.removeprefix('./')}")
+    if unbuilt:
+        raise AdapterInstallError(f"the tree {root} is not built: {'; '.join(unbuilt)}; build its lib/ output first")
+    home = cache_root() / f"tree-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}"
+    home.mkdir(parents=True, exist_ok=True)
+    if not _same_sources(source, home, PROGRAM):
+        _copy_sources(source, home, PROGRAM)
+    manifest = json.loads((source / "package.json").read_text(encoding="utf-8"))
+    manifest["description"] = f"IUT protocol v1 adapter driving the DSH tree {root} (generated)"
+    manifest["dependencies"] = {name: f"file:{where}" for name, where in sorted(packages.items())}
+    manifest["dshConformance"] = {"tree": str(root)}
+    (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    links = home / "node_modules" / SCOPE
+    if links.exists():
+        shutil.rmtree(links)
+    links.mkdir(parents=True)
+    for name, where in packages.items():
+        (links / name.split("/", 1)[1]).symlink_to(where, target_is_directory=True)
+    return home
+
+
+def _shown(where: Path, root: Path) -> str:
+    try:
+        return str(where.relative_to(root)) or "."
+    except ValueError:
+        return str(where)
+
+
+def check(home: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The adapter's handshake for the set installed at ``home`` (``adapter.mjs --check``);
+    raises AdapterInstallError with the adapter's one line when it cannot drive the set."""
+    node = shutil.which("node")
+    if node is None:
+        raise AdapterInstallError("the DSH adapter needs Node 20 or newer; no node is on PATH")
+    done = subprocess.run([node, str(home / "adapter.mjs"), "--check"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})}, check=False)
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        raise CannotDrive(lines[0] if done.returncode == 3 and lines else
+                          f"node adapter.mjs --check exited {done.returncode}: {' '.join(lines[-3:])}")
+    return dict(json.loads(done.stdout))
+
+
+def _npm_ci(home: Path, log: object) -> None:
+    npm = _npm()
     print(f"dsh-conformance: installing the DSH adapter's pinned npm packages into {home} "
           "(once; npm ci, which may take a minute)", file=log, flush=True)  # type: ignore[call-overload]
     done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=http", "--progress=true"], cwd=home,

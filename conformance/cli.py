@@ -2,7 +2,8 @@
 
 ``run`` checks an implementation under test (by default the embedded oracle, over the
 protocol) against the corpus and generated scenarios and prints the compliance table;
-``replay`` re-runs one case file; ``report`` renders reports as a compliance matrix;
+``replay`` re-runs one case file; ``report`` renders reports as a compliance matrix; ``diff``
+says what changed between two runs;
 ``expectations update`` writes an expectations file from a report; ``bench`` measures
 throughput; ``catalogs`` and ``docs`` keep the generated files in step.
 
@@ -41,7 +42,7 @@ from .progress import Progress
 from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
                      corpus_items, expected_traces)
 
-from .adapter_install import AdapterInstallError, adapter_dir
+from .adapter_install import AdapterInstallError, AdapterSpecError, CannotDrive, adapter_dir, check, tree_dir, version_dir
 from .resources import ADAPTER, EXPECTATIONS
 
 
@@ -72,12 +73,8 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
         return ProcessIUT([sys.executable, "-m", "dsh_conformance.oracle", "serve"], timeout, validate, start_timeout=start_timeout)
     if spec == "oracle-inprocess":
         return embedded_oracle(validate, timeout)
-    if spec == "dsh":
-        try:
-            home = adapter_dir()
-        except AdapterInstallError as e:
-            raise IUTFailure("start", f"the DSH adapter cannot be installed: {e}") from None
-        return ProcessIUT(["node", str(home / "adapter.mjs")], timeout, validate, start_timeout=start_timeout)
+    if spec == "dsh" or spec.startswith(("dsh@", "dsh:")):
+        return _dsh_iut(spec, timeout, validate, start_timeout)
     if spec.startswith("py:"):
         return _python_iut(spec, timeout, validate, start_timeout)
     if not spec.strip():
@@ -87,6 +84,34 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
     except ValueError as e:
         raise UsageError(f"--impl {spec}: not a command line: {e}") from None
     return ProcessIUT(argv, timeout, validate, start_timeout=start_timeout)
+
+
+def _dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> ProcessIUT:
+    """The real package through the Node adapter: ``dsh`` the pinned release, ``dsh@VERSION``
+    a published version (its package set installed once per version), ``dsh:PATH`` a DSH
+    working tree's built packages (``conformance.adapter_install``)."""
+    env: dict[str, str] = {}
+    try:
+        if spec == "dsh":
+            home = adapter_dir()
+        elif spec.startswith("dsh@"):
+            if not spec[4:]:
+                raise UsageError("--impl dsh@: name a version, as in dsh@0.1.0-rc.7")
+            home = version_dir(spec[4:])
+        else:
+            if not spec[4:]:
+                raise UsageError("--impl dsh:: name a directory, as in dsh:../deepseek-harness")
+            home = tree_dir(spec[4:])
+            env["DSH_ADAPTER_SOURCE"] = f"tree {Path(spec[4:]).resolve().name}"
+        if spec != "dsh":  # the pinned set is known to be drivable
+            check(home, env)  # one the adapter cannot drive: its one line, exit 3
+    except AdapterSpecError as e:
+        raise UsageError(str(e)) from None
+    except CannotDrive as e:
+        raise IUTFailure("start", str(e)) from None
+    except AdapterInstallError as e:
+        raise IUTFailure("start", f"the DSH adapter cannot be installed: {e}") from None
+    return ProcessIUT(["node", str(home / "adapter.mjs")], timeout, validate, env=env, start_timeout=start_timeout)
 
 
 def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> InProcessIUT:
@@ -118,12 +143,25 @@ def _expectations(path: str | None) -> Expectations:
     return load_expectations(path)
 
 
-def _profiles(asked: list[str] | None) -> set[str]:
-    for p in asked or []:
+def _asked_profiles(args: argparse.Namespace) -> list[str]:
+    """The profiles named by ``--profile`` (repeatable) and ``--profiles a,b`` together."""
+    asked = list(args.profile or [])
+    for value in args.profiles or []:
+        for p in (part.strip() for part in value.split(",")):
+            if p not in PROFILES:
+                raise UsageError(f"--profiles {value}: unknown profile {p!r} (the profiles are {', '.join(PROFILES)})")
+            asked.append(p)
+    return list(dict.fromkeys(asked))
+
+
+def _profiles(args: argparse.Namespace) -> tuple[set[str], set[str]]:
+    """The profiles to check, and those the run must score (the ones named explicitly)."""
+    asked = _asked_profiles(args)
+    for p in asked:
         if p not in ORACLE_PROFILES:
             raise UsageError(f"--profile {p}: the oracle does not implement this profile yet, so no case can be "
                              f"judged under it (it implements {', '.join(ORACLE_PROFILES)})")
-    return set(asked or ORACLE_PROFILES)
+    return set(asked or ORACLE_PROFILES), set(asked)
 
 
 def _outputs(pairs: list[tuple[str, str | None]]) -> list[OutputLock]:
@@ -145,7 +183,7 @@ def _outputs(pairs: list[tuple[str, str | None]]) -> list[OutputLock]:
 # ------------------------------------------------------------------------- run
 
 def cmd_run(args: argparse.Namespace) -> int:
-    profiles = _profiles(args.profile)
+    profiles, required = _profiles(args)
     locks = _outputs([("--report", args.report), ("--junit", args.junit)])
     expectations = _expectations(args.expectations)
     cases = Path(args.cases)
@@ -174,7 +212,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         header.corpus = None if args.no_corpus else corpus_name(cases)
         header.options = _replay_options(args)
         writer.write(header)
-        runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after)
+        runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required)
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
         try:
@@ -204,8 +242,8 @@ def _replay_options(args: argparse.Namespace) -> dict[str, str]:
     out = {"impl": portable_command(args.impl) if args.impl else "oracle"}
     if args.expectations:
         out["expectations"] = portable_path(args.expectations)
-    if args.profile:
-        out["profiles"] = " ".join(args.profile)
+    if _asked_profiles(args):
+        out["profiles"] = " ".join(_asked_profiles(args))
     return out
 
 
@@ -249,6 +287,8 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
               f"under {Path(drawn[0]).parent}\n  replay one: dsh-conformance replay {shlex.quote(drawn[0])}{impl}")
     for s in stale:
         print(f"\nSTALE expectation: {s}")
+    for profile, why in runner.unscored_profiles().items():
+        print(f"\nNOT SCORED: profile {profile} was asked for and no rule of it was scored: {why}")
     counts: dict[str, int] = {}
     for r in records:
         counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
@@ -267,7 +307,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         expected = run_scenario(scenario)
     except ScenarioRunError as e:
         raise ScenarioFileError(str(path), "$", str(e)) from None
-    profiles = _profiles(args.profile)
+    profiles, required = _profiles(args)
     iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout)
     with contextlib.ExitStack() as stack:
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
@@ -275,13 +315,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         runner = Runner(iut, profiles, _expectations(args.expectations), give_up_after=0)
         rec = runner.decide(scenario.id or path.stem, doc, "replay", portable_path(path), scenario, expected)
     print(f"{rec.outcome.value}: {rec.id} (rules {', '.join(rec.rules) or '-'})")
+    unsupported = sorted(required - runner.iut_profiles)
+    if unsupported:  # one case scores what it cites; a profile the implementation lacks is never scored
+        print(f"NOT SCORED: profile {', '.join(unsupported)} was asked for and the implementation does not support it "
+              f"(it supports {', '.join(iut.started.profiles) if iut.started else '-'})")
     if args.all and runner.last is not None and rec.outcome in (Outcome.FAIL, Outcome.XFAIL):
         _print_all_divergences(*runner.last, rec)
     elif rec.message:
         print(rec.message)
     if rec.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID):
         return EXIT_BROKEN
-    return EXIT_FAIL if rec.outcome == Outcome.FAIL else EXIT_OK
+    return EXIT_FAIL if rec.outcome == Outcome.FAIL or unsupported else EXIT_OK
 
 
 def _print_all_divergences(expected: Any, actual: Any, profiles: set[str], rec: CaseRecord) -> None:
@@ -419,9 +463,13 @@ _seconds.__name__ = "seconds"
 
 def _iut_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--impl", help="the implementation under test: 'oracle' (default), 'dsh' (the real package "
-                   "via the Node adapter), 'py:MODULE' (in-process), or a command line")
-    p.add_argument("--profile", action="append", choices=list(PROFILES), help="profiles to check (repeatable; "
-                   "default: all four, core, reference, loop and code-mode)")
+                   "via the Node adapter, at the version it pins), 'dsh@VERSION' (a published version), 'dsh:PATH' "
+                   "(a DSH working tree's built packages), 'py:MODULE' (in-process), or a command line")
+    p.add_argument("--profile", action="append", choices=list(PROFILES), help="a profile to check, and that the run "
+                   "must score (repeatable; default: every profile, none required)")
+    p.add_argument("--profiles", action="append", metavar="P,Q", help="profiles to check and that the run must score, "
+                   "comma-separated (core,reference,loop,code-mode): one the implementation does not support, or "
+                   "no case of the run scores, fails the run (exit 1)")
     p.add_argument("--expectations", help="a YAML file of expected failures and errors of this implementation")
     p.add_argument("--validate", action="store_true", help="check every IUT message against the protocol schemas")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
@@ -488,9 +536,10 @@ def parser() -> argparse.ArgumentParser:
 
     from dsh_conformance.tools import docs_cli
 
-    from . import badges
+    from . import badges, run_diff
 
     badges.register(sub)
+    run_diff.register(sub)
     docs_cli.register(sub)
     return p
 

@@ -11,9 +11,9 @@ whether the view's oracle gives the same one.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+from dsh_conformance.oracle import jsontext
 from dsh_conformance.oracle.trace import Trace
 
 
@@ -22,8 +22,9 @@ def digest(text: str) -> str:
 
 
 def document_digest(doc: dict[str, Any]) -> str:
-    """A case document's digest, independent of its file's layout."""
-    return digest(json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+    """A case document's digest, independent of its file's layout (a lone surrogate is
+    digested as its escape: it has no UTF-8 form)."""
+    return digest(jsontext.dumps(doc, sort_keys=True, separators=(",", ":")))
 
 
 def trace_digest(trace: Trace) -> str:

@@ -113,6 +113,8 @@ class Footer(_Model):
     counts: dict[str, int]
     rules: dict[str, str]
     stale: list[str] = Field(default_factory=list)
+    unscored: list[str] = Field(default_factory=list, description=(
+        "profiles the run was asked to score (--profiles) of which no rule was scored: the run failed"))
     exit: int
     finished: str
     stopped: str | None = None  # why the run ended early (the IUT declared broken, an interrupt)
@@ -205,7 +207,9 @@ def read_report(path: str | Path) -> Report:
     except OSError as e:
         raise ReportError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
-        lines = decode_utf8(data).splitlines()
+        # Records end with "\n" only: splitlines() would also cut at a U+2028 or a \x1c that a
+        # message or a trace holds, unescaped, inside a JSON string.
+        lines = decode_utf8(data).split("\n")
     except InputLimitError as e:
         raise ReportError(f"{path}: {e.message}") from None
     for n, line in enumerate(lines, 1):

@@ -62,11 +62,12 @@ def content_id(doc: dict[str, Any]) -> str:
 class Runner:
     def __init__(self, iut: IUT, profiles: set[str], expectations: Expectations | None = None,
                  writer: ReportWriter | None = None, failures_dir: Path | None = None,
-                 give_up_after: int = DEFAULT_GIVE_UP_AFTER) -> None:
+                 give_up_after: int = DEFAULT_GIVE_UP_AFTER, required: set[str] | None = None) -> None:
         self.iut = iut
         started = iut.started
         assert started is not None, "start the IUT first"
         self.iut_profiles = set(started.profiles) & profiles
+        self.required = set(required or ())  # profiles the run must score (--profiles)
         self.expectations = expectations or Expectations()
         self.writer = writer or ReportWriter(None)
         self.failures_dir = failures_dir
@@ -273,14 +274,30 @@ class Runner:
                                            and any(r.outcome == Outcome.ERROR for r in self.records)):
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)
-        return EXIT_FAIL if unexpected or self.expectations.stale(self.records) else EXIT_OK
+        stale = self.expectations.stale(self.records)
+        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() else EXIT_OK
+
+    def unscored_profiles(self) -> dict[str, str]:
+        """Each profile the run was asked to score and scored no rule of, with why."""
+        from .rules import rules
+        from .scores import SCORED
+
+        outcomes = rule_outcomes(self.records)
+        supported = self.iut.started.profiles if self.iut.started else []
+        out = {}
+        for profile in sorted(self.required):
+            if any(outcomes.get(r.id) in SCORED for r in rules().values() if r.profile == profile):
+                continue
+            out[profile] = (f"the implementation does not support it (it supports {', '.join(supported)})"
+                            if profile not in supported else "no case of the run decided one (skipped, or no case)")
+        return out
 
     def finish(self, code: int | None = None, stopped: str | None = None) -> Footer:
         counts: dict[str, int] = {}
         for r in self.records:
             counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
         footer = Footer(counts=counts, rules=rule_outcomes(self.records),
-                        stale=self.expectations.stale(self.records),
+                        stale=self.expectations.stale(self.records), unscored=sorted(self.unscored_profiles()),
                         exit=self.exit_code() if code is None else code, finished=now(),
                         stopped=stopped or self.gave_up)
         self.writer.write(footer)

@@ -11,6 +11,7 @@ pytest plugin in a project of its own, against the oracle and against a failing 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -31,12 +32,18 @@ UPSTREAM = SHARED / "upstream" / "b150a551b8"
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("wheel")
-    dist = tmp / "dist"
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
-                           capture_output=True, text=True, timeout=600)
-    if built.returncode != 0 and "Could not find a version" in built.stderr + built.stdout:
-        pytest.skip(f"the pinned build backend cannot be fetched here: {built.stderr[-300:]}")
-    assert built.returncode == 0, built.stderr
+    # One build for the whole session: xdist workers each run this fixture, and two builds of
+    # one source tree at once collide in its build/ directory.
+    shared = tmp_path_factory.getbasetemp().parent
+    with open(shared / "dsh-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        dist = shared / "dsh-wheel"
+        if not any(dist.glob("dsh_conformance-*.whl")):
+            built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+                                   capture_output=True, text=True, timeout=600)
+            if built.returncode != 0 and "Could not find a version" in built.stderr + built.stdout:
+                pytest.skip(f"the pinned build backend cannot be fetched here: {built.stderr[-300:]}")
+            assert built.returncode == 0, built.stderr
     wheel = next(dist.glob("dsh_conformance-*.whl"))
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
@@ -175,3 +182,42 @@ def test_the_real_package_installs_its_adapter_on_first_use(installed, tmp_path)
     again = _run(installed, "dsh-conformance", "replay", "code-run-value-and-its-text", "--impl", "dsh",
                  extra={"DSH_CONFORMANCE_CACHE": str(cache)})
     assert again.returncode == 0 and "installing" not in again.stderr, again.stderr
+
+
+def test_diff_and_profiles_from_elsewhere(installed):
+    """``diff`` of two runs (the oracle, then a wrong implementation), and ``--profiles``."""
+    work = installed["work"]
+    (work / "fake_iut.py").write_text(textwrap.dedent(FAKE), encoding="utf-8")
+    python = installed["bin"] / "python"
+    good = _run(installed, "dsh-conformance", "run", "--examples", "0", "--report", "good.jsonl", "--quiet",
+                "--profiles", "core,reference,loop,code-mode")
+    assert good.returncode == 0, good.stdout[-1500:] + good.stderr
+    bad = _run(installed, "dsh-conformance", "run", "--impl", f"{python} fake_iut.py", "--examples", "0",
+               "--report", "bad.jsonl", "--quiet")
+    assert bad.returncode == 1
+    diff = _run(installed, "dsh-conformance", "diff", "good.jsonl", "bad.jsonl", "--format", "md", "-o", "diff.md")
+    assert diff.returncode == 1, diff.stderr
+    text = (work / "diff.md").read_text(encoding="utf-8")
+    assert "| regression | P99 |" in text and "frozen" in text
+    same = _run(installed, "dsh-conformance", "diff", "good.jsonl", "good.jsonl")
+    assert same.returncode == 0 and "0 regressions" in same.stdout
+
+
+def test_a_dsh_working_tree_from_elsewhere(installed, tmp_path):
+    from .dsh_trees import assemble_tree
+
+    tree = assemble_tree(tmp_path)
+    out = _run(installed, "dsh-conformance", "run", "--impl", f"dsh:{tree}", "--examples", "0", "--quiet",
+               "--expectations", "dsh-tools-0.1.0-rc.8", extra={"DSH_CONFORMANCE_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
+    assert "@deepseek-ai/dsh-tools 0.1.0-rc.8" in out.stdout
+
+
+def test_a_published_version_from_elsewhere(installed, tmp_path):
+    from .test_dsh_versions import _registry
+
+    _registry()
+    out = _run(installed, "dsh-conformance", "replay", "pre-deny-skips-body", "--impl", "dsh@0.1.0-rc.6",
+               extra={"DSH_CONFORMANCE_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0 and out.stdout.startswith("pass: pre-deny-skips-body"), out.stdout + out.stderr
+    assert (tmp_path / "cache" / "dsh-tools-0.1.0-rc.6" / "node_modules" / "@deepseek-ai" / "dsh-agent-loop").is_dir()

@@ -182,6 +182,8 @@ def main() -> int:
             reply["implementation"]["name"] = f"fake-{MODE}"
             if MODE == "bad-handshake":
                 reply = {"hello": "world"}
+            if MODE == "no-loop":  # supports every profile but loop (as dsh-tools 0.0.1-rc.1 does)
+                reply["profiles"] = [p for p in reply["profiles"] if p != "loop"]
         else:
             runs += 1
             reply = serve.answer(msg["seq"], msg["scenario"])

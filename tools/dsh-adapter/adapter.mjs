@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // dsh-conformance IUT adapter for the real DeepSeek Harness tool pipeline
-// (@deepseek-ai/dsh-tools 0.1.0-rc.8) and agent loop (@deepseek-ai/dsh-agent-loop).
+// (@deepseek-ai/dsh-tools, pinned at 0.1.0-rc.8; other versions and working trees through
+// lib/compat.mjs) and agent loop (@deepseek-ai/dsh-agent-loop).
 //
 // Speaks the IUT protocol v1 (conformance/protocol.py) on stdin/stdout, one JSON object a
 // line:
@@ -11,36 +12,52 @@
 // Runs are handled one at a time, in order. Anything else goes to stderr (the IUT's log).
 //
 // Usage: node tools/dsh-adapter/adapter.mjs   (after `npm ci` in tools/dsh-adapter)
+//        node adapter.mjs --check   prints what the installed packages support as one JSON
+//                                   line, or the one line saying why they cannot be driven (exit 3)
 
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
+import { FATAL, PROFILES, TOOLS_VERSION, features, packageVersions } from './lib/compat.mjs'
 import { Unsupported } from './lib/faults.mjs'
-import { runScenario } from './lib/run.mjs'
 
 const require = createRequire(import.meta.url)
-const version = (name) => require(`${name}/package.json`).version
 const self = require('./package.json')
 
-const PROFILES = ['core', 'reference', 'loop', 'code-mode']
-const FEATURES = ['direct', 'loop', 'shipped-approval', 'custom-approval', 'timeout-policy', 'define-tool', 'virtual-time',
+// A set of packages the adapter cannot drive: one line saying what is missing, exit 3 (the
+// implementation cannot start), before anything that needs the packages is loaded.
+if (FATAL !== null) {
+  process.stderr.write(`${FATAL}\n`)
+  process.exit(3)
+}
+const { runScenario } = await import('./lib/run.mjs')
+
+const FEATURES = features(['direct', 'loop', 'shipped-approval', 'custom-approval', 'timeout-policy', 'define-tool', 'virtual-time',
   'lone-surrogates', 'getters', 'shared-objects', 'error-shapes', 'kept-results', 'timed-aborts', 'cancel', 'next-turn',
-  'pre-step', 'code-mode', 'scripted-code-runtime']
+  'pre-step', 'code-mode', 'scripted-code-runtime'])
 
 function handshake() {
+  const { agentLoop, ...others } = packageVersions()
   return {
     version: 1,
     implementation: {
       name: '@deepseek-ai/dsh-tools',
-      version: version('@deepseek-ai/dsh-tools'),
+      version: TOOLS_VERSION,
       language: 'javascript',
       homepage: 'https://github.com/deepseek-ai/deepseek-harness',
-      agentLoop: version('@deepseek-ai/dsh-agent-loop'),
+      agentLoop,
       adapter: `${self.name} ${self.version}`,
       node: process.version,
+      ...(process.env.DSH_ADAPTER_SOURCE ? { source: process.env.DSH_ADAPTER_SOURCE } : {}),
+      packages: others,
     },
     profiles: PROFILES,
     features: FEATURES,
   }
+}
+
+if (process.argv.includes('--check')) {
+  process.stdout.write(`${JSON.stringify(handshake())}\n`)
+  process.exit(0)
 }
 
 function send(message) {

@@ -10,8 +10,7 @@
 // of the run's signal resolves the run with an `abort` failure at once and stops the program
 // at its next step or wake-up; a program's continuation (afterSettle) runs then.
 
-import CodeRuntime from '@deepseek-ai/dsh-code-runtime'
-import { snapshotJsonValue } from '@deepseek-ai/dsh-session'
+import { CodeRuntime, snapshotJsonValue } from './compat.mjs'
 
 // oracle/texts.py: the scripted runtime's own texts (not the spec's).
 const RUN_ABORTED = 'the run was aborted'

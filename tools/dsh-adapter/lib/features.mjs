@@ -2,6 +2,7 @@
 // answered `skipped` with the place and the reason: never approximated silently. Unknown
 // fields (a newer scenario language) are unsupported too.
 
+import { versionGaps } from './compat.mjs'
 import { Unsupported } from './faults.mjs'
 
 const KEYS = {
@@ -161,4 +162,7 @@ export function checkFeatures(s) {
   } else {
     throw new Unsupported(`$.run.kind: unknown run kind ${JSON.stringify(run?.kind)}`)
   }
+  // What this version of the packages lacks (lib/compat.mjs): the agent loop, the timeout policy, Code Mode.
+  const gap = versionGaps(s)
+  if (gap !== null) throw new Unsupported(gap)
 }

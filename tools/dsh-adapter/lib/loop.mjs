@@ -15,8 +15,7 @@
 // Streaming chunks and request bookkeeping (assistant/chunk, request/header,
 // request/context) are the model transport's, not the pipeline's, and are not reported.
 
-import { LlmAdapter, createUserMessage } from '@deepseek-ai/dsh-llm'
-import { TOOL_RUNTIME_SCHEDULER } from '@deepseek-ai/dsh-tools'
+import { LlmAdapter, SCHEDULER, createUserMessage } from './compat.mjs'
 
 export const REPORTED_EVENTS = new Set([
   'assistant/message', 'tool/call', 'tool/result', 'agent/inbox/spliced', 'step/start', 'step/end',
@@ -63,7 +62,7 @@ export class ScriptedModel extends LlmAdapter {
  * stage inside the call's async context so that synchronous projections know their call.
  */
 export function instrumentScheduler(w, tools) {
-  const scheduler = tools[TOOL_RUNTIME_SCHEDULER]
+  const scheduler = tools[SCHEDULER]
   const { prepare, dispatch, finalize, finish } = scheduler
   const settled = (promise, onValue, onError = onValue) => {
     promise.then(onValue, onError)

@@ -8,9 +8,7 @@
 // invocation is handed (record, result, args, request) is what the oracle's Invocation
 // carries for that kind of participant, so `observe` and `mutate` steps mean the same.
 
-import { Service } from '@deepseek-ai/cordis'
-import ApprovalService from '@deepseek-ai/dsh-user-approval'
-import { defineTool } from '@deepseek-ai/dsh-tools'
+import { ApprovalService, Service, defineTool } from './compat.mjs'
 import { Unsupported } from './faults.mjs'
 import { Invocation, delegateBehavior, perform, performSync } from './script.mjs'
 

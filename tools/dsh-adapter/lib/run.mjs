@@ -2,16 +2,10 @@
 // registrations, the probes, then the direct calls or the loop's tool step. Returns the
 // trace (oracle/trace.py's language, portable part only).
 
-import './polyfill.mjs'
-import { Context } from '@deepseek-ai/cordis'
-import AgentRegistry from '@deepseek-ai/dsh-agent'
-import AgentLoop from '@deepseek-ai/dsh-agent-loop'
-import LlmRuntime, { HarnessError } from '@deepseek-ai/dsh-llm'
-import { bindScopeParent, createScope } from '@deepseek-ai/dsh-scope'
-import SessionStore, { SessionId, snapshotJsonValue } from '@deepseek-ai/dsh-session'
-import SystemPrompt from '@deepseek-ai/dsh-system-prompt'
-import * as TimeoutPolicy from '@deepseek-ai/dsh-tool-call-timeout-policy'
-import ToolRuntime from '@deepseek-ai/dsh-tools'
+import {
+  AgentLoop, AgentRegistry, CodeRuntime, Context, HarnessError, LlmRuntime, SessionId, SessionStore, SystemPrompt, TimeoutPolicy, ToolRuntime,
+  bindScopeParent, createScope, snapshotJsonValue,
+} from './compat.mjs'
 import { Clock, settle } from './clock.mjs'
 import { codeRuntimePlugin } from './code-runtime.mjs'
 import { checkFeatures } from './features.mjs'
@@ -75,7 +69,7 @@ async function drive(w, ctx, scenario) {
   await ctx.plugin(SystemPrompt)
   // Code Mode (section 5.15): the deployment's mode and overlap cap are the real
   // configuration; the code runtime is the scenario's scripted one (lib/code-runtime.mjs).
-  if (scenario.codeRuntime !== false) await ctx.plugin(codeRuntimePlugin(w))
+  if (scenario.codeRuntime !== false && CodeRuntime !== null) await ctx.plugin(codeRuntimePlugin(w))
   await ctx.plugin(ToolRuntime, { mode: scenario.mode ?? 'native', maxParallelSubCalls: scenario.maxParallelSubCalls ?? 10 })
   if (scenario.approval) {
     const { plugin, config } = approvalPlugin(w, scenario.approval)

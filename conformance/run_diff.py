@@ -1,0 +1,309 @@
+"""What changed between two runs: ``dsh-conformance diff OLD.jsonl NEW.jsonl``.
+
+A maintainer runs the suite on the release, then on the working tree, and asks what the
+change did. Two reports are compared:
+
+- per rule and per case, the outcomes that changed, regressions first. Outcomes are ranked
+  ``pass`` > not judged (``skip``, ``not-scored``, ``not-run``, a rule's ``inconclusive`` or
+  ``no case``) > known failures (``expected-fail``, ``expected-error``) > failures
+  (``fail``, ``error``, ``timeout``, ``invalid``); a move down is a regression, a move up an
+  improvement, a move within a rank (``fail`` to ``error``) a change. A failing case that
+  only the new run has is a regression too (a generated counterexample, say);
+- the cases whose normalized trace changed where the outcome did not (the ``trace_digest``
+  of each case record: two passing runs whose traces differ, or an expected failure that
+  now fails differently, show here);
+- the divergences (first divergences and broken invariants of failing cases) that are new
+  in the new run, and those that vanished.
+
+Rendered as text, Markdown or JSON. ``diff`` exits 1 when anything regressed, else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh_conformance.oracle import jsontext
+
+from .outputs import check_writable, write_atomic
+from .report import INCONCLUSIVE, CaseRecord, Report, read_report, rule_outcomes
+from .rules import rules
+
+NO_CASE = "no case"
+RANK = {"pass": 3, "skip": 2, "not-scored": 2, "not-run": 2, INCONCLUSIVE: 2, NO_CASE: 2,
+        "expected-fail": 1, "expected-error": 1, "fail": 0, "error": 0, "timeout": 0, "invalid": 0}
+
+
+def kind(old: str, new: str) -> str:
+    """``regression``, ``improvement`` or ``change`` for an outcome moving from old to new."""
+    a, b = RANK.get(old, 2), RANK.get(new, 2)
+    return "regression" if b < a else "improvement" if b > a else "change"
+
+
+_ORDER = {"regression": 0, "improvement": 1, "change": 2}
+
+
+@dataclass
+class Change:
+    what: str  # a rule id or a case id
+    old: str
+    new: str
+    kind: str
+    detail: str = ""  # a rule's title; for a case, what its worse outcome rests on (divergence or message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.what, "old": self.old, "new": self.new, "kind": self.kind, "detail": self.detail}
+
+
+@dataclass
+class Divergence:
+    case: str
+    where: str  # a trace place, or "invariant <rule>"
+    rules: list[str]
+    expected: Any
+    actual: Any
+
+    def key(self) -> str:
+        return jsontext.dumps([self.where, self.rules, self.expected, self.actual], sort_keys=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "where": self.where, "rules": self.rules, "expected": self.expected,
+                "actual": self.actual}
+
+    def short(self, limit: int = 160) -> str:
+        def one(v: Any) -> str:
+            text = "(nothing)" if v is None else v if isinstance(v, str) and self.where.startswith("invariant") \
+                else jsontext.dumps(v, separators=(",", ":"))
+            return text if len(text) <= limit else text[:limit] + "..."
+        if self.where.startswith("invariant"):
+            return f"{self.where}: {one(self.actual)}"
+        below, expected, actual = first_difference(self.expected, self.actual)
+        return (f"at {self.where}{below} (rules {', '.join(self.rules) or '-'}): expected {one(expected)}, "
+                f"actual {one(actual)}")
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any]:
+    """Where inside two JSON values they first differ (a path below them), and the values there."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in [*a, *(k for k in b if k not in a)]:
+            if k not in a or k not in b:
+                return f"{path}.{k}", a.get(k), b.get(k)
+            if a[k] != b[k]:
+                return first_difference(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_difference(x, y, f"{path}[{i}]")
+    return path, a, b
+
+
+def divergences_of(c: CaseRecord) -> list[Divergence]:
+    out = []
+    if c.divergence:
+        d = c.divergence
+        out.append(Divergence(c.id, str(d.get("where")), list(d.get("rules") or []), d.get("expected"), d.get("actual")))
+    for v in c.violations:
+        out.append(Divergence(c.id, f"invariant {v.get('rule')}", [v.get("rule", "")], None, v.get("message")))
+    return out
+
+
+@dataclass
+class RunDiff:
+    old: Report
+    new: Report
+    rules: list[Change] = field(default_factory=list)
+    cases: list[Change] = field(default_factory=list)
+    traces: list[Change] = field(default_factory=list)  # old/new are the digests; detail the outcome
+    new_divergences: list[Divergence] = field(default_factory=list)
+    vanished_divergences: list[Divergence] = field(default_factory=list)
+    only_old: list[str] = field(default_factory=list)
+    only_new: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> int:
+        return sum(c.kind == "regression" for c in (*self.rules, *self.cases))
+
+    def counts(self) -> dict[str, int]:
+        changes = (*self.rules, *self.cases)
+        return {"regressions": self.regressions, "improvements": sum(c.kind == "improvement" for c in changes),
+                "changes": sum(c.kind == "change" for c in changes), "rules changed": len(self.rules),
+                "cases changed": len(self.cases), "traces changed": len(self.traces),
+                "new divergences": len(self.new_divergences), "vanished divergences": len(self.vanished_divergences)}
+
+
+def _name(r: Report) -> str:
+    impl = r.header.implementation
+    source = f" ({impl['source']})" if impl.get("source") else ""
+    return f"{r.name}{source}"
+
+
+def diff_reports(old: Report, new: Report) -> RunDiff:
+    out = RunDiff(old, new)
+    for what, a, b in (("suite", old.header.suite, new.header.suite), ("spec", old.header.spec, new.header.spec)):
+        if a != b:
+            out.notes.append(f"the two runs were made by different {what} versions ({a} and {b}): outcomes compare, "
+                             "trace digests may differ for that reason alone")
+    if (old.header.seed, old.header.examples) != (new.header.seed, new.header.examples):
+        out.notes.append(f"the generated scenarios differ (seed {old.header.seed}, {old.header.examples} examples; "
+                         f"seed {new.header.seed}, {new.header.examples} examples)")
+    for r, label in ((old, "OLD"), (new, "NEW")):
+        if r.footer is None:
+            out.notes.append(f"{label} ({r.path}) is a partial report: it has no footer")
+
+    titles = {r.id: r.title for r in rules().values()}
+    a_rules, b_rules = rule_outcomes(old.cases), rule_outcomes(new.cases)
+    order = {rid: n for n, rid in enumerate(titles)}
+    for rid in sorted(set(a_rules) | set(b_rules), key=lambda r: order.get(r, len(order))):
+        a, b = a_rules.get(rid, NO_CASE), b_rules.get(rid, NO_CASE)
+        if a != b:
+            out.rules.append(Change(rid, a, b, kind(a, b), titles.get(rid, "")))
+
+    a_cases = {c.id: c for c in old.cases}
+    b_cases = {c.id: c for c in new.cases}
+    for cid, b in b_cases.items():
+        a = a_cases.get(cid)
+        if a is None:
+            out.only_new.append(cid)
+            if RANK.get(b.outcome.value, 2) == 0:
+                out.cases.append(Change(cid, "(not in OLD)", b.outcome.value, "regression", _detail(b)))
+            out.new_divergences += divergences_of(b)
+            continue
+        if a.outcome != b.outcome:
+            out.cases.append(Change(cid, a.outcome.value, b.outcome.value, kind(a.outcome.value, b.outcome.value),
+                                    _detail(b if RANK.get(b.outcome.value, 2) < 3 else a)))
+        elif a.trace_digest and b.trace_digest and a.trace_digest != b.trace_digest:
+            out.traces.append(Change(cid, a.trace_digest, b.trace_digest, "change", a.outcome.value))
+        old_div = {d.key(): d for d in divergences_of(a)}
+        new_div = {d.key(): d for d in divergences_of(b)}
+        out.new_divergences += [d for k, d in new_div.items() if k not in old_div]
+        out.vanished_divergences += [d for k, d in old_div.items() if k not in new_div]
+    for cid, a in a_cases.items():
+        if cid not in b_cases:
+            out.only_old.append(cid)
+            if RANK.get(a.outcome.value, 2) == 0:
+                out.cases.append(Change(cid, a.outcome.value, "(not in NEW)", "improvement", _detail(a)))
+            out.vanished_divergences += divergences_of(a)
+    out.rules.sort(key=lambda c: _ORDER[c.kind])  # stable: the spec's order within a kind
+    out.cases.sort(key=lambda c: (_ORDER[c.kind], c.what))
+    out.traces.sort(key=lambda c: c.what)
+    return out
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _detail(c: CaseRecord) -> str:
+    """What a case's outcome rests on, in a line: its first divergence, else its message."""
+    found = divergences_of(c)
+    return found[0].short() if found else _first_line(c.message)
+
+
+# ------------------------------------------------------------------ views
+
+def render_text(d: RunDiff) -> str:
+    lines = [f"OLD {_name(d.old)}  ({d.old.path}, {len(d.old.cases)} cases)",
+             f"NEW {_name(d.new)}  ({d.new.path}, {len(d.new.cases)} cases)", ""]
+    lines += [f"note: {n}" for n in d.notes] + ([""] if d.notes else [])
+    c = d.counts()
+    lines.append(f"{c['regressions']} regressions, {c['improvements']} improvements, {c['changes']} other changes; "
+                 f"{c['traces changed']} traces changed with the same outcome; {c['new divergences']} new and "
+                 f"{c['vanished divergences']} vanished divergences")
+    if d.rules:
+        lines += ["", "Rules whose outcome changed:"]
+        lines += [f"  {ch.kind:<11} {ch.what:<5} {ch.old:>14} -> {ch.new:<14} {ch.detail}" for ch in d.rules]
+    if d.cases:
+        lines += ["", "Cases whose outcome changed:"]
+        for ch in d.cases:
+            lines.append(f"  {ch.kind:<11} {ch.what}: {ch.old} -> {ch.new}")
+            if ch.detail:
+                lines.append(f"              {ch.detail[:200]}")
+    if d.traces:
+        lines += ["", "Cases whose trace changed, with the same outcome:"]
+        lines += [f"  {ch.what} ({ch.detail}): {ch.old} -> {ch.new}" for ch in d.traces]
+    for title, found in (("New divergences", d.new_divergences), ("Vanished divergences", d.vanished_divergences)):
+        if found:
+            lines += ["", f"{title}:"]
+            lines += [f"  {x.case} {x.short()}" for x in found]
+    for title, ids in (("Cases only in OLD", d.only_old), ("Cases only in NEW", d.only_new)):
+        if ids:
+            lines += ["", f"{title}: {', '.join(ids)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(d: RunDiff) -> str:
+    c = d.counts()
+    out = ["# What changed between two runs", "",
+           f"- OLD: {_md(_name(d.old))} (`{d.old.path}`, {len(d.old.cases)} cases)",
+           f"- NEW: {_md(_name(d.new))} (`{d.new.path}`, {len(d.new.cases)} cases)", ""]
+    out += [f"> note: {_md(n)}" for n in d.notes] + ([""] if d.notes else [])
+    out.append(f"**{c['regressions']} regressions**, {c['improvements']} improvements, {c['changes']} other changes; "
+               f"{c['traces changed']} traces changed with the same outcome; {c['new divergences']} new and "
+               f"{c['vanished divergences']} vanished divergences.")
+    if d.rules:
+        out += ["", "## Rules whose outcome changed", "", "| | rule | title | OLD | NEW |", "|---|---|---|---|---|"]
+        out += [f"| {ch.kind} | {ch.what} | {_md(ch.detail)} | {ch.old} | {ch.new} |" for ch in d.rules]
+    if d.cases:
+        out += ["", "## Cases whose outcome changed", "", "| | case | OLD | NEW | detail |", "|---|---|---|---|---|"]
+        out += [f"| {ch.kind} | `{ch.what}` | {ch.old} | {ch.new} | {_md(ch.detail[:200])} |" for ch in d.cases]
+    if d.traces:
+        out += ["", "## Cases whose trace changed, with the same outcome", "", "| case | outcome | OLD | NEW |",
+                "|---|---|---|---|"]
+        out += [f"| `{ch.what}` | {ch.detail} | `{ch.old}` | `{ch.new}` |" for ch in d.traces]
+    for title, found in (("New divergences", d.new_divergences), ("Vanished divergences", d.vanished_divergences)):
+        if found:
+            out += ["", f"## {title}", ""]
+            out += [f"- `{x.case}` {_md(x.short())}" for x in found]
+    for title, ids in (("Cases only in OLD", d.only_old), ("Cases only in NEW", d.only_new)):
+        if ids:
+            out += ["", f"## {title}", "", ", ".join(f"`{i}`" for i in ids)]
+    return "\n".join(out) + "\n"
+
+
+def render_json(d: RunDiff) -> str:
+    doc = {
+        "old": {"path": d.old.path, "implementation": d.old.header.implementation, "cases": len(d.old.cases)},
+        "new": {"path": d.new.path, "implementation": d.new.header.implementation, "cases": len(d.new.cases)},
+        "notes": d.notes,
+        "counts": d.counts(),
+        "rules": [c.to_json() for c in d.rules],
+        "cases": [c.to_json() for c in d.cases],
+        "traces": [{"id": c.what, "outcome": c.detail, "old": c.old, "new": c.new} for c in d.traces],
+        "newDivergences": [x.to_json() for x in d.new_divergences],
+        "vanishedDivergences": [x.to_json() for x in d.vanished_divergences],
+        "onlyOld": d.only_old,
+        "onlyNew": d.only_new,
+    }
+    return jsontext.dumps(doc, indent=1) + "\n"
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    if args.output:
+        check_writable(args.output, "--output")
+    d = diff_reports(read_report(args.old), read_report(args.new))
+    text = {"text": render_text, "md": render_markdown, "json": render_json}[args.format](d)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 1 if d.regressions else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="what changed between two runs: outcomes per rule and case (regressions first), "
+                       "traces, divergences; exit 1 when anything regressed")
+    p.add_argument("old", metavar="OLD.jsonl", help="the report of the earlier run (the release, say)")
+    p.add_argument("new", metavar="NEW.jsonl", help="the report of the later run (the working tree, say)")
+    p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the output format (default text)")
+    p.add_argument("-o", "--output", help="write the diff here (default: standard output)")
+    p.set_defaults(func=cmd_diff)
+
+
+__all__ = ["RunDiff", "diff_reports", "render_text", "render_markdown", "render_json", "register", "kind", "RANK"]

@@ -18,8 +18,12 @@ directory of their own, holding a copy of the adapter's sources beside a generat
   in the generated ``package.json`` (field ``dshConformance``) and npm's lock beside it, so
   later runs need no registry. The version the adapter pins (rc.8) is the pinned lock's.
 - ``tree-<digest of the path>/``: ``node_modules/@deepseek-ai/<name>`` links to the packages
-  of the tree (their built ``lib/`` output), renewed on every run, so the tree's current
-  build is what runs.
+  of the tree (their built ``lib/`` output), checked on every run and renewed when the
+  tree's packages moved; links point into the tree, so its current build is what runs.
+
+Two runs that need the same directory at once (two terminals, xdist workers, CI jobs on one
+cache) take turns: each holds an exclusive lock on ``<directory>.lock`` beside it while it
+checks, installs or relinks, and the one that waits says so on stderr.
 
 Before a run on either, ``node adapter.mjs --check`` asks the adapter whether it can drive
 the set (``lib/compat.mjs``); when it cannot, its one line is the error (exit 3).
@@ -27,6 +31,8 @@ the set (``lib/compat.mjs``); when it cannot, its one line is the error (exit 3)
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -34,6 +40,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -75,15 +82,33 @@ def installed(directory: Path) -> bool:
     return (directory / "node_modules" / "@deepseek-ai" / "dsh-tools" / "package.json").is_file()
 
 
+@contextlib.contextmanager
+def _turn(home: Path, log: object) -> Iterator[None]:
+    """Hold the exclusive lock of cache directory ``home``: one run at a time installs,
+    relinks or checks it (the others wait, then find it done)."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / f"{home.name}.lock", "a+b") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(log, f"waiting for another dsh-conformance run that is preparing {home}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def adapter_dir(source: Path = ADAPTER, log: object = sys.stderr) -> Path:
     """A directory holding the adapter with its pinned npm packages installed."""
     if installed(source):
         return source  # a clone after `make dsh`
     home = cache_root() / f"adapter-{lock_digest(source)}"
-    if installed(home) and _same_sources(source, home):
-        return home
-    _copy_sources(source, home)
-    _npm_ci(home, log)
+    with _turn(home, log):
+        if installed(home) and _same_sources(source, home):
+            return home
+        _copy_sources(source, home)
+        _npm_ci(home, log)
     return home
 
 
@@ -160,6 +185,11 @@ def version_dir(version: str, source: Path = ADAPTER, log: object = sys.stderr) 
     if version == pinned_version(source):
         return adapter_dir(source, log)
     home = cache_root() / f"dsh-tools-{version}"
+    with _turn(home, log):
+        return _version_dir(version, home, source, log)
+
+
+def _version_dir(version: str, home: Path, source: Path, log: object) -> Path:
     if installed(home) and _generated(home).get("dshTools") == version:
         if not _same_sources(source, home, PROGRAM):
             _copy_sources(source, home, PROGRAM)
@@ -293,6 +323,12 @@ def tree_dir(path: str, source: Path = ADAPTER, log: object = sys.stderr) -> Pat
     if unbuilt:
         raise AdapterInstallError(f"the tree {root} is not built: {'; '.join(unbuilt)}; build its lib/ output first")
     home = cache_root() / f"tree-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}"
+    with _turn(home, log):
+        _link_tree(root, packages, home, source)
+    return home
+
+
+def _link_tree(root: Path, packages: dict[str, Path], home: Path, source: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     if not _same_sources(source, home, PROGRAM):
         _copy_sources(source, home, PROGRAM)
@@ -302,12 +338,14 @@ def tree_dir(path: str, source: Path = ADAPTER, log: object = sys.stderr) -> Pat
     manifest["dshConformance"] = {"tree": str(root)}
     (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     links = home / "node_modules" / SCOPE
+    wanted = {name.split("/", 1)[1]: where for name, where in packages.items()}
+    if links.is_dir() and {p.name: p.readlink() if p.is_symlink() else None for p in links.iterdir()} == wanted:
+        return  # the same links: a run already using them is left undisturbed
     if links.exists():
         shutil.rmtree(links)
     links.mkdir(parents=True)
-    for name, where in packages.items():
-        (links / name.split("/", 1)[1]).symlink_to(where, target_is_directory=True)
-    return home
+    for name, where in wanted.items():
+        (links / name).symlink_to(where, target_is_directory=True)
 
 
 def _shown(where: Path, root: Path) -> str:

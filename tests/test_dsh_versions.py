@@ -138,6 +138,35 @@ def test_a_working_tree_runs_and_diff_shows_a_maintainers_change(tree, tmp_path)
     assert "Vanished divergences:" in back.stdout
 
 
+def test_runs_on_one_tree_at_once_take_turns_and_both_finish(tree, tmp_path):
+    import fcntl
+    import hashlib
+    import time
+
+    cases = corpus_subset(tmp_path, CASES[:2])
+    cache = tmp_path / "cache"
+    work = _copy_tree(tree, tmp_path)
+    home = cache / f"tree-{hashlib.sha256(str(work.resolve()).encode()).hexdigest()[:16]}"
+    cache.mkdir()
+    env = {**os.environ, "DSH_CONFORMANCE_CACHE": str(cache)}
+    argv = [sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", f"dsh:{work}", "--cases", str(cases),
+            "--examples", "0", "-q"]
+    with open(cache / f"{home.name}.lock", "a+b") as held:  # another run is preparing the directory
+        fcntl.flock(held, fcntl.LOCK_EX)
+        first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        second = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        time.sleep(3)
+        assert first.poll() is None and second.poll() is None  # both wait for the lock
+        fcntl.flock(held, fcntl.LOCK_UN)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    for p, (out, err) in zip((first, second), outs):
+        assert p.returncode == 0, out[-2000:] + err
+        assert "waiting for another dsh-conformance run that is preparing" in err
+        assert "2 cases: 2 pass" in out
+    links = home / "node_modules" / "@deepseek-ai"
+    assert (links / "dsh-tools").resolve() == (work / "packages" / "dsh-tools").resolve()
+
+
 def test_what_a_tree_lacks_is_answered_per_scenario(tree, tmp_path):
     work = _copy_tree(tree, tmp_path)
     for short in ("dsh-agent-loop", "dsh-tool-call-timeout-policy"):

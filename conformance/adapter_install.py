@@ -22,8 +22,8 @@ directory of their own, holding a copy of the adapter's sources beside a generat
   tree's packages moved; links point into the tree, so its current build is what runs.
 
 Two runs that need the same directory at once (two terminals, xdist workers, CI jobs on one
-cache) take turns: each holds an exclusive lock on ``<directory>.lock`` beside it while it
-checks, installs or relinks, and the one that waits says so on stderr.
+cache) take turns: each holds an exclusive lock on ``locks/<directory>.lock`` in the cache
+while it checks, installs or relinks, and the one that waits says so on stderr.
 
 Before a run on either, ``node adapter.mjs --check`` asks the adapter whether it can drive
 the set (``lib/compat.mjs``); when it cannot, its one line is the error (exit 3).
@@ -86,8 +86,9 @@ def installed(directory: Path) -> bool:
 def _turn(home: Path, log: object) -> Iterator[None]:
     """Hold the exclusive lock of cache directory ``home``: one run at a time installs,
     relinks or checks it (the others wait, then find it done)."""
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with open(home.parent / f"{home.name}.lock", "a+b") as lock:
+    locks = home.parent / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{home.name}.lock", "a+b") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -147,11 +147,11 @@ def test_runs_on_one_tree_at_once_take_turns_and_both_finish(tree, tmp_path):
     cache = tmp_path / "cache"
     work = _copy_tree(tree, tmp_path)
     home = cache / f"tree-{hashlib.sha256(str(work.resolve()).encode()).hexdigest()[:16]}"
-    cache.mkdir()
+    (cache / "locks").mkdir(parents=True)
     env = {**os.environ, "DSH_CONFORMANCE_CACHE": str(cache)}
     argv = [sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", f"dsh:{work}", "--cases", str(cases),
             "--examples", "0", "-q"]
-    with open(cache / f"{home.name}.lock", "a+b") as held:  # another run is preparing the directory
+    with open(cache / "locks" / f"{home.name}.lock", "a+b") as held:  # another run is preparing the directory
         fcntl.flock(held, fcntl.LOCK_EX)
         first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         second = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

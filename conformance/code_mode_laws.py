@@ -180,8 +180,8 @@ def dispatch_logging(v: View) -> Iterator[Violation]:
         if spec.rootCallId is UNKNOWN and len(roots) > 1:
             yield Violation("P122", f"run_code {parent}: its dispatch events name {len(roots)} different roots")
         for k, cid in sorted(subs.items()):
-            if cid in v.reused:
-                continue
+            if cid in v.reused or k in r.abandoned:
+                continue  # an abandoned one may have been classified, never started (checked below)
             mine = [e for e in events if e.data.get("subCallId") == cid]
             starts = [e for e in mine if e.type == "tool/code-dispatch-start"]
             logs = [e for e in mine if e.type == "tool/code-dispatch"]

@@ -75,6 +75,8 @@ def _loose(s: str) -> str | None:
             return prefix
     m = _RUN_FAILED.match(s)
     if m:  # P128 repeats the program's message, which may be one of these (an awaited rejection)
+        if s[m.end():] in texts.IMPLEMENTATION_DEFINED:
+            return m[1]  # a message the spec leaves wholly to the implementation (P63, P84)
         inner = _loose(s[m.end():])
         return m[1] + inner if inner is not None else None
     marker = texts.LOOSE_OUTPUT_SCHEMA

@@ -118,3 +118,16 @@ def test_an_extra_step_late_in_the_run_does_not_hide_an_earlier_cause():
 
     d = first_divergence(trace("failed", False), trace("applied", True), {"core"})
     assert d is not None and d.where == "observations[A1][0]"
+
+
+def test_a_run_failure_repeating_an_implementation_defined_message_keeps_only_its_prefix():
+    # P128 repeats the program's message; when that message is one the spec leaves to the
+    # implementation (P63's nullish wrapper result, P84's feedback), only the prefix is fixed.
+    for inner in (texts.NULLISH_WRAPPER_RESULT, texts.FEEDBACK_NOT_ARRAY):
+        expected = f"code run failed (exception): {inner}"
+        assert agree(expected, "code run failed (exception): Cannot read properties of undefined", exact=True)
+        assert agree("Error: " + expected, "Error: code run failed (exception): x.map is not a function", exact=True)
+        assert not agree(expected, "code run failed (program): Cannot read properties of undefined", exact=True)
+        assert not agree(expected, "run failed: " + inner, exact=True)
+    # Any other program message is compared whole.
+    assert not agree("code run failed (exception): boom", "code run failed (exception): bang", exact=True)

@@ -8,16 +8,15 @@ guards a pass reaches (P45). Registrations change only through scripted ``regist
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import JsValue, Thrown, js_error
+from .jsvalue import JsValue, Thrown, clone, js_error
 from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
 from .scheduler import Deferred, Scheduler, Signal
 from .tool_definitions import RUN_CODE_TOOL
-from .trace import Event, Observation, Trace, is_portable
+from .trace import Trace, event, is_portable, observation
 
 
 INVOCATION_BUDGET = 10_000
@@ -94,7 +93,7 @@ class World:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        o = Observation(call=call, stage=stage, what=what, who=who, value=_plain(value), rules=list(rules))
+        o = observation(call, stage, what, who, _plain(value), list(rules))
         self.trace.observations.append(o)
         if is_portable(o):
             self.portable += 1
@@ -102,8 +101,7 @@ class World:
     def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None) -> int:
         state = self.agents[agent]
         state.seq += 1
-        self.trace.events.append(Event(agent=agent, seq=state.seq, type=type_, data=_plain(data),
-                                       sourceEventSeqs=source, at=self.portable))
+        self.trace.events.append(event(agent, state.seq, type_, _plain(data), source, self.portable))
         return state.seq
 
     # ------------------------------------------------------------------ freezing
@@ -256,4 +254,4 @@ class World:
 
 def _plain(v: Any) -> Any:
     """A detached copy for the trace, so later steps cannot change what was recorded."""
-    return copy.deepcopy(v)
+    return clone(v)

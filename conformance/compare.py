@@ -90,9 +90,12 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
     texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
     Code Mode's own texts under the code-mode profile (``code_mode``, section 2). Where the
     oracle's trace holds ``oracle.trace.ANY`` the spec leaves the value open."""
-    if expected == ANY:
-        return True
-    if isinstance(expected, str) and isinstance(actual, str):
+    kind = type(expected)
+    if kind is str:
+        if type(actual) is not str:
+            return False
+        if expected == actual:
+            return True  # what every rule below allows: the same text
         if code_mode and not exact and _code_mode_text(expected):
             return agree(expected, actual, True)
         if exact:
@@ -106,19 +109,26 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
             prefix = _loose(e)
             return a.startswith(prefix) if prefix is not None else jsontext.same_units(e, a)
         return _mask_text(expected) == _mask_text(actual)
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        if expected.keys() != actual.keys():
+    if kind is dict:
+        if expected == ANY:
+            return True
+        if type(actual) is not dict or expected.keys() != actual.keys():
             return False
-        for k in expected:
-            e, a = expected[k], actual[k]
-            if (not exact and k == "message" and isinstance(e, str) and isinstance(a, str)
+        for k, e in expected.items():
+            a = actual[k]
+            if (not exact and k == "message" and type(e) is str and type(a) is str
                     and not (code_mode and _code_mode_text(e))):
                 continue
             if not agree(e, a, exact, code_mode):
                 return False
         return True
-    if isinstance(expected, list) and isinstance(actual, list):
-        return len(expected) == len(actual) and all(agree(e, a, exact, code_mode) for e, a in zip(expected, actual))
+    if kind is list:
+        if type(actual) is not list or len(expected) != len(actual):
+            return False
+        for e, a in zip(expected, actual):
+            if not agree(e, a, exact, code_mode):
+                return False
+        return True
     return same_value(expected, actual)
 
 

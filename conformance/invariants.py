@@ -71,9 +71,17 @@ class CallTrace:
     """The portable observations of one call, in trace order, with their positions."""
     spec: CallSpec | None
     obs: list[tuple[int, Observation]] = field(default_factory=list)
+    # (stage, what) -> the probe observations of that kind, built at the first question: the
+    # laws ask a call for its probes tens of times (obs is complete by then, see view()).
+    _probes: dict[tuple[str, str], list[tuple[int, Observation]]] | None = field(default=None, repr=False)
 
     def probes(self, stage: str, what: str) -> list[tuple[int, Observation]]:
-        return [(i, o) for i, o in self.obs if o.who is None and o.stage == stage and o.what == what]
+        if self._probes is None:
+            self._probes = {}
+            for i, o in self.obs:
+                if o.who is None:
+                    self._probes.setdefault((o.stage, o.what), []).append((i, o))
+        return list(self._probes.get((stage, what), ()))
 
     def first(self, stage: str, what: str) -> tuple[int, Observation] | None:
         found = self.probes(stage, what)
@@ -137,7 +145,7 @@ def _sub_calls(specs: dict[str, CallSpec], *seen: dict[str, Any]) -> dict[str, s
     """Call ids of the form ``<run_code call>:code:<n>`` (P119) whose parent is a run_code
     call of the scenario: the sub-calls, each with its parent."""
     out = {}
-    for cid in {c for ids in seen for c in ids}:
+    for cid in dict.fromkeys(c for ids in seen for c in ids):  # in order of sight: the laws' findings keep it
         m = SUB_CALL.match(cid)
         if m and m["parent"] in specs and specs[m["parent"]].name == "run_code":
             out[cid] = m["parent"]

@@ -14,6 +14,12 @@
 
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
+
+// Errors without stack frames unless asked for (DSH_ADAPTER_STACKS=1, for debugging an
+// errored answer). cordis creates an Error for every effect and waterfall to splice call
+// sites into async stacks, and capturing their frames is 40% of the CPU a scenario costs;
+// no package reads a stack, and a trace never holds one.
+if (process.env.DSH_ADAPTER_STACKS !== '1') Error.stackTraceLimit = 0
 import { Unsupported } from './lib/faults.mjs'
 import { runScenario } from './lib/run.mjs'
 

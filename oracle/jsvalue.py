@@ -84,7 +84,7 @@ def getter_thrown(prop: dict[str, Any]) -> JsValue:
 
 def deref(v: JsValue) -> JsValue:
     """The object a ``shared`` token stands for (its definition's value); else ``v``."""
-    if token(v) != "shared":
+    if type(v) is not dict or v.get("$js") != "shared":  # token(v) != "shared", on the hot path
         return v
     if "value" in v:
         return v["value"]
@@ -95,6 +95,8 @@ def read(v: JsValue) -> JsValue:
     """What reading an own property that holds ``v`` gives: an accessor runs (a getter
     participant, or a getter that throws), a shared reference is its object, anything
     else is the value itself."""
+    if type(v) is not dict:
+        return v  # not a token: the value itself (the common case)
     kind = token(v)
     if kind == "getter-throws":
         raise Thrown(getter_thrown(v))

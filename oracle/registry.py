@@ -93,7 +93,8 @@ class World:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        o = observation(call, stage, what, who, _plain(value), list(rules))
+        # A frozen value cannot change any more: recorded as it is, not copied.
+        o = observation(call, stage, what, who, value if id(value) in self.frozen else _plain(value), list(rules))
         self.trace.observations.append(o)
         if is_portable(o):
             self.portable += 1
@@ -107,8 +108,9 @@ class World:
     # ------------------------------------------------------------------ freezing
 
     def freeze(self, v: JsValue) -> JsValue:
-        """Deep-freeze ``v`` in place (the registry's ``deepFreeze``)."""
-        if isinstance(v, (dict, list)):
+        """Deep-freeze ``v`` in place (the registry's ``deepFreeze``). A frozen object is
+        frozen all the way down already (and nothing changes it): not walked again."""
+        if isinstance(v, (dict, list)) and id(v) not in self.frozen:
             self.frozen[id(v)] = v
             for item in (v.values() if isinstance(v, dict) else v):
                 self.freeze(item)

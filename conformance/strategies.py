@@ -630,6 +630,12 @@ def chance(hot: bool, cold: int, warm: int = 1) -> S:
 
 
 @reused
+def output_schemas(hot: bool) -> S:
+    """A tool's output schema: none mostly (its drawn ``{}`` is not written), or one of the others."""
+    return weighted((2 if hot else 4, st.just({})), (1, st.sampled_from(OUTPUT_SCHEMAS[1:])))
+
+
+@reused
 @st.composite
 def tool_defs(draw: Any, loop: bool, deadline: bool, name: str, ref: str | None, scope: str | None,
               focus: str = "mixed", present: bool = False, present_hot: bool = False) -> dict[str, Any]:
@@ -647,7 +653,7 @@ def tool_defs(draw: Any, loop: bool, deadline: bool, name: str, ref: str | None,
     if draw(weighted((1, False), (2, True)) if body_hot else weighted((4, False), (1, True))) and not present_hot:
         tool["define"] = True
         tool["parameters"] = DEFINE_PARAMETERS
-    schema = draw(weighted((2 if body_hot else 4, st.just({})), (1, st.sampled_from(OUTPUT_SCHEMAS[1:]))))
+    schema = draw(output_schemas(body_hot))
     output: dict[str, Any] = {"schema": schema} if schema else {}
     if draw(chance(body_hot, 3)):
         output["render"] = draw(behaviors(RENDER, loop, render_terminals))
@@ -801,6 +807,9 @@ AGENT_SHAPES: list[list[dict[str, Any]]] = [
 ]
 
 
+AGENT_SHAPE_CHOICES: S = weighted((1, st.just(0)), (2, st.just(1)), (3, st.integers(2, 4)))
+
+
 @reused
 @st.composite
 def agent_lists(draw: Any, loop: bool, n_tools: int = 1, need: bool = False) -> list[dict[str, Any]]:
@@ -808,7 +817,7 @@ def agent_lists(draw: Any, loop: bool, n_tools: int = 1, need: bool = False) -> 
     runs: the loop's agent is inside the turn it opened) or with a restriction naming
     tools that exist (a restriction of unknown tools is refused at registration, which is
     out of scope, section 1.3)."""
-    shape = draw(weighted((1, st.just(0)), (2, st.just(1)), (3, st.integers(2, 4))))
+    shape = draw(AGENT_SHAPE_CHOICES)
     if (loop or need) and shape == 0:
         shape = 1
     agents = copy.deepcopy(AGENT_SHAPES[shape])
@@ -911,6 +920,20 @@ ABORT_POINTS = ("entry", "approval-cancelled", "guard-denial", "after-guards", "
 """Where the ``abort`` focus aborts the caller (P29, P42, P51, P53, P61, P68, P88, P70, P89)."""
 
 
+GUARD_COUNTS: S = weighted((2, st.just(0)), (2, st.just(1)), (1, st.integers(2, 3)))
+
+
+@reused
+def call_counts(loop: bool) -> S:
+    return weighted((2, st.just(1)), (2, st.integers(2, 3 if not loop else 4)))
+
+
+@reused
+def second_foci(focus: str, pool: tuple[str, ...]) -> S:
+    """The second focus: the first again, or another (not "mixed")."""
+    return weighted((1, st.just(focus)), (1, st.sampled_from(pool[1:])))
+
+
 @st.composite
 def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[str, Any]:
     """A scenario document before it is run (no ``rules`` yet). See ``scenarios``."""
@@ -919,7 +942,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     if code_mode_strategies.PROFILE in profiles:
         foci_pool = (*foci_pool, code_mode_strategies.FOCUS)
     focus = draw(st.sampled_from(foci_pool))
-    second = draw(weighted((1, st.just(focus)), (1, st.sampled_from(foci_pool[1:]))))
+    second = draw(second_foci(focus, foci_pool))
     foci = {focus, second} - ({"mixed"} if focus != second else set())
     abort_at = draw(weighted(*((2 if p in ("after-execute", "after-post") else 1, p) for p in ABORT_POINTS))) \
         if "abort" in foci else None
@@ -964,11 +987,11 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
                                                 hot if k == 0 else None)))
             if hot is not None and k == 0:
                 hot_ids.add(listeners[-1]["id"])
-    n_guards = draw(weighted((2, st.just(0)), (2, st.just(1)), (1, st.integers(2, 3))))
+    n_guards = draw(GUARD_COUNTS)
     if "guards" in foci:
         n_guards = max(n_guards, 1)
     guards = [draw(guard_defs(loop, agent_ids, f"G{i + 1}", "guards" in foci)) for i in range(n_guards)]
-    n_calls = draw(weighted((2, st.just(1)), (2, st.integers(2, 3 if not loop else 4))))
+    n_calls = draw(call_counts(loop))
     if "loop" in foci:
         n_calls = max(n_calls, 2)
     calls = [("A" if loop else "c") + str(i + 1) for i in range(n_calls)]

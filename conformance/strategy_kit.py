@@ -31,11 +31,16 @@ def reused(fn: F) -> F:
             return fn(*args, **kwargs)
         found = built.get(key)
         if found is None:
+            if len(built) >= _MAX_BUILT:  # arguments that are fresh strategies each time: no unbounded growth
+                built.clear()
             # The arguments are kept with the strategy: a key names a strategy argument by
             # its id, which must not be reused by another object while the entry lives.
             found = built[key] = ((args, kwargs), fn(*args, **kwargs))
         return found[1]
     return wrapper  # type: ignore[return-value]
+
+
+_MAX_BUILT = 4096
 
 
 def _key(x: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import Any
 from dsh_conformance.oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import Trace
 
-from .compare import digest, first_divergence
+from .compare import judge
 from .evidence import evidence
 from .expectations import Expectations
 from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
@@ -113,7 +113,7 @@ class Runner:
             return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR, message=answer.message,
                               expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, source))
         try:
-            divergence = first_divergence(expected, answer.trace, needed)
+            divergence, trace_digest = judge(expected, answer.trace, needed)
             violations = _invariants(scenario, answer.trace)
         except Exception as e:  # noqa: BLE001 - an answer the comparison cannot take is not judged
             self.errors += 1
@@ -121,7 +121,7 @@ class Runner:
                               message=f"cannot judge the answer: {type(e).__name__}: {e}", **evidence(doc, source))
         self.judged += 1
         self.last = (expected, answer.trace, needed)
-        base["trace_digest"] = digest(answer.trace)
+        base["trace_digest"] = trace_digest
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
         # A divergence without rules of its own (a different final outcome) is put down to the

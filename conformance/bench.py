@@ -287,7 +287,8 @@ def command_seconds(argv: list[str], timeout: float = 600) -> tuple[float, int]:
 
 # ------------------------------------------------------------------ printing
 
-def print_figures(figures: list[Figure], out: Any = sys.stdout) -> None:
+def print_figures(figures: list[Figure], out: Any = None) -> None:
+    out = out or sys.stdout
     width = max(len(f.name) for f in figures)
     print(f"{'figure':<{width}}  {'value':>12}  {'target':<14} verdict", file=out)
     for f in figures:

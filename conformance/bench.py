@@ -48,7 +48,7 @@ from dsh_conformance.oracle import parse_scenario, run_scenario
 
 from .iut import InProcessIUT, ProcessIUT, embedded_oracle
 from .rules import ORACLE_PROFILES
-from .runner import Runner, corpus_items, expected_traces
+from .runner import Runner, corpus_items, expected_traces, forget_references
 
 IUT = ProcessIUT | InProcessIUT
 
@@ -148,13 +148,20 @@ def oracle_peak_kib(doc: dict[str, Any]) -> float:
         tracemalloc.stop()
 
 
-def suite_rate(iut: IUT, items: list[tuple[str, dict[str, Any], str]], cases: Path, rounds: int) -> float:
+def suite_rate(iut: IUT, items: list[tuple[str, dict[str, Any], str]], cases: Path, rounds: int,
+               known: bool = False) -> float:
     """Corpus scenarios per second through the runner, as ``run`` does it: the oracle's
     traces of every case first, then each case against the implementation (``iut`` is
-    started already)."""
+    started already). The oracle's traces are computed anew in each round, as in one run,
+    unless ``known``: then they are the ones kept from an earlier round (runner.reference),
+    as when the same cases are judged again in one process."""
     def once() -> None:
+        if not known:
+            forget_references()
         expected = expected_traces(items, cases)
         Runner(iut, set(ORACLE_PROFILES), give_up_after=0).run_cases(items, None, expected)
+    if known:
+        expected_traces(items, cases)
     return len(items) / best_of(rounds, once)
 
 

@@ -134,7 +134,7 @@ class Runner:
             missing = ", ".join(sorted(needed - self.iut_profiles))
             return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs profile {missing}")
         if expected is None:
-            expected = run_scenario(scenario)
+            expected = reference(scenario, doc)
         return _Case(case_id, doc, source, scenario, expected, needed, base, t0)
 
     def _send(self, case: _Case) -> None:
@@ -432,11 +432,39 @@ def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Pat
     out = {}
     for case_id, doc, path in items:
         try:
-            out[case_id] = run_scenario(parse_scenario(doc))
+            out[case_id] = reference(None, doc)
         except ScenarioRunError as e:
             raise ScenarioFileError(str(directory / path), "$", str(e)) from None
     return out
 
 
-__all__ = ["Runner", "Progress", "corpus_items", "expected_traces", "content_id", "DEFAULT_GIVE_UP_AFTER",
+_REFERENCES: collections.OrderedDict[str, Trace] = collections.OrderedDict()
+MAX_REFERENCES = 512  # traces kept (the corpus has a few hundred cases, a trace some tens of KiB)
+
+
+def reference(scenario: Scenario | None, doc: dict[str, Any]) -> Trace:
+    """The oracle's trace of a scenario document (``scenario``: the document parsed, when it
+    is at hand), computed once per document: kept by the digest of its JSON text, key order
+    included (it decides what a JavaScript program sees), for the latest ``MAX_REFERENCES``
+    documents. Judging the same cases again in one process (the bench's rounds, a test
+    session, the pytest plugin's cases) does not run the oracle again; the oracle is
+    deterministic, so nothing else changes. The traces are shared: read, never changed."""
+    key = hashlib.sha256(jsontext.dumps(doc, separators=(",", ":")).encode("utf-8")).hexdigest()
+    trace = _REFERENCES.get(key)
+    if trace is None:
+        trace = run_scenario(scenario or parse_scenario(doc))
+        _REFERENCES[key] = trace
+        if len(_REFERENCES) > MAX_REFERENCES:
+            _REFERENCES.popitem(last=False)
+    else:
+        _REFERENCES.move_to_end(key)
+    return trace
+
+
+def forget_references() -> None:
+    """Drop every kept reference trace (the bench measures a first run's cost this way)."""
+    _REFERENCES.clear()
+
+
+__all__ = ["Runner", "Progress", "corpus_items", "expected_traces", "reference", "forget_references", "content_id", "DEFAULT_GIVE_UP_AFTER",
            "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_BROKEN", "EXIT_INTERRUPTED"]

@@ -16,7 +16,7 @@ from .jsvalue import JsValue, Thrown, clone, js_error
 from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
 from .scheduler import Deferred, Scheduler, Signal
 from .tool_definitions import RUN_CODE_TOOL
-from .trace import Trace, event, is_portable, observation
+from .trace import Trace, event, observation, portable
 
 
 INVOCATION_BUDGET = 10_000
@@ -94,9 +94,9 @@ class World:
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
         # A frozen value cannot change any more: recorded as it is, not copied.
-        o = observation(call, stage, what, who, value if id(value) in self.frozen else _plain(value), list(rules))
-        self.trace.observations.append(o)
-        if is_portable(o):
+        recorded = value if id(value) in self.frozen else _plain(value)
+        self.trace.observations.append(observation(call, stage, what, who, recorded, list(rules)))
+        if portable(stage, what, who):
             self.portable += 1
 
     def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None) -> int:

@@ -183,9 +183,14 @@ BUILTIN_PARTICIPANTS = frozenset({"timeout-policy"})  # shipped code: not instru
 
 def is_portable(o: Observation) -> bool:
     """Whether an implementation under test reports this observation (protocol v1)."""
-    if o.who is not None:
-        return o.who not in BUILTIN_PARTICIPANTS
-    return (o.stage, o.what) in PROBE_POINTS
+    return portable(o.stage, o.what, o.who)
+
+
+def portable(stage: str, what: str, who: str | None) -> bool:
+    """``is_portable`` of an observation with these fields (before it is made)."""
+    if who is not None:
+        return who not in BUILTIN_PARTICIPANTS
+    return (stage, what) in PROBE_POINTS
 
 
 def _dump(v: Any) -> str:

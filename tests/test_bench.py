@@ -31,7 +31,8 @@ def cases(tmp_path):
 
 
 def _line(out: str, name: str) -> str:
-    (line,) = [l for l in out.splitlines() if l.strip().startswith(name)]
+    """The line of the figure called ``name`` (the name, then the padding before its value)."""
+    (line,) = [l for l in out.splitlines() if re.match(rf"\s*{re.escape(name)}(\s{{2,}}|:)", l)]
     return line
 
 
@@ -42,10 +43,11 @@ def test_every_figure_with_its_target(cases, capsys):
     for name in FIGURES:
         line = _line(out, name)
         assert re.search(r"[0-9][0-9,.]* (/s|us|x|s)\b", line), line
-    assert re.search(r">= 1,000 /s +(met|NOT MET)", _line(out, "oracle in-process"))
-    assert re.search(r"<= 100 us +(met|NOT MET)", _line(out, "plain call, direct"))
+    assert re.search(r">= 1,000 /s +(met|NOT MET)", _line(out, "oracle in-process: corpus scenarios"))
+    assert re.search(r"<= 100 us +(met|NOT MET)", _line(out, "plain call, direct (1,000 a scenario)"))
     assert re.search(r"<= 1.50 x +(met|NOT MET)", _line(out, "protocol path / oracle in-process"))
-    assert re.search(r"<= 10.0 s +(met|NOT MET)", _line(out, "dsh-conformance run"))
+    assert re.search(r"<= 1.50 x +(met|NOT MET)", _line(out, "protocol path / in-process suite path"))
+    assert re.search(r"<= 10.0 s +(met|NOT MET)", _line(out, "dsh-conformance run (make run)"))
 
 
 def test_scaling_table(cases, capsys):

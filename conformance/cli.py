@@ -384,9 +384,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         figures.append(bench.Figure("  the adapter's own time per scenario (profile)", times.own_ms, "ms"))
         ratio = times.own_ms / times.package_ms if times.own_ms is not None and times.package_ms else None
         figures.append(bench.Figure("  adapter / package", ratio, "x", at_most=3))
-    seconds, code = bench.command_seconds(["run", "--quiet"])
-    figures.append(bench.Figure("dsh-conformance run (make run)", seconds, "s", at_most=10,
-                                note=f"exit {code}" if code else ""))
+    if not args.skip_run:
+        seconds, code = bench.command_seconds(["run", "--quiet"])
+        figures.append(bench.Figure("dsh-conformance run (make run)", seconds, "s", at_most=10,
+                                    note=f"exit {code}" if code else ""))
     if args.generated:
         spec = args.impl or "oracle"
         argv = ["run", "--impl", spec, "--no-corpus", "--examples", str(args.generated), "--seed", str(args.seed),
@@ -554,6 +555,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--generated", type=_count(1), metavar="N", help="also time a generated run of N examples "
                        "against --impl (the oracle without it)")
     bench.add_argument("--seed", type=int, default=2, help="the seed of --generated (default 2)")
+    bench.add_argument("--skip-run", action="store_true", help="do not time `dsh-conformance run` (make run) "
+                       "from start to end")
     bench.set_defaults(func=cmd_bench)
 
     cat = sub.add_parser("catalogs", help="generate or check the generated catalogs")

@@ -22,11 +22,11 @@ import math
 import shlex
 import signal
 import sys
-import time
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, parse_scenario, run_scenario
+from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
 from dsh_conformance.oracle.scenario import load_scenario_document
 
 from . import __version__
@@ -379,39 +379,106 @@ def cmd_expectations(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------- bench
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Scenarios per second, side by side in one run: the oracle in-process, the oracle
-    over the protocol, and ``--impl`` when given."""
+    """Every speed figure side by side in one run (``conformance.bench``)."""
+    from . import bench
+
     cases = Path(args.cases)
     if not cases.is_dir():
         raise UsageError(f"--cases {cases}: no such directory")
     items = corpus_items(cases)
     if not items:
         raise UsageError(f"--cases {cases}: no case files to run")
+    impl = make_iut(args.impl, args.timeout, False) if args.impl else None  # a bad --impl is refused before any work
     docs = [doc for _, doc, _ in items]
-    rows: list[tuple[str, float]] = []
-    t0 = time.perf_counter()
-    for _ in range(args.repeat):
-        for doc in docs:
-            run_scenario(parse_scenario(doc))
-    rows.append(("oracle in-process", len(docs) * args.repeat / (time.perf_counter() - t0)))
-    for label, spec in [("oracle over the protocol", None)] + ([(f"--impl {args.impl}", args.impl)] if args.impl else []):
-        iut = make_iut(spec, args.timeout, False)
+    rounds = args.repeat
+    print(f"dsh-conformance bench: {len(docs)} corpus scenarios, best of {rounds} rounds ({bench.machine()})\n")
+    oracle = bench.oracle_rate(docs, rounds)
+    figures = [bench.Figure("oracle in-process: corpus scenarios", oracle, "/s", at_least=1000)]
+    for label, loop in (("plain call, direct (1,000 a scenario)", False), ("plain call, loop (1,000 a batch)", True)):
+        figures.append(bench.Figure(label, bench.per_call_us(bench.plain_calls(1000, loop), 1000, rounds), "us",
+                                    at_most=100))
+    suites: list[tuple[str, ProcessIUT | InProcessIUT]] = [("in-process", embedded_oracle(timeout=args.timeout)),
+                                                          ("over the protocol", make_iut(None, args.timeout, False))]
+    if impl is not None:
+        suites.append((f"--impl {args.impl}", impl))
+    rates: dict[str, float] = {}
+    known: float | None = None
+    for label, iut in suites:
         with contextlib.ExitStack() as stack:
             stack.push(lambda kind, value, tb, iut=iut: iut.close(graceful=kind is None))
             iut.start()
-            t0 = time.perf_counter()
-            seq = 0
-            for _ in range(args.repeat):
-                for doc in docs:
-                    seq += 1
-                    iut.run(seq, doc)
-            rows.append((label, len(docs) * args.repeat / (time.perf_counter() - t0)))
-    base = rows[0][1]
-    print(f"{len(docs)} scenarios x {args.repeat}")
-    print(f"{'implementation':<32} {'scenarios/s':>12} {'ratio':>8}")
-    for label, rate in rows:
-        print(f"{label:<32} {rate:>12.1f} {rate / base:>8.3f}")
+            rates[label] = bench.suite_rate(iut, items, cases, rounds)
+            if label.startswith("--impl"):
+                known = bench.suite_rate(iut, items, cases, rounds, known=True)
+    figures.append(bench.Figure("suite, oracle in-process", rates["in-process"], "/s"))
+    figures.append(bench.Figure("suite, oracle over the protocol", rates["over the protocol"], "/s"))
+    figures.append(bench.Figure("  protocol path / in-process suite path", rates["in-process"] / rates["over the protocol"],
+                                "x", at_most=1.5))
+    figures.append(bench.Figure("  protocol path / oracle in-process", oracle / rates["over the protocol"], "x",
+                                at_most=1.5, note="the reference trace and the answer both count"))
+    if impl is not None:
+        figures.append(bench.Figure(f"suite, --impl {args.impl}", rates[f"--impl {args.impl}"], "/s",
+                                    at_least=400 if args.impl == "dsh" else None))
+        figures.append(bench.Figure(f"suite, --impl {args.impl}, the oracle's traces known", known, "/s",
+                                    note="the same cases judged again in one process"))
+    if args.impl == "dsh":
+        times = bench.adapter_times(adapter_dir() / "adapter.mjs", docs, rounds, args.timeout)
+        figures.append(bench.Figure("adapter fed directly: median per scenario", times.median_ms, "ms"))
+        figures.append(bench.Figure("  the package's time per scenario (profile)", times.package_ms, "ms"))
+        figures.append(bench.Figure("  the adapter's own time per scenario (profile)", times.own_ms, "ms"))
+        ratio = times.own_ms / times.package_ms if times.own_ms is not None and times.package_ms else None
+        figures.append(bench.Figure("  adapter / package", ratio, "x", at_most=3))
+    if not args.skip_run:
+        seconds, code = bench.command_seconds(["run", "--quiet"])
+        figures.append(bench.Figure("dsh-conformance run (make run)", seconds, "s", at_most=10,
+                                    note=f"exit {code}" if code else ""))
+    if args.generated:
+        spec = args.impl or "oracle"
+        argv = ["run", "--impl", spec, "--no-corpus", "--examples", str(args.generated), "--seed", str(args.seed),
+                "--quiet", "--failures", str(Path(tempfile.mkdtemp(prefix="dsh-conformance-bench-")))]
+        if spec == "dsh":
+            argv += ["--expectations", "dsh-tools-0.1.0-rc.8"]
+        seconds, code = bench.command_seconds(argv)
+        figures.append(bench.Figure(f"generated run, {args.generated} examples, seed {args.seed}, --impl {spec}", seconds,
+                                    "s", at_most=60 if args.generated == 1000 and spec == "dsh" else None,
+                                    note="a failure was found and shrunk" if code == 1 else (f"exit {code}" if code else "")))
+    bench.print_figures(figures)
+    if args.scaling:
+        print()
+        _print_scaling(bench, impl if impl is not None else None, args, rounds)
     return EXIT_OK
+
+
+def _print_scaling(bench: Any, impl: ProcessIUT | InProcessIUT | None, args: argparse.Namespace, rounds: int) -> None:
+    """The table of ``bench --scaling``: cost per call and per scenario as scenarios grow."""
+    rows: list[tuple[str, int, dict[str, Any]]] = []
+    for loop in (False, True):
+        for n in (1, 10, 100, 1000):
+            rows.append(("calls, loop" if loop else "calls, direct", n, bench.plain_calls(n, loop)))
+    for keys in (1, 10, 100, 1000):
+        rows.append(("argument keys", keys, bench.wide_arguments(keys)))
+    with contextlib.ExitStack() as stack:
+        if impl is not None:
+            stack.push(lambda kind, value, tb: impl.close(graceful=kind is None))
+            impl.start()
+        header = f"{'what':<14} {'size':>5}  {'oracle us':>10} {'cost x':>7} {'peak KiB':>9}"
+        if impl is not None:
+            header += f"  {'--impl us':>10} {'cost x':>7}"
+        print(header + "   (us: per call for calls, per scenario for argument keys)")
+        base: dict[str, tuple[float, float | None]] = {}
+        for what, size, doc in rows:
+            unit = size if what.startswith("calls") else 1
+            oracle = bench.per_call_us(doc, unit, rounds)
+            theirs = bench.iut_per_call_us(impl, doc, unit, rounds) if impl is not None else None
+            first = base.setdefault(what, (oracle, theirs))
+            line = f"{what:<14} {size:>5}  {oracle:>10.1f} {oracle / first[0]:>7.2f} {bench.oracle_peak_kib(doc):>9.0f}"
+            if theirs is not None and first[1]:
+                line += f"  {theirs:>10.1f} {theirs / first[1]:>7.2f}"
+            print(line)
+        if impl is not None and isinstance(impl, ProcessIUT) and impl.proc is not None:
+            peak = bench.peak_rss_kib(impl.proc.pid)
+            if peak is not None:
+                print(f"--impl peak resident memory over the table: {peak:,.0f} KiB")
 
 
 # ------------------------------------------------------------------------- catalogs
@@ -522,12 +589,22 @@ def parser() -> argparse.ArgumentParser:
                      help="write even from a partial report (a killed or early-stopped run)")
     exp.set_defaults(func=cmd_expectations)
 
-    bench = sub.add_parser("bench", help="scenarios per second: oracle in-process, over the protocol, and --impl")
-    bench.add_argument("--impl", help="an implementation to measure beside the oracle (as for run)")
+    bench = sub.add_parser("bench", help="every speed figure side by side: the oracle, plain calls, the suite "
+                           "in-process, over the protocol and against --impl, the Node adapter, run's duration")
+    bench.add_argument("--impl", help="an implementation to measure beside the oracle (as for run); 'dsh' adds "
+                       "the Node adapter's own figures")
     bench.add_argument("--cases", default=str(CASES), help="the scenarios to run (default: the built-in corpus)")
-    bench.add_argument("--repeat", type=_count(1), default=3, help="times each scenario is run (default 3)")
+    bench.add_argument("--repeat", type=_count(1), default=3, help="rounds of each measurement; the best counts "
+                       "(default 3)")
     bench.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
                        help=f"seconds an IUT may take per scenario (default {DEFAULT_TIMEOUT:g})")
+    bench.add_argument("--scaling", action="store_true", help="also print how cost grows with calls per batch "
+                       "(direct and loop) and with scenario size, with peak memory")
+    bench.add_argument("--generated", type=_count(1), metavar="N", help="also time a generated run of N examples "
+                       "against --impl (the oracle without it)")
+    bench.add_argument("--seed", type=int, default=2, help="the seed of --generated (default 2)")
+    bench.add_argument("--skip-run", action="store_true", help="do not time `dsh-conformance run` (make run) "
+                       "from start to end")
     bench.set_defaults(func=cmd_bench)
 
     cat = sub.add_parser("catalogs", help="generate or check the generated catalogs")

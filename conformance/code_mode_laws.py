@@ -53,7 +53,13 @@ def _rejected_at_call(settle: dict[str, Any] | None) -> bool:
 
 def runs(v: View) -> dict[str, Run]:
     """The run_code calls of the trace, with their program's observations (positions among
-    the portable observations)."""
+    the portable observations). Worked out once per view (several laws ask; none changes it)."""
+    if "code-mode runs" not in v.memo:
+        v.memo["code-mode runs"] = _runs(v)
+    return v.memo["code-mode runs"]
+
+
+def _runs(v: View) -> dict[str, Run]:
     out: dict[str, Run] = {}
     program: dict[str, int] = {}
     for i, o in enumerate(v.obs):

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from dsh_conformance.oracle import Scenario, Trace
 from dsh_conformance.oracle.scenario import DirectRun, LoopRun
 
-from .strategy_kit import UNDEF, err, text, weighted
+from .strategy_kit import UNDEF, err, reused, text, weighted
 
 S = st.SearchStrategy
 
@@ -62,9 +62,19 @@ log_texts: S = st.sampled_from(["started", "", "Ünïcödé", "two\nlines"])
 descriptions: S = weighted((8, st.just("run the program")), (1, st.sampled_from(["", " \t\u00a0"])))
 
 
+@reused
+def _tool_choices(names: tuple[str, ...]) -> S:
+    return weighted((3, st.just(names[0])), (2, st.sampled_from(names)))
+
+
+STEP_COUNTS: S = weighted((1, st.just(0)), (4, st.integers(1, 3)))
+EXTRA_NAMES: S = weighted((5, st.just([])), (1, st.just(["run_code"])))  # drawn lists are only read
+LOG_LISTENER_COUNTS: S = weighted((1, st.just(0)), (2, st.just(1)), (1, st.just(2)))
+
+
 @st.composite
 def _call(draw: Any, names: list[str], handle: str | None = None) -> dict[str, Any]:
-    step: dict[str, Any] = {"do": "call", "tool": draw(weighted((3, st.just(names[0])), (2, st.sampled_from(names))))}
+    step: dict[str, Any] = {"do": "call", "tool": draw(_tool_choices(tuple(names)))}
     args = draw(binding_arguments)
     if args != {}:
         step["arguments"] = args
@@ -93,7 +103,7 @@ def programs(draw: Any, pid: str, names: list[str], concurrent: bool) -> dict[st
         order = draw(st.permutations(handles))
         for k, h in enumerate(order):  # only the last may fail the program: nothing is left in flight then
             steps.append({"do": "await", "handle": h, "catch": k < len(order) - 1 or draw(weighted((1, False), (2, True)))})
-    for _ in range(draw(weighted((1, st.just(0)), (4, st.integers(1, 3))))):
+    for _ in range(draw(STEP_COUNTS)):
         kind = draw(weighted((6, "call"), (2, "log"), (1, "sleep")))
         if kind == "log":
             steps.append({"do": "log", "text": draw(log_texts)})
@@ -126,6 +136,7 @@ LOG_SCRIPTS: list[Any] = [
     [{"do": "observe", "what": "result"}, {"do": "next"}, {"do": "return-next"}],
     [{"do": "observe", "what": "record"}, {"do": "return", "value": []}],
 ]
+LOG_SCRIPT_CHOICES: S = weighted((3, st.sampled_from(LOG_SCRIPTS)), (1, st.just(LOG_SCRIPTS[2])))  # copied where used
 CLASSIFIERS: list[Any] = [
     [{"do": "return", "value": True}], [{"do": "return", "value": True}], [{"do": "return", "value": 1}],
     [{"do": "throw", "value": err("classifier failed")}], [{"do": "observe", "what": "args"}, {"do": "return", "value": True}],
@@ -143,7 +154,7 @@ def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
     else:
         doc["mode"] = "code" if mode == "agent" else mode
     names = sorted({t["name"] for t in doc["tools"]}) + ["ghost"]
-    names += draw(weighted((5, st.just([])), (1, st.just(["run_code"]))))  # no binding of its own (P114)
+    names += draw(EXTRA_NAMES)  # no binding of its own (P114)
     concurrent = draw(weighted((1, False), (1, True)))
     run = doc["run"]
     items = run["blocks"] if loop else run["calls"]
@@ -187,9 +198,9 @@ def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
         if "scope" not in t and draw(weighted((1, False), (1, True))):
             t["concurrencySafe"] = copy.deepcopy(draw(st.sampled_from(CLASSIFIERS)))
     listeners = doc.setdefault("listeners", [])
-    for k in range(draw(weighted((1, st.just(0)), (2, st.just(1)), (1, st.just(2))))):
+    for k in range(draw(LOG_LISTENER_COUNTS)):
         listener: dict[str, Any] = {"id": f"D{k + 1}", "event": "tools/code-dispatch-log"}
-        script = draw(weighted((3, st.sampled_from(LOG_SCRIPTS)), (1, st.just(LOG_SCRIPTS[2]))))
+        script = draw(LOG_SCRIPT_CHOICES)
         if script is not None:
             listener["script"] = copy.deepcopy(script)
         if agents and draw(weighted((3, False), (1, True))):

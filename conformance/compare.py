@@ -21,7 +21,7 @@ from typing import Any
 
 from dsh_conformance.oracle import jsontext, texts
 from dsh_conformance.oracle.jsvalue import same_value
-from dsh_conformance.oracle.trace import ANY, Observation, Trace, is_portable
+from dsh_conformance.oracle.trace import ANY, CallResult, Event, Observation, Trace, is_portable
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
@@ -92,9 +92,12 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
     texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
     Code Mode's own texts under the code-mode profile (``code_mode``, section 2). Where the
     oracle's trace holds ``oracle.trace.ANY`` the spec leaves the value open."""
-    if expected == ANY:
-        return True
-    if isinstance(expected, str) and isinstance(actual, str):
+    kind = type(expected)
+    if kind is str:
+        if type(actual) is not str:
+            return False
+        if expected == actual:
+            return True  # what every rule below allows: the same text
         if code_mode and not exact and _code_mode_text(expected):
             return agree(expected, actual, True)
         if exact:
@@ -108,19 +111,26 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
             prefix = _loose(e)
             return a.startswith(prefix) if prefix is not None else jsontext.same_units(e, a)
         return _mask_text(expected) == _mask_text(actual)
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        if expected.keys() != actual.keys():
+    if kind is dict:
+        if expected == ANY:
+            return True
+        if type(actual) is not dict or expected.keys() != actual.keys():
             return False
-        for k in expected:
-            e, a = expected[k], actual[k]
-            if (not exact and k == "message" and isinstance(e, str) and isinstance(a, str)
+        for k, e in expected.items():
+            a = actual[k]
+            if (not exact and k == "message" and type(e) is str and type(a) is str
                     and not (code_mode and _code_mode_text(e))):
                 continue
             if not agree(e, a, exact, code_mode):
                 return False
         return True
-    if isinstance(expected, list) and isinstance(actual, list):
-        return len(expected) == len(actual) and all(agree(e, a, exact, code_mode) for e, a in zip(expected, actual))
+    if kind is list:
+        if type(actual) is not list or len(expected) != len(actual):
+            return False
+        for e, a in zip(expected, actual):
+            if not agree(e, a, exact, code_mode):
+                return False
+        return True
     return same_value(expected, actual)
 
 
@@ -153,6 +163,24 @@ def _mask_text(s: str) -> str:
 
 def _obs_item(o: Observation) -> dict[str, Any]:
     return {"stage": o.stage, "what": o.what, "who": o.who, "value": o.value}
+
+
+def _event_doc(e: Event) -> dict[str, Any]:
+    """``e.model_dump(mode="python", exclude_none=True)``, its values shared rather than copied
+    (the comparison only reads them)."""
+    doc: dict[str, Any] = {"agent": e.agent, "seq": e.seq, "type": e.type}
+    if e.data is not None:
+        doc["data"] = e.data
+    if e.sourceEventSeqs is not None:
+        doc["sourceEventSeqs"] = e.sourceEventSeqs
+    if e.at is not None:
+        doc["at"] = e.at
+    return doc
+
+
+def _result_doc(r: CallResult) -> dict[str, Any]:
+    """``r.model_dump(mode="python")``, its result shared rather than copied."""
+    return {"callId": r.callId, "result": r.result, "frozen": r.frozen, "observed": r.observed}
 
 
 # (the observation's own rules, the outcome's when it carries one, the routing in force)
@@ -233,7 +261,7 @@ def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
     for e in trace.events:
         if e.type not in types:
             continue
-        doc = e.model_dump(mode="python", exclude_none=True)
+        doc = _event_doc(e)
         doc.pop("at", None)  # where an event falls among the observations: laws read it, not comparisons
         if e.type == "assistant/message" and isinstance(doc.get("data"), dict):
             # The model's message comes from the scenario; only its place in the log is the loop's.
@@ -268,16 +296,20 @@ def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[A
 
 
 def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
-    """``agree`` at the strictness of ``profiles``."""
+    """``agree`` at the strictness of ``profiles``. Two items that are the same JSON agree
+    under every profile, and equal ``repr`` tells so at C speed (``==`` alone would take
+    ``True`` for ``1``); ``==`` comes first, as it is cheaper on items that differ."""
     exact, code_mode = "reference" in profiles, "code-mode" in profiles
-    return lambda e, a: agree(e, a, exact, code_mode)
+    return lambda e, a: (e == a and repr(e) == repr(a)) or agree(e, a, exact, code_mode)
 
 
-def observation_lanes(expected: Trace, actual: Trace) -> list[tuple[str, list[Item], list[Item]]]:
+def observation_lanes(expected: Trace, actual: Trace,
+                      act_obs: dict[str, list[Item]] | None = None) -> list[tuple[str, list[Item], list[Item]]]:
     """The observation lanes both traces are compared in, named ``observations[<lane>]``:
     each call's, an abandoned approval's answerers apart, a program's steps and its
-    settlements apart."""
-    exp_obs, act_obs = observations_by_call(expected), observations_by_call(actual)
+    settlements apart. ``act_obs``: ``observations_by_call(actual)``, when known already."""
+    exp_obs = observations_by_call(expected)
+    act_obs = observations_by_call(actual) if act_obs is None else act_obs
     for call in _abandoned_answers(expected):
         exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
     return [(f"observations[{call}]", exp_obs.get(call, []), act_obs.get(call, []))
@@ -310,8 +342,8 @@ def event_lanes(expected: Trace, actual: Trace, profiles: set[str]) -> list[tupl
 
 def result_pairs(expected: Trace, actual: Trace) -> list[tuple[str, Any, Any]]:
     """Each call's final result on both sides (None: no result on that side)."""
-    exp_res = {r.callId: r.model_dump(mode="python") for r in expected.results}
-    act_res = {r.callId: r.model_dump(mode="python") for r in actual.results}
+    exp_res = {r.callId: _result_doc(r) for r in expected.results}
+    act_res = {r.callId: _result_doc(r) for r in actual.results}
     return [(call, exp_res.get(call), act_res.get(call)) for call in list(exp_res) + [c for c in act_res if c not in exp_res]]
 
 
@@ -326,8 +358,17 @@ def compared_warnings(expected: Trace, actual: Trace, profiles: set[str]) -> tup
     return None
 
 
-def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Divergence | None:
-    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None."""
+def judge(expected: Trace, actual: Trace, profiles: set[str]) -> tuple[Divergence | None, str]:
+    """``first_divergence`` and ``digest(actual)`` at once, the lanes of ``actual`` made once
+    (what the runner asks of every answer)."""
+    lanes = observations_by_call(actual)
+    return first_divergence(expected, actual, profiles, lanes), digest(actual, lanes)
+
+
+def first_divergence(expected: Trace, actual: Trace, profiles: set[str],
+                     act_obs: dict[str, list[Item]] | None = None) -> Divergence | None:
+    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None.
+    ``act_obs``: ``observations_by_call(actual)``, when known already."""
     exact = "reference" in profiles
     same = matcher(profiles)
     # Each call's lane is compared in order; of the lanes that part, the first divergence is
@@ -337,7 +378,7 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
     # up to their first divergence, so where each side reaches it is comparable: the
     # earlier of the two counts.
     found: tuple[int, Divergence] | None = None
-    for name, es, acts in observation_lanes(expected, actual):
+    for name, es, acts in observation_lanes(expected, actual, act_obs):
         for i in range(max(len(es), len(acts))):
             e = es[i] if i < len(es) else None
             a = acts[i] if i < len(acts) else None
@@ -483,8 +524,8 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
             e = el[i] if i < len(el) else None
             a = al[j] if j < len(al) else None
             found.append(Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get((e or a or {}).get("type", ""), [])))
-    exp_res = {r.callId: r.model_dump(mode="python") for r in expected.results}
-    act_res = {r.callId: r.model_dump(mode="python") for r in actual.results}
+    exp_res = {r.callId: _result_doc(r) for r in expected.results}
+    act_res = {r.callId: _result_doc(r) for r in actual.results}
     for call in list(exp_res) + [c for c in act_res if c not in exp_res]:
         e, a = exp_res.get(call), act_res.get(call)
         if e is None or a is None or not agree(e, a, exact):
@@ -521,20 +562,21 @@ def _resync(es: list[Any], acts: list[Any], i: int, j: int, same: Any) -> tuple[
     return None
 
 
-def normalized(trace: Trace) -> dict[str, Any]:
+def normalized(trace: Trace, by_call: dict[str, list[Item]] | None = None) -> dict[str, Any]:
     """The trace as the comparison reads it (the portable observations, lane by lane;
     every event; the results; the warnings), in a canonical form: what a digest of an
-    implementation's answer is taken of."""
-    lanes = {call: [item for item, _blame, _n in items] for call, items in observations_by_call(trace).items()}
+    implementation's answer is taken of. ``by_call``: ``observations_by_call(trace)``."""
+    by_call = observations_by_call(trace) if by_call is None else by_call
+    lanes = {call: [item for item, _blame, _n in items] for call, items in by_call.items()}
     return {"observations": lanes,
-            "events": [e.model_dump(mode="python", exclude_none=True) for e in trace.events],
-            "results": [r.model_dump(mode="python") for r in trace.results],
+            "events": [_event_doc(e) for e in trace.events],
+            "results": [_result_doc(r) for r in trace.results],
             "warnings": list(trace.warnings)}
 
 
-def digest(trace: Trace) -> str:
+def digest(trace: Trace, by_call: dict[str, list[Item]] | None = None) -> str:
     """``sha256:<16 hex>`` of the normalized trace (keys sorted, lone surrogates escaped)."""
     import hashlib
 
-    text = jsontext.dumps(normalized(trace), sort_keys=True, separators=(",", ":"))
+    text = jsontext.dumps(normalized(trace, by_call), sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

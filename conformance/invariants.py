@@ -71,9 +71,18 @@ class CallTrace:
     """The portable observations of one call, in trace order, with their positions."""
     spec: CallSpec | None
     obs: list[tuple[int, Observation]] = field(default_factory=list)
+    # (stage, what) -> the probe observations of that kind, built at the first question: the
+    # laws ask a call for its probes tens of times (obs is complete by then, see view()).
+    _probes: dict[tuple[str, str], list[tuple[int, Observation]]] | None = field(default=None, repr=False)
+    _calls: list[tuple[int, Observation]] | None = field(default=None, repr=False)  # likewise, every invocation
 
     def probes(self, stage: str, what: str) -> list[tuple[int, Observation]]:
-        return [(i, o) for i, o in self.obs if o.who is None and o.stage == stage and o.what == what]
+        if self._probes is None:
+            self._probes = {}
+            for i, o in self.obs:
+                if o.who is None:
+                    self._probes.setdefault((o.stage, o.what), []).append((i, o))
+        return list(self._probes.get((stage, what), ()))
 
     def first(self, stage: str, what: str) -> tuple[int, Observation] | None:
         found = self.probes(stage, what)
@@ -81,8 +90,9 @@ class CallTrace:
 
     def calls(self, stage: str | None = None) -> list[tuple[int, Observation]]:
         """Participant invocations (their ``call`` observations), of ``stage`` if given."""
-        return [(i, o) for i, o in self.obs if o.who is not None and o.what == "call"
-                and (stage is None or o.stage == stage)]
+        if self._calls is None:
+            self._calls = [(i, o) for i, o in self.obs if o.who is not None and o.what == "call"]
+        return [(i, o) for i, o in self._calls if stage is None or o.stage == stage]
 
     def by(self, who: str, what: str) -> list[tuple[int, Observation]]:
         return [(i, o) for i, o in self.obs if o.who == who and o.what == what]
@@ -99,6 +109,7 @@ class View:
     results: dict[str, list[Any]]  # callId -> CallResults
     sub_calls: dict[str, str] = field(default_factory=dict)  # a run_code sub-call's id -> its run_code call (P119)
     reused: set[str] = field(default_factory=set)  # sub-call ids that named several sub-calls (P119)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)  # what several laws derive alike, derived once
 
     @property
     def loop(self) -> LoopRun | None:
@@ -137,7 +148,7 @@ def _sub_calls(specs: dict[str, CallSpec], *seen: dict[str, Any]) -> dict[str, s
     """Call ids of the form ``<run_code call>:code:<n>`` (P119) whose parent is a run_code
     call of the scenario: the sub-calls, each with its parent."""
     out = {}
-    for cid in {c for ids in seen for c in ids}:
+    for cid in dict.fromkeys(c for ids in seen for c in ids):  # in order of sight: the laws' findings keep it
         m = SUB_CALL.match(cid)
         if m and m["parent"] in specs and specs[m["parent"]].name == "run_code":
             out[cid] = m["parent"]

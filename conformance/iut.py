@@ -25,6 +25,7 @@ What is guaranteed, whatever the IUT does (the README's "Reliability" section):
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import queue
@@ -125,10 +126,17 @@ class ProcessIUT:
         self.log = _Log()
         self.started: Started | None = None
         self.restarts = 0
+        self.generation = 0  # counts the processes started: a run sent to an earlier one is lost
+        # Runs sent and not answered yet, in order: (seq, when it was sent). The IUT answers one
+        # run at a time, in order; the runner may send the next before reading an answer.
+        self.pending: collections.deque[tuple[int, float]] = collections.deque()
+        self.answered_at = 0.0  # when the latest answer arrived
 
     # ---------------------------------------------------------------- process
 
     def start(self) -> Started:
+        self.generation += 1
+        self.pending.clear()
         try:
             # A session of its own: the IUT and everything it starts form one process group
             # that close() can end, and a Ctrl-C on the suite's terminal is the suite's to handle.
@@ -224,11 +232,27 @@ class ProcessIUT:
             return doc
 
     def run(self, seq: int, scenario: dict[str, Any]) -> Traced | Skipped | Errored:
+        self.submit(seq, scenario)
+        return self.collect(seq)
+
+    def submit(self, seq: int, scenario: dict[str, Any]) -> None:
+        """Send run ``seq``; ``collect`` reads its answer. A run sent while another is still
+        unanswered waits its turn: its time starts when the answer before it arrives."""
         if self.proc is None or self.proc.poll() is not None:
+            if self.pending:  # the runs before this one are lost with it: collect() says so first
+                raise IUTFailure("crash", "the IUT exited with runs unanswered", self.stderr_text())
             self.restart()
-        deadline = time.monotonic() + self.timeout
-        self._send({"cmd": "run", "seq": seq, "scenario": scenario}, deadline, f"run {seq}", self.timeout)
+        sent_at = time.monotonic()
+        self._send({"cmd": "run", "seq": seq, "scenario": scenario}, sent_at + self.timeout, f"run {seq}", self.timeout)
+        self.pending.append((seq, sent_at))
+
+    def collect(self, seq: int) -> Traced | Skipped | Errored:
+        """The answer to run ``seq``, the oldest run sent and not answered yet."""
+        sent, sent_at = self.pending.popleft()
+        assert sent == seq, f"collect({seq}) while run {sent} is the oldest unanswered"
+        deadline = max(sent_at, self.answered_at) + self.timeout
         doc = self._receive(f"run {seq}", deadline, self.timeout)
+        self.answered_at = time.monotonic()
         if doc.get("seq") != seq:
             raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", self.stderr_text())
         if self.validate:
@@ -253,6 +277,7 @@ class ProcessIUT:
         """End the IUT and its whole process group: asked to stop first when ``graceful``
         (up to ``STOP_GRACE`` seconds), killed otherwise. Never waits unbounded."""
         proc, self.proc = self.proc, None
+        self.pending.clear()  # whatever was sent to it is lost
         if proc is None:
             return
         assert proc.stdin is not None

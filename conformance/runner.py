@@ -15,17 +15,19 @@ met one is recorded and saved as it was drawn.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dsh_conformance.oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import Trace
 
-from .compare import digest, first_divergence
+from .compare import judge
 from .evidence import evidence
 from .expectations import Expectations
 from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
@@ -48,6 +50,33 @@ def _invariants(scenario: Scenario, trace: Trace) -> list[dict[str, str]]:
     from .invariants import check
 
     return [{"rule": v.rule, "message": v.message} for v in check(scenario, trace)]
+
+
+@dataclass
+class _Case:
+    """A case between asking the IUT and judging its answer."""
+    id: str
+    doc: dict[str, Any]
+    source: str
+    scenario: Scenario
+    expected: Trace
+    needed: set[str]
+    base: dict[str, Any]
+    t0: float
+    seq: int | None = None  # the run it was sent as (None: not sent yet, or the send failed)
+    generation: int = 0  # of the IUT process it was sent to
+    failure: IUTFailure | None = None  # sending it failed, and the failure is its own
+
+    @property
+    def small(self) -> bool:
+        """Whether its run message surely fits in the IUT's input pipe beside another one."""
+        return len(jsontext.dumps(self.doc, separators=(",", ":")).encode("utf-8")) < _AHEAD_BYTES
+
+
+# A case sent ahead waits in the IUT's input pipe while the IUT answers the one before: only
+# when both messages surely fit (a pipe holds 64 KiB on Linux; a bigger one is sent when its
+# turn comes, so that a write never waits on the answer before it).
+_AHEAD_BYTES = 16 * 1024
 
 
 class _GiveUp(BaseException):
@@ -88,6 +117,13 @@ class Runner:
                scenario: Scenario | None = None, expected: Trace | None = None) -> CaseRecord:
         """Run one scenario document against the IUT and decide its outcome (not recorded).
         Raises ScenarioRunError when the oracle cannot run the scenario to an end."""
+        case = self._prepare(case_id, doc, source, case_file, scenario, expected)
+        return case if isinstance(case, CaseRecord) else self._answer(case)
+
+    def _prepare(self, case_id: str, doc: dict[str, Any], source: str, case_file: str | None,
+                 scenario: Scenario | None, expected: Trace | None) -> "_Case | CaseRecord":
+        """What the case needs before the IUT is asked, or its record when it is decided
+        without asking (not run, not scored)."""
         t0 = time.monotonic()
         scenario = scenario or parse_scenario(doc)
         rules = list(scenario.rules)
@@ -99,10 +135,44 @@ class Runner:
             missing = ", ".join(sorted(needed - self.iut_profiles))
             return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs profile {missing}")
         if expected is None:
-            expected = run_scenario(scenario)
+            expected = reference(scenario, doc)
+        return _Case(case_id, doc, source, scenario, expected, needed, base, t0)
+
+    def _send(self, case: _Case) -> None:
+        """Ask the IUT for the case's answer without waiting (a ProcessIUT reads it later, see
+        run_cases). A failure to send is left to ``_answer``, which asks again."""
         self.seq += 1
+        case.seq = self.seq
+        assert isinstance(self.iut, ProcessIUT)
+        first = not self.iut.pending
         try:
-            answer = self.iut.run(self.seq, doc)
+            self.iut.submit(case.seq, case.doc)
+        except IUTFailure as e:
+            case.seq = None
+            if first:  # nothing was waiting before it: the failure is its own
+                case.failure = e
+            return
+        case.generation = self.iut.generation
+
+    def _in_flight(self, case: _Case) -> bool:
+        """Whether the case was sent to the IUT process running now (its answer is coming)."""
+        return case.seq is not None and isinstance(self.iut, ProcessIUT) and case.generation == self.iut.generation
+
+    def _answer(self, case: _Case) -> CaseRecord:
+        """The IUT's answer to the case, judged. A case sent ahead to a process that has been
+        replaced since (another case's failure restarted it) is asked again."""
+        base, t0, doc = case.base, case.t0, case.doc
+        if self.gave_up:
+            return CaseRecord(**base, outcome=Outcome.NOT_RUN, message=self.gave_up)
+        if case.failure is not None:
+            return self._iut_failed(case.failure, base, t0, doc)
+        try:
+            if self._in_flight(case):
+                assert isinstance(self.iut, ProcessIUT)
+                answer = self.iut.collect(case.seq)
+            else:
+                self.seq += 1
+                answer = self.iut.run(self.seq, doc)
         except IUTFailure as e:
             return self._iut_failed(e, base, t0, doc)
         self.consecutive = 0
@@ -110,31 +180,32 @@ class Runner:
             return CaseRecord(**base, outcome=Outcome.SKIP, message=answer.reason, duration_ms=_ms(t0))
         if isinstance(answer, Errored):
             self.errors += 1
-            reason = self.expectations.error_reason(case_id)
+            reason = self.expectations.error_reason(case.id)
             return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR, message=answer.message,
-                              expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, source))
+                              expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, case.source))
+        expected, needed, rules = case.expected, case.needed, base["rules"]
         try:
-            divergence = first_divergence(expected, answer.trace, needed)
-            violations = _invariants(scenario, answer.trace)
+            divergence, trace_digest = judge(expected, answer.trace, needed)
+            violations = _invariants(case.scenario, answer.trace)
         except Exception as e:  # noqa: BLE001 - an answer the comparison cannot take is not judged
             self.errors += 1
             return CaseRecord(**base, outcome=Outcome.ERROR, duration_ms=_ms(t0),
-                              message=f"cannot judge the answer: {type(e).__name__}: {e}", **evidence(doc, source))
+                              message=f"cannot judge the answer: {type(e).__name__}: {e}", **evidence(doc, case.source))
         self.judged += 1
         self.last = (expected, answer.trace, needed)
-        base["trace_digest"] = digest(answer.trace)
+        base["trace_digest"] = trace_digest
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
         # A divergence without rules of its own (a different final outcome) is put down to the
         # rules the case cites; broken invariants name theirs.
         blamed = (divergence.rules or rules) if divergence else []
         failing = list(dict.fromkeys([*blamed, *(v["rule"] for v in violations)])) or rules
-        reason = self.expectations.reason(case_id, failing)
+        reason = self.expectations.reason(case.id, failing)
         return CaseRecord(**base, outcome=Outcome.XFAIL if reason else Outcome.FAIL, failing_rules=failing,
                           divergence=divergence.to_json() if divergence else None, violations=violations,
                           expected_reason=reason, duration_ms=_ms(t0),
                           message=divergence.describe() if divergence else violations[0]["message"],
-                          **evidence(doc, source, needed, expected, answer.trace))
+                          **evidence(doc, case.source, needed, expected, answer.trace))
 
     def _iut_failed(self, e: IUTFailure, base: dict[str, Any], t0: float, doc: dict[str, Any]) -> CaseRecord:
         self.broken = True
@@ -168,12 +239,39 @@ class Runner:
 
     def run_cases(self, cases: Iterable[tuple[str, dict[str, Any], str | None]], progress: Progress | None = None,
                   expected: dict[str, Trace] | None = None) -> None:
-        for case_id, doc, path in cases:
+        """Decide each case and record it, in order. A process IUT is sent the next case
+        before the answer to the one before is judged (one case ahead: it works while the
+        suite judges), when that case's message is small enough to wait in the pipe."""
+        ahead = isinstance(self.iut, ProcessIUT)
+        waiting: collections.deque[_Case] = collections.deque()  # sent, answer not judged yet
+
+        def finish(case: _Case) -> None:
             if progress:
-                progress.begin(case_id)
-            rec = self.record(self.decide(case_id, doc, "corpus", path, expected=(expected or {}).get(case_id)))
+                progress.begin(case.id)
+            rec = self.record(self._answer(case))
             if progress:
                 progress.done(rec.outcome)
+
+        for case_id, doc, path in cases:
+            case = self._prepare(case_id, doc, "corpus", path, None, (expected or {}).get(case_id))
+            if isinstance(case, CaseRecord):  # decided without the IUT: after those before it
+                while waiting:
+                    finish(waiting.popleft())
+                if progress:
+                    progress.begin(case_id)
+                self.record(case)
+                if progress:
+                    progress.done(case.outcome)
+                continue
+            while waiting and not self._in_flight(waiting[0]):  # its process is gone: asked again first
+                finish(waiting.popleft())
+            if ahead and not self.gave_up and (not waiting or (waiting[0].small and case.small)):
+                self._send(case)
+            waiting.append(case)
+            while len(waiting) > 1 or (waiting and not self._in_flight(waiting[0])):
+                finish(waiting.popleft())
+        while waiting:
+            finish(waiting.popleft())
 
     # ------------------------------------------------------------------ properties
 
@@ -351,11 +449,39 @@ def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Pat
     out = {}
     for case_id, doc, path in items:
         try:
-            out[case_id] = run_scenario(parse_scenario(doc))
+            out[case_id] = reference(None, doc)
         except ScenarioRunError as e:
             raise ScenarioFileError(str(directory / path), "$", str(e)) from None
     return out
 
 
-__all__ = ["Runner", "Progress", "corpus_items", "expected_traces", "content_id", "DEFAULT_GIVE_UP_AFTER",
+_REFERENCES: collections.OrderedDict[str, Trace] = collections.OrderedDict()
+MAX_REFERENCES = 512  # traces kept (the corpus has a few hundred cases, a trace some tens of KiB)
+
+
+def reference(scenario: Scenario | None, doc: dict[str, Any]) -> Trace:
+    """The oracle's trace of a scenario document (``scenario``: the document parsed, when it
+    is at hand), computed once per document: kept by the digest of its JSON text, key order
+    included (it decides what a JavaScript program sees), for the latest ``MAX_REFERENCES``
+    documents. Judging the same cases again in one process (the bench's rounds, a test
+    session, the pytest plugin's cases) does not run the oracle again; the oracle is
+    deterministic, so nothing else changes. The traces are shared: read, never changed."""
+    key = hashlib.sha256(jsontext.dumps(doc, separators=(",", ":")).encode("utf-8")).hexdigest()
+    trace = _REFERENCES.get(key)
+    if trace is None:
+        trace = run_scenario(scenario or parse_scenario(doc))
+        _REFERENCES[key] = trace
+        if len(_REFERENCES) > MAX_REFERENCES:
+            _REFERENCES.popitem(last=False)
+    else:
+        _REFERENCES.move_to_end(key)
+    return trace
+
+
+def forget_references() -> None:
+    """Drop every kept reference trace (the bench measures a first run's cost this way)."""
+    _REFERENCES.clear()
+
+
+__all__ = ["Runner", "Progress", "corpus_items", "expected_traces", "reference", "forget_references", "content_id", "DEFAULT_GIVE_UP_AFTER",
            "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_BROKEN", "EXIT_INTERRUPTED"]

@@ -41,11 +41,12 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dsh_conformance.oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenario
+from dsh_conformance.oracle.jsvalue import clone
 from dsh_conformance.oracle.scenario import DELEGATE, FS_INTENTS, Behavior, CustomApproval, DirectRun, LoopRun
 
 from . import code_mode_strategies
 from .rules import rules_of
-from .strategy_kit import UNDEF, err, message, text, weighted
+from .strategy_kit import UNDEF, err, message, reused, text, weighted
 from .value_strategies import (ARGS_GETTER, ERROR_SHAPES, NAME_GETTER, ROOT_GETTER, getter_declarations, getter_values,
                                shared_values, unique_shared_ids)
 
@@ -288,6 +289,7 @@ def prefixes(role: Role, loop: bool) -> S:
     return weighted((3, st.just([])), (3, st.lists(side_steps(role, loop), min_size=1, max_size=2)))
 
 
+@reused
 def ret(value: S) -> S:
     return st.builds(lambda v: [{"do": "return", "value": v}], value)
 
@@ -621,11 +623,19 @@ intent or appends a session event, and, in a loop (likelier then), the step's vi
 through ``t1``'s presenters."""
 
 
+@reused
 def chance(hot: bool, cold: int, warm: int = 1) -> S:
     """A boolean: 1 in ``cold + 1`` normally, even odds when ``hot``."""
     return weighted((1, False), (1, True)) if hot else weighted((cold, False), (warm, True))
 
 
+@reused
+def output_schemas(hot: bool) -> S:
+    """A tool's output schema: none mostly (its drawn ``{}`` is not written), or one of the others."""
+    return weighted((2 if hot else 4, st.just({})), (1, st.sampled_from(OUTPUT_SCHEMAS[1:])))
+
+
+@reused
 @st.composite
 def tool_defs(draw: Any, loop: bool, deadline: bool, name: str, ref: str | None, scope: str | None,
               focus: str = "mixed", present: bool = False, present_hot: bool = False) -> dict[str, Any]:
@@ -643,7 +653,7 @@ def tool_defs(draw: Any, loop: bool, deadline: bool, name: str, ref: str | None,
     if draw(weighted((1, False), (2, True)) if body_hot else weighted((4, False), (1, True))) and not present_hot:
         tool["define"] = True
         tool["parameters"] = DEFINE_PARAMETERS
-    schema = draw(weighted((2 if body_hot else 4, st.just({})), (1, st.sampled_from(OUTPUT_SCHEMAS[1:]))))
+    schema = draw(output_schemas(body_hot))
     output: dict[str, Any] = {"schema": schema} if schema else {}
     if draw(chance(body_hot, 3)):
         output["render"] = draw(behaviors(RENDER, loop, render_terminals))
@@ -727,6 +737,7 @@ def hot_terminals(event: str, focus: str) -> S | None:
     return None
 
 
+@reused
 @st.composite
 def listener_defs(draw: Any, loop: bool, agents: tuple[str, ...], lid: str, event: str,
                   hot: S | None = None) -> dict[str, Any]:
@@ -754,6 +765,7 @@ def listener_defs(draw: Any, loop: bool, agents: tuple[str, ...], lid: str, even
     return out
 
 
+@reused
 @st.composite
 def guard_defs(draw: Any, loop: bool, agents: tuple[str, ...], gid: str, hot: bool = False) -> dict[str, Any]:
     """A guard of the global layer or of an agent's scope, maybe registered later."""
@@ -795,13 +807,17 @@ AGENT_SHAPES: list[list[dict[str, Any]]] = [
 ]
 
 
+AGENT_SHAPE_CHOICES: S = weighted((1, st.just(0)), (2, st.just(1)), (3, st.integers(2, 4)))
+
+
+@reused
 @st.composite
 def agent_lists(draw: Any, loop: bool, n_tools: int = 1, need: bool = False) -> list[dict[str, Any]]:
     """No agent, one, a parent chain, or siblings; rarely without an open turn (direct
     runs: the loop's agent is inside the turn it opened) or with a restriction naming
     tools that exist (a restriction of unknown tools is refused at registration, which is
     out of scope, section 1.3)."""
-    shape = draw(weighted((1, st.just(0)), (2, st.just(1)), (3, st.integers(2, 4))))
+    shape = draw(AGENT_SHAPE_CHOICES)
     if (loop or need) and shape == 0:
         shape = 1
     agents = copy.deepcopy(AGENT_SHAPES[shape])
@@ -824,12 +840,14 @@ hot_call_arguments: S = weighted((1, st.just({"x": 1})), (2, js_only_values), (2
 body_call_arguments: S = weighted((3, st.just({"x": 1})), (2, st.just({})), (1, st.just({"x": "s"})))
 
 
+@reused
 def names_for(n_tools: int) -> S:
     return weighted((6, st.sampled_from([f"t{i + 1}" for i in range(n_tools)])), (1, st.just("ghost")))
 
 
+@reused
 @st.composite
-def direct_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[str],
+def direct_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: tuple[str, ...],
                 focus: str = "mixed") -> dict[str, Any]:
     """Direct ``execute()`` calls, one after another (unknown names, JS-only arguments,
     agents or none, root ids, nested calls, callers aborted before entry)."""
@@ -858,8 +876,9 @@ def direct_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[st
     return {"kind": "direct", "calls": out}
 
 
+@reused
 @st.composite
-def loop_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: list[str],
+def loop_runs(draw: Any, agents: tuple[str, ...], n_tools: int, calls: tuple[str, ...],
               focus: str = "mixed", present: bool = False) -> dict[str, Any]:
     """One loop tool step: blocks with raw argument strings, maybe max-tokens, a small
     pool, an already aborted step, and a release order for the bodies' gates; with
@@ -901,6 +920,20 @@ ABORT_POINTS = ("entry", "approval-cancelled", "guard-denial", "after-guards", "
 """Where the ``abort`` focus aborts the caller (P29, P42, P51, P53, P61, P68, P88, P70, P89)."""
 
 
+GUARD_COUNTS: S = weighted((2, st.just(0)), (2, st.just(1)), (1, st.integers(2, 3)))
+
+
+@reused
+def call_counts(loop: bool) -> S:
+    return weighted((2, st.just(1)), (2, st.integers(2, 3 if not loop else 4)))
+
+
+@reused
+def second_foci(focus: str, pool: tuple[str, ...]) -> S:
+    """The second focus: the first again, or another (not "mixed")."""
+    return weighted((1, st.just(focus)), (1, st.sampled_from(pool[1:])))
+
+
 @st.composite
 def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[str, Any]:
     """A scenario document before it is run (no ``rules`` yet). See ``scenarios``."""
@@ -909,7 +942,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     if code_mode_strategies.PROFILE in profiles:
         foci_pool = (*foci_pool, code_mode_strategies.FOCUS)
     focus = draw(st.sampled_from(foci_pool))
-    second = draw(weighted((1, st.just(focus)), (1, st.sampled_from(foci_pool[1:]))))
+    second = draw(second_foci(focus, foci_pool))
     foci = {focus, second} - ({"mixed"} if focus != second else set())
     abort_at = draw(weighted(*((2 if p in ("after-execute", "after-post") else 1, p) for p in ABORT_POINTS))) \
         if "abort" in foci else None
@@ -954,15 +987,16 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
                                                 hot if k == 0 else None)))
             if hot is not None and k == 0:
                 hot_ids.add(listeners[-1]["id"])
-    n_guards = draw(weighted((2, st.just(0)), (2, st.just(1)), (1, st.integers(2, 3))))
+    n_guards = draw(GUARD_COUNTS)
     if "guards" in foci:
         n_guards = max(n_guards, 1)
     guards = [draw(guard_defs(loop, agent_ids, f"G{i + 1}", "guards" in foci)) for i in range(n_guards)]
-    n_calls = draw(weighted((2, st.just(1)), (2, st.integers(2, 3 if not loop else 4))))
+    n_calls = draw(call_counts(loop))
     if "loop" in foci:
         n_calls = max(n_calls, 2)
     calls = [("A" if loop else "c") + str(i + 1) for i in range(n_calls)]
-    run = loop_runs(agent_ids, n_tools, calls, focus, present) if loop else direct_runs(agent_ids, n_tools, calls, focus)
+    run = (loop_runs(agent_ids, n_tools, tuple(calls), focus, present) if loop
+           else direct_runs(agent_ids, n_tools, tuple(calls), focus))
     doc["run"] = draw(run)
     extra: list[dict[str, Any]] = []
     if "loop" in foci:
@@ -1214,7 +1248,7 @@ def settle(doc: dict[str, Any]) -> tuple[dict[str, Any], Scenario, Trace]:
     abort), and a replaced signal can hide the deadline an ``await-signal`` counts on.
     The repairs, in order: drop the gate order (gates then pass at once); turn every
     ``await-signal`` into a short sleep. Any other run error is a strategy bug: raised."""
-    doc = copy.deepcopy(doc)
+    doc = clone(doc)
     repairs = [_drop_release, _no_await]
     while True:
         scenario = parse_scenario(doc)
@@ -1248,7 +1282,8 @@ def cited(doc: dict[str, Any], profiles: frozenset[str] = ALL_PROFILES) -> Examp
     doc, scenario, trace = settle(doc)
     wanted = {r.id for r in rules_of(*profiles)} | {r.id for r in rules_of("core")}
     doc["rules"] = sort_rules(exercised_rules(scenario, trace) & wanted)
-    return Example(doc, parse_scenario(doc), trace)
+    # The document parsed already; only its rules are new (not parsed again).
+    return Example(doc, scenario.model_copy(update={"rules": list(doc["rules"])}), trace)
 
 
 def cite(doc: dict[str, Any], profiles: frozenset[str] = ALL_PROFILES) -> dict[str, Any]:

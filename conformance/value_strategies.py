@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dsh_conformance.oracle.jsvalue import token
-from dsh_conformance.oracle.value_refs import walk
+from dsh_conformance.oracle.value_refs import has_refs, walk
 
 S = st.SearchStrategy
 
@@ -118,7 +118,8 @@ def getter_ids(doc: Any) -> list[str]:
     def visit(v: Any, _path: str, _open: tuple[str, ...]) -> None:
         if token(v) == "getter" and v.get("id") not in seen:
             seen.append(str(v.get("id")))
-    walk(doc, "$", visit)
+    if has_refs(doc):  # most documents have no getter or shared token: no walk then
+        walk(doc, "$", visit)
     for call in doc.get("run", {}).get("calls", []):
         for gid in call.get("getters", {}).values():
             if gid not in seen:
@@ -143,6 +144,8 @@ def unique_shared_ids(doc: dict[str, Any]) -> None:
     (``oracle.scenario`` refuses two different definitions of one id)."""
     renamed: dict[str, str] = {}
     count = 0
+    if not has_refs(doc):
+        return
 
     def visit(v: Any, _path: str, _open: tuple[str, ...]) -> None:
         nonlocal count

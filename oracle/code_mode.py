@@ -25,7 +25,6 @@ where the settled binding's program resumes only after the lane's next step has 
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -34,7 +33,7 @@ from typing import Any
 
 from . import texts
 from .classify import classify
-from .jsvalue import (JsValue, NotLossless, Thrown, get, is_lossless, js_error, message_of, number_to_string,
+from .jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless, js_error, message_of, number_to_string,
                       snapshot, to_string, token)
 from .program import RunRequest, run_program
 from .record import Input, Record
@@ -143,7 +142,7 @@ class Bridge:
         if self.signal.aborted:  # P118.1: a rejected call consumes no number
             raise Thrown(js_error(texts.run_over(self.reason(), name, texts.NOT_DISPATCHED)))
         dispatched = _binding_arguments(raw)  # P118.2
-        logged = copy.deepcopy(dispatched)
+        logged = clone(dispatched)
         # P119: numbered per run_code execution: a second run of the body (a wrapper's retry,
         # P69) goes on counting, so that sub-call ids stay unique within the execution.
         self.rec.sub_calls += 1
@@ -155,7 +154,7 @@ class Bridge:
         # What a participant's write into "the caller's input" meets: the bridge's own object,
         # which nothing reads again (P23).
         self.w.sub_inputs[inp.callId] = {
-            "callId": inp.callId, "rootCallId": inp.rootCallId, "name": name, "arguments": copy.deepcopy(dispatched),
+            "callId": inp.callId, "rootCallId": inp.rootCallId, "name": name, "arguments": clone(dispatched),
             **({"agent": {}} if inp.agent is not None else {}),
             "parent": {"$js": "symbol", "description": "execution token"}, "signal": {}}
         self.obs(inp.callId, "submit", {"n": n, "name": name}, ("P119",))
@@ -293,7 +292,7 @@ class Bridge:
 
     def _entry(self, sub: SubCall) -> dict[str, Any]:
         return {"rootCallId": self.rec.rootCallId, "parentCallId": self.rec.callId,
-                "subCallId": sub.input.callId, "name": sub.input.name, "arguments": copy.deepcopy(sub.logged)}
+                "subCallId": sub.input.callId, "name": sub.input.name, "arguments": clone(sub.logged)}
 
     async def _log(self, sub: SubCall, result: dict[str, Any]) -> None:
         content = result["content"]

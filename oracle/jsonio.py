@@ -65,15 +65,39 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH, surrogates: bool = Fals
     if isinstance(text, bytes):
         text = decode_utf8(text, surrogates)
     try:
-        doc = json.loads(text, parse_int=_parse_int, parse_constant=_reject_constant)
+        # The common case first: integers parsed by the decoder itself (a Python call per
+        # integer, _parse_int, costs the decoder most of its speed). Only a document that
+        # breaks a limit, or holds an integer too long for int(), is decoded again with
+        # _parse_int, so that a refusal names an over-long literal as such.
+        doc = _decode(text, None, max_depth)
+        if _within(doc, max_depth):
+            return doc
+    except _TooLong:
+        pass
+    doc = _decode(text, _parse_int, max_depth)
+    check_limits(doc, max_depth)
+    return doc
+
+
+class _TooLong(Exception):
+    """An integer literal that int() refuses (more than sys.get_int_max_str_digits())."""
+
+
+def _decode(text: str, parse_int: Any, max_depth: int) -> Any:
+    try:
+        return json.loads(text, parse_int=parse_int, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise InputLimitError("$", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
         # The decoder recurses once per level; far past the limit, say where the limit is crossed.
         line, column = _too_deep_at(text, max_depth)
         raise InputLimitError("$", f"nested deeper than {max_depth} levels (at line {line} column {column})") from None
-    check_limits(doc, max_depth)
-    return doc
+    except InputLimitError:
+        raise  # NaN or Infinity (_reject_constant)
+    except ValueError:
+        if parse_int is None:
+            raise _TooLong() from None
+        raise
 
 
 def decode_utf8(data: bytes, surrogates: bool = False) -> str:
@@ -100,9 +124,42 @@ def check_limits(doc: Any, max_depth: int = MAX_DEPTH) -> None:
     nested too deep or holds a number that is no finite double. Iterative: a document built
     in memory may be nested deeper than Python's stack. The common case (nothing wrong)
     walks without building paths; only a refusal walks again to name the place."""
-    if _violation(doc, max_depth, named=False) is not None:
+    if not _within(doc, max_depth):
         where, message = _violation(doc, max_depth, named=True)  # type: ignore[misc]
         raise InputLimitError(where, message)
+
+
+_INF, _NEG_INF = float("inf"), float("-inf")
+_PLAIN = frozenset({str, bool, type(None)})
+
+
+def _within(doc: Any, max_depth: int) -> bool:
+    """Whether ``doc`` is within the limits: the walk of ``_violation`` without paths,
+    visiting containers only (a leaf is looked at where its container is)."""
+    if not isinstance(doc, (dict, list)):
+        return _number_problem(doc) is None
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > max_depth:
+            return False
+        for item in (value.values() if isinstance(value, dict) else value):
+            kind = type(item)
+            if kind in _PLAIN:
+                continue
+            if kind is dict or kind is list:
+                stack.append((item, depth + 1))
+            elif kind is int:
+                if not -2**1023 < item < 2**1023 and _number_problem(item) is not None:
+                    return False
+            elif kind is float:
+                if item != item or item == _INF or item == _NEG_INF:
+                    return False
+            elif isinstance(item, (dict, list)):
+                stack.append((item, depth + 1))
+            elif _number_problem(item) is not None:
+                return False
+    return True
 
 
 def _violation(doc: Any, max_depth: int, named: bool) -> tuple[str, str] | None:

@@ -19,6 +19,12 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from json.encoder import encode_basestring, encode_basestring_ascii
+
+try:
+    from _json import make_encoder as c_make_encoder
+except ImportError:  # a Python without the C accelerator: json.dumps each time
+    c_make_encoder = None
 from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -36,7 +42,40 @@ def escape_surrogates(text: str) -> str:
 def dumps(value: Any, **kwargs: Any) -> str:
     """``json.dumps`` with non-ASCII kept and lone surrogates escaped (see the module)."""
     kwargs.setdefault("ensure_ascii", False)
-    return escape_surrogates(json.dumps(value, **kwargs))
+    encode = _encoder(kwargs)
+    text = "".join(encode(value, 0)) if encode is not None else json.dumps(value, **kwargs)
+    return escape_surrogates(text)
+
+
+def _encoder(options: dict[str, Any]) -> Any:
+    """The C encoder for ``options`` (what ``json.dumps`` itself uses, made once instead of
+    once per call: the suite writes thousands of small documents a second), or None where
+    only ``json.dumps`` does what the options ask (an indent, a default function...)."""
+    key = tuple(sorted(options.items()))
+    try:
+        found = _ENCODERS.get(key, False)
+    except TypeError:  # an unhashable option
+        return None
+    if found is not False:
+        return found
+    encoder = None
+    plain = set(options) <= {"ensure_ascii", "separators", "sort_keys"} and c_make_encoder is not None
+    if plain:
+        item_sep, key_sep = options.get("separators") or (", ", ": ")
+        basestring = encode_basestring_ascii if options["ensure_ascii"] else encode_basestring
+        # No circular check (json.dumps keeps a table of open containers for it): values
+        # here are trees, and a cycle still ends, in a RecursionError.
+        encoder = c_make_encoder(None, _not_json, basestring, None, key_sep, item_sep,
+                                 bool(options.get("sort_keys")), False, True)
+    _ENCODERS[key] = encoder
+    return encoder
+
+
+def _not_json(o: Any) -> Any:
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+_ENCODERS: dict[tuple[tuple[str, Any], ...], Any] = {}
 
 
 def has_surrogates(text: str) -> bool:

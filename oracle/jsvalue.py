@@ -84,7 +84,7 @@ def getter_thrown(prop: dict[str, Any]) -> JsValue:
 
 def deref(v: JsValue) -> JsValue:
     """The object a ``shared`` token stands for (its definition's value); else ``v``."""
-    if token(v) != "shared":
+    if type(v) is not dict or v.get("$js") != "shared":  # token(v) != "shared", on the hot path
         return v
     if "value" in v:
         return v["value"]
@@ -95,6 +95,8 @@ def read(v: JsValue) -> JsValue:
     """What reading an own property that holds ``v`` gives: an accessor runs (a getter
     participant, or a getter that throws), a shared reference is its object, anything
     else is the value itself."""
+    if type(v) is not dict:
+        return v  # not a token: the value itself (the common case)
     kind = token(v)
     if kind == "getter-throws":
         raise Thrown(getter_thrown(v))
@@ -131,9 +133,50 @@ def _is_index_key(k: str) -> bool:
 
 def js_keys(obj: dict[str, Any]) -> list[str]:
     """Own keys in JavaScript order: integer-like keys ascending, then insertion order."""
-    index = sorted((k for k in obj if _is_index_key(k)), key=int)
-    rest = [k for k in obj if not _is_index_key(k)]
-    return index + rest
+    index = [k for k in obj if k[:1] in _DIGITS and _is_index_key(k)]
+    if not index:  # the common case: no integer-like key, insertion order as it is
+        return list(obj)
+    index.sort(key=int)
+    return index + [k for k in obj if not (k[:1] in _DIGITS and _is_index_key(k))]
+
+
+_DIGITS = frozenset("0123456789")
+
+
+# --------------------------------------------------------------------- copies
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def clone(v: JsValue) -> JsValue:
+    """A deep copy of a value in wire form: ``copy.deepcopy`` for JSON, without its
+    generic dispatch. Like it, an object reached twice within ``v`` is copied once (and
+    reached twice in the copy); anything that is not JSON is left to ``copy.deepcopy``."""
+    if isinstance(v, _ATOMS):
+        return v
+    return _clone(v, {})
+
+
+def _clone(v: Any, memo: dict[int, Any]) -> Any:
+    if isinstance(v, _ATOMS):
+        return v
+    seen = memo.get(id(v))
+    if seen is not None:
+        return seen
+    if type(v) is dict:
+        out: Any = {}
+        memo[id(v)] = out
+        for k, x in v.items():
+            out[k] = x if isinstance(x, _ATOMS) else _clone(x, memo)
+        return out
+    if type(v) is list:
+        out = []
+        memo[id(v)] = out
+        out.extend(x if isinstance(x, _ATOMS) else _clone(x, memo) for x in v)
+        return out
+    import copy
+
+    return copy.deepcopy(v, memo)
 
 
 # --------------------------------------------------------------------- numbers

@@ -11,7 +11,6 @@ gives every unstarted call a synthetic pair (P107).
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 
 from . import texts
 from .classify import classify
-from .jsvalue import JsValue, Thrown, canonical_number, get, js_error
+from .jsvalue import clone, JsValue, Thrown, canonical_number, get, js_error
 from .pipeline import Route, dispatch, finalize, prepare
 from .record import Input, Record
 from .registry import World
@@ -173,7 +172,7 @@ def _cancel_at(w: World, run: LoopRun) -> Any:
     if at is None:
         return None
     timer = w.sched.timer(at.ms)
-    reason = ABORT_REASON if at.reason is None else copy.deepcopy(at.reason)
+    reason = ABORT_REASON if at.reason is None else clone(at.reason)
 
     def fire(_d: Any) -> None:
         w.obs(None, "loop", "cancel", None, {"keepInbox": at.keepInbox, "at": at.ms}, ("P112",))

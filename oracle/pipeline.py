@@ -8,14 +8,13 @@ The staged scheduler of section 3.6 falls out directly: ``prepare`` = entry + ga
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
 
 from . import code_mode, texts
 from .decisions import OUTCOMES, PRE_KINDS
-from .jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, deref, error_field, get, has_own, info_of, is_object,
+from .jsvalue import (clone, UNDEFINED, JsValue, NotLossless, Thrown, deref, error_field, get, has_own, info_of, is_object,
                       is_undefined, js_error, js_string, json_text, message_of, message_value, read, snapshot, to_string,
                       token, truthy, type_error)
 from .record import Input, Record
@@ -776,7 +775,7 @@ def call_input(w: World, call: Call) -> Input:
     name: Any = call.name
     if "name" in call.getters:
         name = read({"$js": "getter", "id": call.getters["name"]})
-    arguments = copy.deepcopy(call.arguments)
+    arguments = clone(call.arguments)
     if "arguments" in call.getters:
         arguments = {"$js": "getter", "id": call.getters["arguments"]}
     return Input(callId=call.callId, name=name, arguments=arguments,

@@ -26,13 +26,12 @@ the program's pending calls go on settling (P116, P125).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import texts
-from .jsvalue import JsValue, NotLossless, Thrown, is_undefined, message_of, snapshot, token, type_error
+from .jsvalue import clone, JsValue, NotLossless, Thrown, is_undefined, message_of, snapshot, token, type_error
 from .registry import World
 from .scenario import Program
 from .scheduler import Deferred, Signal
@@ -178,7 +177,7 @@ class ProgramRun:
             pending = Deferred()
             pending.reject(Thrown(type_error(texts.not_a_function(name))))
         else:
-            pending = binding(copy.deepcopy(arguments))
+            pending = binding(clone(arguments))
         pending.on_settle(lambda d: self.record(n, name, d))
         return pending
 

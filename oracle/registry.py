@@ -8,16 +8,15 @@ guards a pass reaches (P45). Registrations change only through scripted ``regist
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import JsValue, Thrown, js_error
+from .jsvalue import JsValue, Thrown, clone, js_error
 from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
 from .scheduler import Deferred, Scheduler, Signal
 from .tool_definitions import RUN_CODE_TOOL
-from .trace import Event, Observation, Trace, is_portable
+from .trace import Trace, event, observation, portable
 
 
 INVOCATION_BUDGET = 10_000
@@ -94,23 +93,24 @@ class World:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        o = Observation(call=call, stage=stage, what=what, who=who, value=_plain(value), rules=list(rules))
-        self.trace.observations.append(o)
-        if is_portable(o):
+        # A frozen value cannot change any more: recorded as it is, not copied.
+        recorded = value if id(value) in self.frozen else _plain(value)
+        self.trace.observations.append(observation(call, stage, what, who, recorded, list(rules)))
+        if portable(stage, what, who):
             self.portable += 1
 
     def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None) -> int:
         state = self.agents[agent]
         state.seq += 1
-        self.trace.events.append(Event(agent=agent, seq=state.seq, type=type_, data=_plain(data),
-                                       sourceEventSeqs=source, at=self.portable))
+        self.trace.events.append(event(agent, state.seq, type_, _plain(data), source, self.portable))
         return state.seq
 
     # ------------------------------------------------------------------ freezing
 
     def freeze(self, v: JsValue) -> JsValue:
-        """Deep-freeze ``v`` in place (the registry's ``deepFreeze``)."""
-        if isinstance(v, (dict, list)):
+        """Deep-freeze ``v`` in place (the registry's ``deepFreeze``). A frozen object is
+        frozen all the way down already (and nothing changes it): not walked again."""
+        if isinstance(v, (dict, list)) and id(v) not in self.frozen:
             self.frozen[id(v)] = v
             for item in (v.values() if isinstance(v, dict) else v):
                 self.freeze(item)
@@ -256,4 +256,4 @@ class World:
 
 def _plain(v: Any) -> Any:
     """A detached copy for the trace, so later steps cannot change what was recorded."""
-    return copy.deepcopy(v)
+    return clone(v)

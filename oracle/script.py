@@ -8,13 +8,12 @@ coroutine completes on the first ``send``. The interpreter records the participa
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import (HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, read, to_string,
+from .jsvalue import (clone, HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, read, to_string,
                       token, type_error)
 from .record import IDENTITY, Record
 from .registry import World
@@ -96,11 +95,11 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
     for step in steps:
         match step.do:
             case "return":
-                return copy.deepcopy(step.value)
+                return clone(step.value)
             case "return-next":
                 return inv.last_next if inv.last_next is not NOTHING else UNDEFINED
             case "throw":
-                raise Thrown(copy.deepcopy(step.value))
+                raise Thrown(clone(step.value))
             case "next":
                 if inv.next is None:
                     raise ScenarioError(f"participant {inv.who}", "a 'next' step outside a waterfall")
@@ -129,11 +128,11 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
             case "abort":
                 target = _need_record(inv).abort_target if step.signal == "caller" else w.signal(step.signal)
                 assert target is not None
-                reason = ABORT_REASON if step.reason is None else copy.deepcopy(step.reason)
+                reason = ABORT_REASON if step.reason is None else clone(step.reason)
                 w.obs(inv.call, inv.stage, "abort", inv.who, step.signal, inv.rules + ("P52",))
                 target.abort(reason)
             case "defer-context":
-                _need_record(inv).deferred.append(copy.deepcopy(step.message))
+                _need_record(inv).deferred.append(clone(step.message))
                 w.obs(inv.call, inv.stage, "defer", inv.who, step.message, ("P67",))
             case "conclude-turn":
                 _need_record(inv).concluded = True
@@ -159,7 +158,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 # steer() wakes the agent: once the step is aborted, waking input cannot join
                 # the aborted activity and goes to the next turn instead (P112).
                 late = step.do == "steer" and w.signal("step").aborted
-                splice_append(w, copy.deepcopy(step.message), "next-turn" if late else "next-step")
+                splice_append(w, clone(step.message), "next-turn" if late else "next-step")
                 w.wake_requested = w.wake_requested or late  # the woken agent starts another turn
             case "observe":
                 rules = ("P110",) if inv.stage == "pre-step" else _OBSERVE_RULES[step.what]  # a step boundary's payload
@@ -176,7 +175,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                     raise ScenarioError(f"participant {inv.who}", "'cancel' needs a loop run")
                 from .loop import cancel  # the loop owns the agent and its inbox
                 w.obs(inv.call, inv.stage, "cancel", inv.who, {"keepInbox": step.keepInbox}, inv.rules + ("P112",))
-                cancel(w, step.keepInbox, ABORT_REASON if step.reason is None else copy.deepcopy(step.reason))
+                cancel(w, step.keepInbox, ABORT_REASON if step.reason is None else clone(step.reason))
             case "append":
                 rec = _need_record(inv)
                 if rec.agent is None:
@@ -193,7 +192,7 @@ async def _dispatch(w: World, inv: Invocation, step: Any) -> None:
 
     w.obs(inv.call, "fs-intent", "start", inv.who, {"event": step.event, "target": step.target}, ("P71",))
     try:
-        value = await body_waterfall(w, _need_record(inv), step.event, copy.deepcopy(step.target))
+        value = await body_waterfall(w, _need_record(inv), step.event, clone(step.target))
     except Thrown as t:
         w.obs(inv.call, "fs-intent", "throw", inv.who, t.value, ("P55", "P71"))
         if not step.catch:
@@ -260,7 +259,7 @@ def _mutate(w: World, inv: Invocation, step: Any) -> None:
         if step.op == "delete":
             rec.extra.pop(path[0], None)
         else:
-            rec.extra[path[0]] = copy.deepcopy(step.value)
+            rec.extra[path[0]] = clone(step.value)
 
 
 def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> tuple[str | None, tuple[str, ...]]:
@@ -382,7 +381,7 @@ def _caller_input(w: World, call: str | None) -> Any:
     spec = next((c for c in getattr(run, "calls", []) if c.callId == call), None)
     if spec is None:
         return UNDEFINED
-    out: dict[str, Any] = {"callId": spec.callId, "name": spec.name, "arguments": copy.deepcopy(spec.arguments),
+    out: dict[str, Any] = {"callId": spec.callId, "name": spec.name, "arguments": clone(spec.arguments),
                            "signal": {}}
     if spec.agent is not None:
         out["agent"] = {}

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from . import jsontext
+from .jsvalue import clone as _clone
 
 TRACE_FORMAT = "dsh-conformance/trace/v1"
 
@@ -82,15 +83,29 @@ class Trace(_Model):
     results: list[CallResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        # Python mode: JSON mode cannot hold a lone surrogate (oracle.jsontext); every field
-        # is JSON-typed already.
-        return _ADAPTER.dump_python(self, mode="python", by_alias=True, exclude_unset=False)
+    def to_json(self, detached: bool = True) -> dict[str, Any]:
+        """The trace as a JSON document: what ``_ADAPTER.dump_python(self, by_alias=True)``
+        gives, field for field, without pydantic's generic walk (every field is JSON-typed
+        already, and Python objects keep lone surrogates, which JSON mode cannot). Values
+        are copies unless not ``detached`` (for a document written out at once)."""
+        clone = _clone if detached else _same
+        return {
+            "$format": self.format,
+            "scenario": self.scenario,
+            "observations": [{"call": o.call, "stage": o.stage, "what": o.what, "who": o.who,
+                              "value": clone(o.value), "rules": list(o.rules)} for o in self.observations],
+            "events": [{"agent": e.agent, "seq": e.seq, "type": e.type, "data": clone(e.data),
+                        "sourceEventSeqs": None if e.sourceEventSeqs is None else list(e.sourceEventSeqs),
+                        "at": e.at} for e in self.events],
+            "results": [{"callId": r.callId, "result": clone(r.result), "frozen": r.frozen, "observed": r.observed}
+                        for r in self.results],
+            "warnings": list(self.warnings),
+        }
 
     def dumps(self) -> str:
         """The canonical text of the trace: same trace, same bytes. Valid JSON with one
         list item per line, so that a diff of two traces points at the step that differs."""
-        doc = self.to_json()
+        doc = self.to_json(detached=False)
         lines = ["{"]
         keys = list(doc)
         for n, key in enumerate(keys):
@@ -110,6 +125,42 @@ class Trace(_Model):
 
 
 _ADAPTER: TypeAdapter[Trace] = TypeAdapter(Trace)
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+# ------------------------------------------------------------------ the oracle's own records
+
+_OBSERVATION_FIELDS = frozenset(Observation.model_fields)
+_EVENT_FIELDS = frozenset(Event.model_fields)
+_set = object.__setattr__
+
+
+def _record(cls: type[_Model], values: dict[str, Any], fields: frozenset[str]) -> Any:
+    # What ``model_construct`` does, without its per-field walk over defaults and aliases:
+    # the oracle records tens of these per call, each with every field given, typed where
+    # it is made (the golden traces and the trace schema test hold them to the schema).
+    # An IUT's trace is always validated (``parse_trace``).
+    o = cls.__new__(cls)
+    _set(o, "__dict__", values)
+    _set(o, "__pydantic_fields_set__", set(fields))
+    _set(o, "__pydantic_extra__", None)
+    _set(o, "__pydantic_private__", None)
+    return o
+
+
+def observation(call: str | None, stage: str, what: str, who: str | None, value: Any, rules: list[str]) -> Observation:
+    """An observation the oracle records (not validated: see ``_record``)."""
+    return _record(Observation, {"call": call, "stage": stage, "what": what, "who": who, "value": value,
+                                 "rules": rules}, _OBSERVATION_FIELDS)
+
+
+def event(agent: str, seq: int, type_: str, data: Any, source: list[int] | None, at: int | None) -> Event:
+    """A session event the oracle records (not validated: see ``_record``)."""
+    return _record(Event, {"agent": agent, "seq": seq, "type": type_, "data": data, "sourceEventSeqs": source,
+                           "at": at}, _EVENT_FIELDS)
 
 ANY: dict[str, str] = {"$js": "any"}
 """In the oracle's trace only: a value the spec leaves to the implementation (for example
@@ -132,9 +183,14 @@ BUILTIN_PARTICIPANTS = frozenset({"timeout-policy"})  # shipped code: not instru
 
 def is_portable(o: Observation) -> bool:
     """Whether an implementation under test reports this observation (protocol v1)."""
-    if o.who is not None:
-        return o.who not in BUILTIN_PARTICIPANTS
-    return (o.stage, o.what) in PROBE_POINTS
+    return portable(o.stage, o.what, o.who)
+
+
+def portable(stage: str, what: str, who: str | None) -> bool:
+    """``is_portable`` of an observation with these fields (before it is made)."""
+    if who is not None:
+        return who not in BUILTIN_PARTICIPANTS
+    return (stage, what) in PROBE_POINTS
 
 
 def _dump(v: Any) -> str:

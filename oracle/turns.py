@@ -16,10 +16,9 @@ at the model request of that turn's first step.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal
 
-from .jsvalue import UNDEFINED, JsValue, Thrown, token
+from .jsvalue import clone, UNDEFINED, JsValue, Thrown, token
 from .registry import World
 from .scenario import DELEGATE, Behavior, Listener, LoopRun
 from .script import Invocation, perform
@@ -70,7 +69,7 @@ async def next_turn(w: World, run: LoopRun, aborted: bool) -> None:
         from .loop import splice_append  # the loop owns the inbox
 
         try:
-            splice_append(w, copy.deepcopy(run.nextTurn), "next-turn")
+            splice_append(w, clone(run.nextTurn), "next-turn")
         except Thrown:  # an id already queued: followup() throws, no turn starts
             w.obs(None, "loop", "end", None, "followup-refused", ("P113",))
             return

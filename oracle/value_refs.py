@@ -31,17 +31,40 @@ class ValueRefError(ValueError):
         self.path, self.message = path, message
 
 
+def has_refs(value: Any) -> bool:
+    """Whether ``value`` holds a getter or shared token anywhere (a look at every object,
+    tokens' parts included, without the paths ``walk`` builds): most values hold none, and
+    then nothing in them needs a walk."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            kind = v.get("$js")
+            if type(kind) is str and kind in REF_KINDS:
+                return True
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+REF_KINDS = frozenset({"getter", "shared"})
+
+
 def check_value(value: Any, path: str, getters: set[str]) -> None:
     """Raise ValueRefError when a getter or shared token in ``value`` refers to nothing."""
     defined: set[str] = set()
     if token(value) == "getter":
         raise ValueRefError(path, "a getter token stands where a property value stands, not for a whole value")
-    walk(value, path, lambda v, p, open_: _check(v, p, getters, defined, open_))
+    if has_refs(value):
+        walk(value, path, lambda v, p, open_: _check(v, p, getters, defined, open_))
 
 
 def definitions(value: Any) -> dict[str, Any]:
     """The shared objects ``value`` defines, by id."""
     out: dict[str, Any] = {}
+    if not has_refs(value):
+        return out
 
     def visit(v: Any, _p: str, _open: tuple[str, ...]) -> None:
         if token(v) == "shared" and "value" in v:

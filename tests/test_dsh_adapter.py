@@ -9,6 +9,8 @@ missing. The adapter is driven over the IUT protocol directly, with a small clie
 from __future__ import annotations
 
 import json
+import os
+import random
 import selectors
 import shutil
 import subprocess
@@ -40,10 +42,11 @@ TIMEOUT = 60.0
 class Client:
     """A minimal IUT protocol client: one JSON object a line each way."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         assert NODE is not None
         self.proc = subprocess.Popen([NODE, str(ADAPTER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1)
+                                     stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1,
+                                     env={**os.environ, **env} if env else None)
         self.sel = selectors.DefaultSelector()
         assert self.proc.stdout is not None
         self.sel.register(self.proc.stdout, selectors.EVENT_READ)
@@ -183,6 +186,30 @@ def test_same_answer_in_a_fresh_process(adapter):
     finally:
         other.close()
     assert traced(here).trace.dumps() == traced(there).trace.dumps()
+
+
+def test_reused_deployments_give_the_answers_of_fresh_ones():
+    """The adapter keeps a loaded deployment of the packages per configuration and runs
+    each scenario in a fork of it (lib/deployment.mjs). Whatever ran before on it, every
+    corpus case gets the answer a deployment loaded for it alone gives: the corpus is run
+    fresh in order, and on reused deployments in a shuffled order."""
+    docs = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(CASES.glob("*.json"))}
+    answers: dict[str, dict[str, dict[str, Any]]] = {}
+    order = list(docs)
+    for how, env, names in (("fresh", {"DSH_ADAPTER_FRESH": "1"}, order),
+                            ("reused", None, random.Random(13).sample(order, len(order)))):
+        client = Client(env)
+        try:
+            client.start()
+            for name in names:
+                answer = client.run(docs[name])
+                answer.pop("seq")
+                answer.pop("details", None)  # an errored answer's stack
+                answers.setdefault(name, {})[how] = answer
+        finally:
+            client.close()
+    differ = sorted(name for name, both in answers.items() if both["fresh"] != both["reused"])
+    assert differ == []
 
 
 def test_every_corpus_case_is_answered_with_a_trace_or_a_skip(adapter):

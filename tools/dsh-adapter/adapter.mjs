@@ -20,6 +20,12 @@ import { createInterface } from 'node:readline'
 import { FATAL, PROFILES, TOOLS_VERSION, features, packageVersions } from './lib/compat.mjs'
 import { Unsupported } from './lib/faults.mjs'
 
+// Errors without stack frames unless asked for (DSH_ADAPTER_STACKS=1, for debugging an
+// errored answer). cordis creates an Error for every effect and waterfall to splice call
+// sites into async stacks, and capturing their frames is 40% of the CPU a scenario costs;
+// no package reads a stack, and a trace never holds one.
+if (process.env.DSH_ADAPTER_STACKS !== '1') Error.stackTraceLimit = 0
+
 const require = createRequire(import.meta.url)
 const self = require('./package.json')
 
@@ -82,8 +88,29 @@ async function answer(seq, scenario) {
   }
 }
 
+// DSH_ADAPTER_TIMINGS=1 (`dsh-conformance bench`): the adapter's time per scenario, from
+// the line read to the answer written, summed up on stderr at the end (the IUT's log, so
+// the protocol is untouched).
+const timings = process.env.DSH_ADAPTER_TIMINGS === '1' ? [] : null
+const window = { first: null, last: null } // µs on the monotonic clock of CPU profiles (node --cpu-prof)
+const clock = () => Number(process.hrtime.bigint() / 1000n)
+
+function reportTimings() {
+  if (timings === null || timings.length === 0) return
+  const sorted = [...timings].sort((a, b) => a - b)
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+  const mean = sorted.reduce((a, b) => a + b, 0) / sorted.length
+  log('timings', JSON.stringify({
+    scenarios: sorted.length, median_ms: at(0.5), mean_ms: mean, p90_ms: at(0.9), max_ms: sorted[sorted.length - 1],
+    window_us: [window.first, window.last],
+  }))
+  timings.length = 0 // once, whether the input ends with a stop or not
+}
+
 async function handle(line) {
   if (line.trim() === '') return true
+  const started = timings === null ? 0 : performance.now()
+  if (timings !== null) window.first ??= clock()
   let message
   try {
     message = JSON.parse(line)
@@ -98,8 +125,13 @@ async function handle(line) {
       return true
     case 'run':
       send(await answer(message.seq, message.scenario))
+      if (timings !== null) {
+        timings.push(performance.now() - started)
+        window.last = clock()
+      }
       return true
     case 'stop':
+      reportTimings()
       return false
     default:
       log('unknown command:', JSON.stringify(message?.cmd))
@@ -127,5 +159,8 @@ lines.on('line', (line) => {
   })
 })
 lines.on('close', () => {
-  queue.then(() => process.stdout.write('', () => process.exit(0)))
+  queue.then(() => {
+    reportTimings()
+    process.stdout.write('', () => process.exit(0))
+  })
 })

@@ -28,13 +28,14 @@ function isUndefinedWire(wire) {
   return wire !== null && typeof wire === 'object' && !Array.isArray(wire) && wire.$js === 'undefined'
 }
 
-/** The cordis plugin that provides `ctx.codeRuntime` for one scenario run. */
-export function codeRuntimePlugin(w) {
+/** The cordis plugin that provides `ctx.codeRuntime`, running programs of the scenario `current()` returns. */
+export function codeRuntimePlugin(current) {
   return class ScriptedCodeRuntime extends CodeRuntime {
     language = 'typescript' // the bridge needs a language it has an SDK for
     isolation = 'scripted'
 
     run(request) {
+      const w = current()
       const namespace = (request.bindings ?? []).find((b) => b.global === 'tools')
       const programs = w.scenario.programs ?? []
       const program = programs.find((p) => p.id === request.program)

@@ -60,8 +60,10 @@ export class ScriptedModel extends LlmAdapter {
  * - `finalize`/`finish` record the final result the loop commits.
  * Each wrapper returns exactly what the scheduler returns (the same promise), and runs the
  * stage inside the call's async context so that synchronous projections know their call.
+ * Installed once per deployment: `current()` is the World of the scenario running now, and
+ * a stage's reactions keep the World it started in.
  */
-export function instrumentScheduler(w, tools) {
+export function instrumentScheduler(current, tools) {
   const scheduler = tools[SCHEDULER]
   const { prepare, dispatch, finalize, finish } = scheduler
   const settled = (promise, onValue, onError = onValue) => {
@@ -72,6 +74,7 @@ export function instrumentScheduler(w, tools) {
   const executionMode = tools.executionMode
   tools.executionMode = function (input) {
     if (input?.parent === undefined) return executionMode.call(this, input)
+    const w = current()
     const saved = w.classifying
     w.classifying = String(input.callId)
     try {
@@ -81,20 +84,24 @@ export function instrumentScheduler(w, tools) {
     }
   }
   scheduler.prepare = (input) => {
+    const w = current()
     w.inputs.set(input.callId, input)
     return settled(w.within(input.callId, () => prepare(input)), (prepared) => {
       if (prepared?.kind !== 'dispatch') w.openGate(input.callId)
     }, () => w.openGate(input.callId))
   }
   scheduler.dispatch = (exec) => {
+    const w = current()
     const call = w.callOf(exec)
     return settled(w.within(call, () => dispatch(exec)), () => w.openGate(call))
   }
   scheduler.finalize = (exec, result) => {
+    const w = current()
     const call = w.callOf(exec)
     return settled(w.within(call, () => finalize(exec, result)), (out) => w.recordResult(call, out), () => {})
   }
   scheduler.finish = (exec, result) => {
+    const w = current()
     const call = w.callOf(exec)
     const out = w.within(call, () => finish(exec, result))
     w.recordResult(call, out)

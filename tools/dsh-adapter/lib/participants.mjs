@@ -226,12 +226,12 @@ export function guardFunction(w, g) {
  * (answered by `approval/request` listeners), or a scripted service. Either one is wrapped
  * by the approval probe: the request the registry makes, and its outcome or throw.
  */
-export function approvalPlugin(w, approval) {
+export function approvalPlugin(current, approval) {
   if (approval.service === 'shipped') {
     return {
       plugin: class ProbedApprovalService extends ApprovalService {
         request(req) {
-          return w.probeApproval(req, () => super.request(req))
+          return current().probeApproval(req, () => super.request(req))
         }
       },
       config: { policy: approval.policy ?? 'ask' },
@@ -244,13 +244,13 @@ export function approvalPlugin(w, approval) {
       }
 
       request(req) {
+        const w = current()
         const call = w.requestCall(req)
         return w.probeApproval(req, () => perform(w, new Invocation({
           who: 'approval', stage: 'approval', call, record: w.execs.get(call) ?? null, request: req, requestSignal: req.signal ?? null,
-        }), approval.script))
+        }), w.scenario.approval.script))
       }
     },
     config: {},
   }
 }
-

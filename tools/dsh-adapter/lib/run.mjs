@@ -1,22 +1,23 @@
-// Running one scenario against the real packages: a fresh cordis Context, the real
-// registrations, the probes, then the direct calls or the loop's tool step. Returns the
-// trace (oracle/trace.py's language, portable part only).
+// Running one scenario against the real packages: a deployment of the real plugins for
+// the scenario's configuration (lib/deployment.mjs: loaded once, reused while runs end
+// cleanly), the real registrations and the probes in a fork of it, then the direct calls
+// or the loop's tool step. Returns the trace (oracle/trace.py's language, portable part
+// only).
 
-import {
-  AgentLoop, AgentRegistry, CodeRuntime, Context, HarnessError, LlmRuntime, SessionId, SessionStore, SystemPrompt, TimeoutPolicy, ToolRuntime,
-  bindScopeParent, createScope, snapshotJsonValue,
-} from './compat.mjs'
+import { HarnessError, SessionId, bindScopeParent, createScope, snapshotJsonValue } from './compat.mjs'
 import { Clock, settle } from './clock.mjs'
-import { codeRuntimePlugin } from './code-runtime.mjs'
+import { Deployments } from './deployment.mjs'
 import { checkFeatures } from './features.mjs'
 import { Unsupported } from './faults.mjs'
-import { ScriptedModel, instrumentScheduler, loopEvents, runLoop, eventData } from './loop.mjs'
-import { approvalPlugin, toolDefinition } from './participants.mjs'
+import { ScriptedModel, loopEvents, runLoop, eventData } from './loop.mjs'
+import { toolDefinition } from './participants.mjs'
 import { installProbes } from './probes.mjs'
 import { present } from './viewer.mjs'
 import { World } from './world.mjs'
 
 export const REALM = { HarnessError }
+
+const deployments = new Deployments()
 
 /**
  * The trace of `scenario` on the real package.
@@ -27,13 +28,22 @@ export async function runScenario(scenario) {
   checkFeatures(scenario)
   const clock = new Clock()
   const w = new World(scenario, REALM, clock)
+  const held = await deployments.acquire(scenario)
+  if (held.deployment === null) throw new Error('the tool runtime did not start')
   const restore = clock.install()
-  const ctx = new Context()
+  let clean = false
   try {
-    await settle(drive(w, ctx, scenario), clock)
+    let fiber = null
+    try {
+      await settle(drive(w, held.deployment, scenario, (f) => { fiber = f }), clock)
+    } finally {
+      // The scenario's fork goes, with every registration made through it.
+      await settle(held.deployment.leave(fiber), clock)
+    }
+    clean = w.fatal === null
   } finally {
     restore()
-    dispose(ctx)
+    deployments.release(held, clean)
   }
   if (w.fatal !== null) throw w.fatal
   return {
@@ -46,47 +56,23 @@ export async function runScenario(scenario) {
   }
 }
 
-function dispose(ctx) {
-  try {
-    const done = ctx.fiber?.dispose?.()
-    if (done && typeof done.catch === 'function') done.catch(() => {})
-  } catch { /* a broken teardown must not break the next run */ }
-}
-
-async function drive(w, ctx, scenario) {
+async function drive(w, deployment, scenario, forked) {
   const run = scenario.run
   const loop = run.kind === 'loop'
-  ctx.logger.exporter({
+  const fiber = deployment.enter(w)
+  forked(fiber)
+  await fiber
+  if (w.host === null) throw new Error('the tool runtime did not start')
+  const ctx = deployment.ctx
+  w.host.logger.exporter({
     levels: { default: 2 },
     export: (message) => {
       if (message.type === 'warn') w.trace.warnings.push(message.args.map((a) => (typeof a === 'string' ? a : String(a))).join(' '))
     },
   })
-  if (loop) {
-    await ctx.plugin(LlmRuntime)
-    await ctx.plugin(SessionStore)
-  }
-  await ctx.plugin(SystemPrompt)
-  // Code Mode (section 5.15): the deployment's mode and overlap cap are the real
-  // configuration; the code runtime is the scenario's scripted one (lib/code-runtime.mjs).
-  if (scenario.codeRuntime !== false && CodeRuntime !== null) await ctx.plugin(codeRuntimePlugin(w))
-  await ctx.plugin(ToolRuntime, { mode: scenario.mode ?? 'native', maxParallelSubCalls: scenario.maxParallelSubCalls ?? 10 })
-  if (scenario.approval) {
-    const { plugin, config } = approvalPlugin(w, scenario.approval)
-    await ctx.plugin(plugin, config)
-  }
-  // P70: the shipped timeout policy is a plugin's tools/execute listener, installed before
-  // the scenario's own listeners.
-  if (scenario.timeoutPolicy) await ctx.plugin(TimeoutPolicy)
-  if (loop) {
-    await ctx.plugin(AgentRegistry)
-    await ctx.plugin(AgentLoop, { agents: [], maxParallelToolCalls: run.maxParallelToolCalls ?? 10 })
-    ctx.llm.registerAdapter(['scripted'], new ScriptedModel(run.blocks ?? [], run.finish ?? 'tool-calls'))
-  }
-  await ctx.plugin({ name: 'dsh-conformance-adapter', inject: ['tools'], apply(c) { w.host = c } })
-  if (w.host === null || ctx.tools === undefined) throw new Error('the tool runtime did not start')
+  if (loop) w.host.llm.registerAdapter(['scripted'], new ScriptedModel(run.blocks ?? [], run.finish ?? 'tool-calls'))
 
-  const loopAgent = makeAgents(w, ctx, scenario)
+  const loopAgent = makeAgents(w, deployment, scenario)
   // Every tool definition is built once up front, so that one the adapter cannot express
   // is a skip here and not a participant throw in the middle of a run.
   for (const t of scenario.tools ?? []) toolDefinition(w, t)
@@ -125,9 +111,6 @@ async function drive(w, ctx, scenario) {
     }
   }
   w.probes = installProbes(w, w.host)
-  // The loop and the run_code bridge drive calls through the staged scheduler: it tells
-  // which call each stage runs for, and the sub-calls' final results.
-  instrumentScheduler(w, ctx.tools)
 
   if (loop) {
     await runLoop(w, loopAgent, run)
@@ -168,10 +151,12 @@ async function drive(w, ctx, scenario) {
 /**
  * Make the scenario's agents, parents first. Each is a scope key (dsh-scope) with a scoped
  * context for its registrations. In a loop run the loop agent is the real agent the loop
- * creates; the others (in a direct run, all) are stand-ins with a session that records
- * what the shipped approval service appends (the upstream specs use the same stand-in).
+ * creates, owned by the scenario's fork (its session id names the deployment's run, as a
+ * session of an earlier run may still be draining); the others (in a direct run, all) are
+ * stand-ins with a session that records what the shipped approval service appends (the
+ * upstream specs use the same stand-in).
  */
-function makeAgents(w, ctx, scenario) {
+function makeAgents(w, deployment, scenario) {
   const specs = new Map((scenario.agents ?? []).map((a) => [a.id, a]))
   const run = scenario.run
   let loopAgent = null
@@ -184,7 +169,7 @@ function makeAgents(w, ctx, scenario) {
     const parent = spec.parent === undefined || spec.parent === null ? undefined : make(spec.parent, seen).key
     let entry
     if (run.kind === 'loop' && id === run.agent) {
-      const agent = ctx.agentLoop.create(SessionId(`dsh-conformance-${id}`), { provider: 'scripted', model: 'scripted' })
+      const agent = w.host.agentLoop.create(SessionId(`dsh-conformance-${id}-${deployment.runs}`), { provider: 'scripted', model: 'scripted' })
       if (parent !== undefined) bindScopeParent(agent, parent)
       loopAgent = agent
       entry = { id, key: agent, ctx: agent.ctx, session: agent.session }

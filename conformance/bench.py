@@ -1,0 +1,322 @@
+"""``dsh-conformance bench``: the suite's speed, every figure side by side in one run.
+
+What is measured (issue 13), each the best of ``--repeat`` rounds (a shared machine lets
+the best round of several be compared, not a single one):
+
+- **oracle in-process**: corpus scenarios parsed and run per second (``parse_scenario``
+  and ``run_scenario``, nothing else);
+- **plain call**: the time per call of a tool returning a value, no listeners, 1,000 calls
+  in one scenario, directly (``execute()`` after ``execute()``) and in one agent-loop batch;
+- **the suite**: the corpus through the runner, as ``run`` does it (the oracle's traces of
+  every case, then for each case the implementation's answer, the comparison, the laws and
+  the digest), against the embedded oracle in-process, the oracle over the protocol (its
+  server process) and ``--impl``; the protocol path is given against both the in-process
+  suite path and the bare oracle, since what the oracle does twice there (the reference
+  trace and the answer) counts against it;
+- **the Node adapter** (``--impl dsh``): fed the corpus directly, no suite, it times each
+  scenario itself (``DSH_ADAPTER_TIMINGS=1``, from the line read to the answer written); and
+  in a CPU profile of the same feed (``node --cpu-prof``) each sample is put down to the
+  code it is in: the packages under test (``node_modules/@deepseek-ai``), the adapter
+  (``tools/dsh-adapter``, with the Node runtime work it asks for: reading, JSON, writing)
+  or the garbage collector (shared out in proportion). Its own time against the package's
+  is the adapter's overhead;
+- **commands**: ``dsh-conformance run`` with its defaults (``make run``) from start to end,
+  and with ``--generated N`` a generated run of N examples against ``--impl``.
+
+``--scaling`` prints how cost grows: per call from 1 to 1,000 calls a batch (direct and
+loop) and per scenario with argument values from 1 to 1,000 keys, with the oracle's peak
+memory (tracemalloc) and, with ``--impl``, the implementation's time; ``cost x`` is the
+time per call (or per scenario) against the smallest size's, 1.0 where cost is linear.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsh_conformance.oracle import parse_scenario, run_scenario
+
+from .iut import InProcessIUT, ProcessIUT, embedded_oracle
+from .rules import ORACLE_PROFILES
+from .runner import Runner, corpus_items, expected_traces, forget_references
+
+IUT = ProcessIUT | InProcessIUT
+
+
+@dataclass
+class Figure:
+    """One line of the bench: ``value`` in ``unit``, with the issue's target when it has one
+    (``at_least`` or ``at_most``)."""
+
+    name: str
+    value: float | None
+    unit: str
+    at_least: float | None = None
+    at_most: float | None = None
+    note: str = ""
+
+    def verdict(self) -> str:
+        if self.value is None:
+            return ""
+        if self.at_least is not None:
+            return "met" if self.value >= self.at_least else "NOT MET"
+        if self.at_most is not None:
+            return "met" if self.value <= self.at_most else "NOT MET"
+        return ""
+
+    def target(self) -> str:
+        if self.at_least is not None:
+            return f">= {_num(self.at_least)} {self.unit}"
+        if self.at_most is not None:
+            return f"<= {_num(self.at_most)} {self.unit}"
+        return ""
+
+
+def _num(v: float) -> str:
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def best_of(rounds: int, fn: Callable[[], Any]) -> float:
+    """The shortest of ``rounds`` runs of ``fn``, in seconds."""
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+# ------------------------------------------------------------------ scenarios of a given size
+
+def plain_calls(n: int, loop: bool) -> dict[str, Any]:
+    """``n`` plain calls: one tool returning a value, no listeners, no guards, no approval;
+    direct calls one after another, or one agent-loop batch of ``n`` tool calls."""
+    tools = [{"name": "t", "body": [{"do": "return", "value": {"ok": True}}]}]
+    if loop:
+        run: dict[str, Any] = {"kind": "loop", "agent": "a",
+                               "blocks": [{"id": f"b{i + 1}", "name": "t", "arguments": "{}"} for i in range(n)]}
+    else:
+        run = {"kind": "direct", "calls": [{"callId": f"c{i + 1}", "name": "t"} for i in range(n)]}
+    return {"id": f"plain-{'loop' if loop else 'direct'}-{n}", "agents": [{"id": "a"}], "tools": tools, "run": run}
+
+
+def wide_arguments(keys: int) -> dict[str, Any]:
+    """One call whose arguments (and the value the tool returns) have ``keys`` keys: the
+    snapshot, the copies and the trace grow with the scenario."""
+    arguments = {f"k{i}": {"n": i, "s": "text"} for i in range(keys)}
+    tools = [{"name": "t", "body": [{"do": "return", "value": arguments}]}]
+    return {"id": f"wide-{keys}", "tools": tools,
+            "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "t", "arguments": arguments}]}}
+
+
+# ------------------------------------------------------------------ measurements
+
+def oracle_rate(docs: list[dict[str, Any]], rounds: int) -> float:
+    """Scenarios per second: parse and run each document."""
+    def once() -> None:
+        for doc in docs:
+            run_scenario(parse_scenario(doc))
+    return len(docs) / best_of(rounds, once)
+
+
+def per_call_us(doc: dict[str, Any], calls: int, rounds: int) -> float:
+    scenario = parse_scenario(doc)
+    return best_of(rounds, lambda: run_scenario(scenario)) / calls * 1e6
+
+
+def oracle_peak_kib(doc: dict[str, Any]) -> float:
+    """Peak Python memory of parsing and running ``doc`` (tracemalloc, KiB)."""
+    tracemalloc.start()
+    try:
+        run_scenario(parse_scenario(doc))
+        return tracemalloc.get_traced_memory()[1] / 1024
+    finally:
+        tracemalloc.stop()
+
+
+def suite_rate(iut: IUT, items: list[tuple[str, dict[str, Any], str]], cases: Path, rounds: int,
+               known: bool = False) -> float:
+    """Corpus scenarios per second through the runner, as ``run`` does it: the oracle's
+    traces of every case first, then each case against the implementation (``iut`` is
+    started already). The oracle's traces are computed anew in each round, as in one run,
+    unless ``known``: then they are the ones kept from an earlier round (runner.reference),
+    as when the same cases are judged again in one process."""
+    def once() -> None:
+        if not known:
+            forget_references()
+        expected = expected_traces(items, cases)
+        Runner(iut, set(ORACLE_PROFILES), give_up_after=0).run_cases(items, None, expected)
+    if known:
+        expected_traces(items, cases)
+    return len(items) / best_of(rounds, once)
+
+
+def iut_per_call_us(iut: IUT, doc: dict[str, Any], calls: int, rounds: int) -> float:
+    seq = [10_000_000]
+
+    def once() -> None:
+        seq[0] += 1
+        iut.run(seq[0], doc)
+    return best_of(rounds, once) / calls * 1e6
+
+
+def peak_rss_kib(pid: int) -> float | None:
+    """A process's peak resident memory (Linux: VmHWM), or None where it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+# ------------------------------------------------------------------ the Node adapter
+
+@dataclass
+class AdapterTimes:
+    scenarios: int
+    median_ms: float  # the adapter's own clock, line read to answer written
+    mean_ms: float
+    package_ms: float | None  # per scenario, from the CPU profile
+    own_ms: float | None
+
+
+def adapter_times(adapter: Path, docs: list[dict[str, Any]], rounds: int, timeout: float) -> AdapterTimes:
+    """Feed the corpus ``rounds`` times straight into the adapter (no suite): once for its
+    own timings, once under ``node --cpu-prof`` to see whose code the time is in."""
+    timings = _feed(adapter, docs, rounds, timeout, [])
+    split: dict[str, float] | None = None
+    with tempfile.TemporaryDirectory(prefix="dsh-conformance-bench-") as tmp:
+        profiled = _feed(adapter, docs, rounds, timeout, ["--cpu-prof", f"--cpu-prof-dir={tmp}"])
+        profiles = sorted(Path(tmp).glob("*.cpuprofile"))
+        if profiles and profiled.get("window_us"):
+            split = attribute(json.loads(profiles[-1].read_text()), profiled["window_us"])
+    n = timings["scenarios"]
+    package = own = None
+    if split is not None:
+        count = profiled["scenarios"]
+        gc = split.get("gc", 0.0)
+        busy = split["package"] + split["adapter"]
+        share = split["package"] / busy if busy else 0.0
+        package = (split["package"] + gc * share) / count / 1000
+        own = (split["adapter"] + gc * (1 - share)) / count / 1000
+    return AdapterTimes(n, timings["median_ms"], timings["mean_ms"], package, own)
+
+
+def _feed(adapter: Path, docs: list[dict[str, Any]], rounds: int, timeout: float, node_flags: list[str]) -> dict[str, Any]:
+    iut = ProcessIUT(["node", *node_flags, str(adapter)], timeout, env={"DSH_ADAPTER_TIMINGS": "1"})
+    iut.start()
+    try:
+        seq = 0
+        for _ in range(rounds):
+            for doc in docs:
+                seq += 1
+                iut.run(seq, doc)
+    finally:
+        log = iut.log
+        iut.close()
+    deadline = time.monotonic() + 5  # the stderr pump may still be reading the last line
+    while True:
+        for line in reversed(log.text(200).splitlines()):
+            if line.startswith("dsh-adapter: timings "):
+                found: dict[str, Any] = json.loads(line.split(" ", 2)[2])
+                return found
+        if time.monotonic() > deadline:
+            raise RuntimeError("the adapter reported no timings (DSH_ADAPTER_TIMINGS=1)")
+        time.sleep(0.05)
+
+
+def attribute(profile: dict[str, Any], window: list[int]) -> dict[str, float]:
+    """Microseconds of a V8 CPU profile inside ``window`` (first and last scenario, on the
+    profile's clock), by whose code each sample is in: its innermost frame with a script
+    (a builtin counts as its caller's). ``package``: node_modules/@deepseek-ai; ``adapter``:
+    the adapter's own scripts and the Node runtime (node:...); ``gc``; idle time left out."""
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    parent = {child: n["id"] for n in profile["nodes"] for child in n.get("children", ())}
+    memo: dict[int, str] = {}
+
+    def kind(nid: int) -> str:
+        start = nid
+        if start in memo:
+            return memo[start]
+        found = "other"
+        current: int | None = nid
+        while current is not None:
+            frame = nodes[current]["callFrame"]
+            url, name = frame["url"], frame["functionName"]
+            if name == "(garbage collector)":
+                found = "gc"
+                break
+            if name in ("(idle)", "(program)", "(root)") and not url:
+                found = "idle" if name == "(idle)" else "other"
+                break
+            if url:
+                found = "package" if "/node_modules/@deepseek-ai/" in url else "adapter"
+                break
+            current = parent.get(current)
+        memo[start] = found
+        return found
+
+    out: dict[str, float] = {"package": 0.0, "adapter": 0.0, "gc": 0.0, "other": 0.0, "idle": 0.0}
+    at = profile["startTime"]
+    first, last = window
+    for sample, delta in zip(profile["samples"], profile["timeDeltas"]):
+        at += delta
+        if first <= at <= last:
+            out[kind(sample)] += delta
+    return out
+
+
+# ------------------------------------------------------------------ commands end to end
+
+def command_seconds(argv: list[str], timeout: float = 600) -> tuple[float, int]:
+    """Wall time of a command of this suite, start to end, and its exit code."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dsh_conformance.cli", *argv], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+    return time.perf_counter() - t0, done.returncode
+
+
+# ------------------------------------------------------------------ printing
+
+def print_figures(figures: list[Figure], out: Any = None) -> None:
+    out = out or sys.stdout
+    width = max(len(f.name) for f in figures)
+    print(f"{'figure':<{width}}  {'value':>12}  {'target':<14} verdict", file=out)
+    for f in figures:
+        value = "-" if f.value is None else f"{_num(f.value)} {f.unit}"
+        line = f"{f.name:<{width}}  {value:>12}  {f.target():<14} {f.verdict()}"
+        print(line.rstrip() + (f"  ({f.note})" if f.note else ""), file=out)
+
+
+def machine() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    node = shutil.which("node")
+    version = ""
+    if node:
+        try:
+            version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            version = "?"
+    return (f"Python {sys.version.split()[0]}" + (f", node {version}" if version else "")
+            + f", {os.cpu_count()} CPUs, load average {load:.1f}")
+
+
+__all__ = ["Figure", "AdapterTimes", "adapter_times", "attribute", "best_of", "command_seconds", "machine",
+           "oracle_peak_kib", "oracle_rate", "per_call_us", "plain_calls", "print_figures", "suite_rate",
+           "wide_arguments", "corpus_items", "embedded_oracle", "iut_per_call_us", "peak_rss_kib"]

@@ -488,9 +488,10 @@ def parser() -> argparse.ArgumentParser:
 
     from dsh_conformance.tools import docs_cli
 
-    from . import badges
+    from . import badges, mutate
 
     badges.register(sub)
+    mutate.register(sub)
     docs_cli.register(sub)
     return p
 

@@ -98,24 +98,33 @@ def default_cases(examples: int, seed: int, corpus: bool = True) -> list[Case]:
 
 
 def generated(examples: int, seed: int) -> list[Any]:
+    """The examples the runner judges: ``examples`` independent draws for ``seed``
+    (``runner._search``), or hypothesis' ``find`` sequence where the draws are not there."""
     import random
 
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
     from .runner import _hypothesis_home
-    from .strategies import examples as drawn
+    from .strategies import independent_draws
 
-    found: list[Any] = []
+    profiles = frozenset(ORACLE_PROFILES)
+    with _hypothesis_home():
+        draws = independent_draws(examples, seed, profiles)
+        if draws is not None:
+            return [example for example, _ in draws]
+        found: list[Any] = []
 
-    def keep(example: Any) -> bool:
-        found.append(example)
-        return False
+        def keep(example: Any) -> bool:
+            found.append(example)
+            return False
 
-    cfg = settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    with _hypothesis_home(), contextlib.suppress(NoSuchExample):
-        find(drawn(frozenset(ORACLE_PROFILES)), keep, settings=cfg, random=random.Random(seed))
-    return found
+        cfg = settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+        from .strategies import examples as drawn
+
+        with contextlib.suppress(NoSuchExample):
+            find(drawn(profiles), keep, settings=cfg, random=random.Random(seed))
+        return found
 
 
 # ============================================================================ one mutant, in a worker

@@ -1449,31 +1449,45 @@ def draw_examples(n_examples: int, seed: int, profiles: frozenset[str] = ALL_PRO
     reach wants independent ones. They come from hypothesis' choice sequence driven by a
     seeded ``random.Random`` (an internal API of the pinned hypothesis release); should
     that API move, the draws fall back to a ``@given`` run with the same seed."""
+    draws = independent_draws(n_examples, seed, profiles)
+    if draws is None:
+        yield from _given_examples(examples(frozenset(profiles)), n_examples, seed)
+        return
+    for example, _choices in draws:
+        yield example
+
+
+def independent_draws(n_examples: int, seed: int,
+                      profiles: frozenset[str] = ALL_PROFILES) -> Iterator[tuple[Example, tuple[Any, ...]]] | None:
+    """``draw_examples`` with each draw's hypothesis choice sequence, from which
+    hypothesis can replay and shrink it; None where the internal API is not there."""
     strategy = examples(frozenset(profiles))
     try:
         from hypothesis.control import BuildContext
         from hypothesis.errors import StopTest
         from hypothesis.internal.conjecture.data import ConjectureData
 
-        def one(rnd: random.Random) -> Example | None:
+        def one(rnd: random.Random) -> tuple[Example, tuple[Any, ...]] | None:
             data = ConjectureData(random=rnd, max_choices=8192)
             try:
                 with BuildContext(data, is_final=False, wrapped_test=draw_examples):
-                    return data.draw(strategy)
+                    return data.draw(strategy), tuple(data.choices)
             except StopTest:  # ran out of choices: a draw too large, skipped
                 return None
         one(random.Random(seed))
     except (ImportError, TypeError, AttributeError):
-        yield from _given_examples(strategy, n_examples, seed)
-        return
-    rnd = random.Random(seed)
-    drawn = attempts = 0
-    while drawn < n_examples and attempts < 4 * n_examples:
-        attempts += 1
-        example = one(random.Random(rnd.getrandbits(64)))
-        if example is not None:
-            drawn += 1
-            yield example
+        return None
+
+    def draws() -> Iterator[tuple[Example, tuple[Any, ...]]]:
+        rnd = random.Random(seed)
+        drawn = attempts = 0
+        while drawn < n_examples and attempts < 4 * n_examples:
+            attempts += 1
+            got = one(random.Random(rnd.getrandbits(64)))
+            if got is not None:
+                drawn += 1
+                yield got
+    return draws()
 
 
 def _given_examples(strategy: S, n_examples: int, seed: int) -> Iterator[Example]:

@@ -223,6 +223,19 @@ IDENTITY_TARGETS = ("record.callId", "record.name", "record.arguments", "record.
                     "record.token", "record.agent", "record.parent", "record")
 RESULT_TARGETS = ("result.isError", "result.content", "result.value", "result.error.message",
                   "result.content.0.text", "result.additionalContexts")
+# Deeper and stranger places in a handed result: past the end of a frozen array, an added
+# property, through a primitive, inside the value (P11: deeply immutable).
+DEEP_RESULT_TARGETS = ("result.content.7", "result.content.1", "result.value.x", "result.value.0",
+                       "result.value.x.y", "result.meta", "result.concludesTurn", "result.error.info.code",
+                       "result.content.0.text.x", "result.content.0.extra", "result.error",
+                       "result.additionalContexts.0", "result.isError.x")
+
+
+def result_writes() -> S:
+    """A caught write attempt somewhere inside a handed result."""
+    return st.builds(lambda t, op, v: {"do": "mutate", "target": t, "op": op, "value": v, "catch": True},
+                     st.sampled_from(RESULT_TARGETS + DEEP_RESULT_TARGETS),
+                     weighted((3, "set"), (1, "delete"), (1, "define")), weighted((3, st.just("forged")), (1, scalars)))
 OTHER_TARGETS = ("record.custom", "record.callId.x", "args.x", "args", "input.name",
                  "input.arguments.x")
 MUTATE_REQUEST = True
@@ -510,9 +523,14 @@ def presenter_behaviors(result: bool, hot: bool = False) -> S:
 hot_pre_decisions: S = weighted((1, st.sampled_from(PRE_ALLOW)), (2, st.sampled_from(PRE_DENY)),
                                 (1, st.sampled_from(PRE_ASK)), (3, st.sampled_from(PRE_MALFORMED)))
 
+# The record's signal replaced by one that is aborted: the caller's is not, and every
+# checkpoint reads the caller's (P52).
+ABORT_REPLACED = [{"do": "set-signal", "signal": "s1"}, {"do": "abort", "signal": "s1"}]
+
 HOT_PRE: dict[str, S] = {
     "pre": weighted(
         (4, ret(hot_pre_decisions)),
+        (1, then_return(ABORT_REPLACED, st.sampled_from([{"kind": "allow"}, *PRE_ASK]))),
         (1, then_return([ABORT_CALLER], pre_decisions)),
         (2, THROWS),
         (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
@@ -521,11 +539,13 @@ HOT_PRE: dict[str, S] = {
     "approval": weighted((3, ret(st.sampled_from(PRE_ASK))),
                          (1, then_return([ABORT_CALLER], st.sampled_from(PRE_ASK)))),
     "guards": weighted((2, DELEGATES), (2, then_return([ABORT_CALLER], st.just({"kind": "allow"}))),
-                       (1, ret(st.sampled_from(PRE_ASK)))),
+                       (1, ret(st.sampled_from(PRE_ASK))), (1, then_return(ABORT_REPLACED, st.just({"kind": "allow"})))),
 }
 
 hot_exec_terminals: S = weighted(
     (4, ret(authored_results)),
+    (2, st.builds(lambda ws: [{"do": "next"}, *ws, {"do": "observe", "what": "result"}, {"do": "return-next"}],
+                  st.lists(result_writes(), min_size=1, max_size=3))),
     (2, then_return([{"do": "next"}], authored_results)),
     (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
     (2, st.just([{"do": "next"}, ABORT_CALLER, {"do": "return-next"}])),
@@ -817,8 +837,17 @@ def agent_lists(draw: Any, loop: bool, n_tools: int = 1, need: bool = False) -> 
 
 RAW_ARGUMENTS = ['{"x":1}', "", "{}", '{"x":"s"}', "not json", '{"x":1,"x":2}', "[1,2]", '"text"', '{"n":-0}',
                  '{"n":1e999}', "null", '{"$js":"undefined","x":1}', '{"x":', '{"x":1,"s":"\\udc00"}']
-raw_arguments: S = weighted((4, st.just('{"x":1}')), (2, st.sampled_from(RAW_ARGUMENTS)))
-hot_raw_arguments: S = st.sampled_from(RAW_ARGUMENTS)
+# P16 at its boundaries: number texts JSON.parse reads one way and a sloppy parser another
+# (-0 written every way, thresholds of the shortest form, beyond 2**53, out of range),
+# NaN/Infinity literals (not JSON: the raw string), array-index keys at their limits.
+RAW_BOUNDARIES = ['-0', '[-0]', '{"n":-0.0}', '{"n":-0e0}', '{"n":-0E+2}', '{"n":1e21}', '{"n":1E21}',
+                  '{"n":1e-7}', '{"n":0.0000001}', '{"n":-1.5}', '{"n":9007199254740993}', '{"n":-1e999}',
+                  '{"n":1.7976931348623157e308}', '{"n":NaN}', '{"n":Infinity}', '-Infinity',
+                  '{"4294967294":1,"4294967295":2,"a":0,"1":3}', '{"x":1,"x":{"y":2},"z":[]}', ' {"x":1} ',
+                  '{"x":1}x', "[]", '{"__proto__":{"x":1}}']
+raw_arguments: S = weighted((4, st.just('{"x":1}')), (2, st.sampled_from(RAW_ARGUMENTS)),
+                            (1, st.sampled_from(RAW_BOUNDARIES)))
+hot_raw_arguments: S = weighted((1, st.sampled_from(RAW_ARGUMENTS)), (1, st.sampled_from(RAW_BOUNDARIES)))
 call_arguments: S = weighted((5, st.just({"x": 1})), (1, st.just({})), (2, boundary_values))
 hot_call_arguments: S = weighted((1, st.just({"x": 1})), (2, js_only_values), (2, boundary_values))
 body_call_arguments: S = weighted((3, st.just({"x": 1})), (2, st.just({})), (1, st.just({"x": "s"})))
@@ -991,6 +1020,10 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards)
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
+    if loop:
+        observed_raw_arguments(draw, doc)
+    if "guards" in foci:
+        layered_guards(draw, doc, guards, loop)
     if abort_at is not None:
         timeout_policy = abort_recipe(doc, abort_at, listeners, guards, loop) or timeout_policy
     if listeners:
@@ -1016,13 +1049,54 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             a["restrict"] = {k: names for k, names in kept.items() if names}
             if not a["restrict"]:
                 del a["restrict"]
-    for g in doc.get("guards", []):
-        # A guard that registers a guard is reached again in the same pass (P45): a guard
-        # registering guards would never finish, in JavaScript as in the oracle.
-        g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards})
+    for i, g in enumerate(doc.get("guards", [])):
+        # A guard that registers a guard is reached again in the same pass (P45): guards
+        # registering one another in a circle would never finish, in JavaScript as in the
+        # oracle. A guard may register only guards after it, and only ones that start
+        # unregistered (each registration appends another entry to its layer).
+        later = {x["id"] for x in doc["guards"][i + 1:] if x.get("registered") is False}
+        g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards} - later)
     if code_mode_strategies.FOCUS in foci:
         code_mode_strategies.code_mode(draw, doc, loop)
     return doc
+
+
+def observed_raw_arguments(draw: Any, doc: dict[str, Any]) -> None:
+    """A later block carries a raw argument text at P16's boundaries (the focus aims the
+    first block at valid arguments), and every tool a block with unusual arguments calls
+    observes them first: a parse that differs shows only where something reads it."""
+    blocks = doc["run"]["blocks"]
+    if len(blocks) > 1 and draw(weighted((1, False), (1, True))):
+        k = draw(st.integers(1, len(blocks) - 1))
+        blocks[k]["arguments"] = draw(hot_raw_arguments)
+    unusual = {b["name"] for b in blocks if b["arguments"] != '{"x":1}'}
+    for tool in doc["tools"]:
+        if tool["name"] in unusual and not _has_step(tool["body"], "observe"):
+            tool["body"] = prepend_steps(tool["body"], [{"do": "observe", "what": "args"}])
+
+
+def layered_guards(draw: Any, doc: dict[str, Any], guards: list[dict[str, Any]], loop: bool) -> None:
+    """The guards focus, where the agents form a chain: the first call's agent is the
+    innermost, with a denying guard in an ancestor's layer and another in its own (P45:
+    the farthest ancestor's layer first); or a guard that registers a later, unregistered
+    one during the pass, which then denies (P45: tables are read live)."""
+    chain = [a["id"] for a in doc.get("agents", []) if "parent" in a]
+    run = doc["run"]
+    if chain and draw(weighted((1, False), (2, True))):
+        inner = chain[-1]
+        outer = next(a["parent"] for a in doc["agents"] if a["id"] == inner)
+        n = len(guards)
+        guards += [{"id": f"G{n + 1}", "scope": inner, "script": [{"do": "return", "value": "inner layer says no"}]},
+                   {"id": f"G{n + 2}", "scope": outer, "script": [{"do": "return", "value": "outer layer says no"}]}]
+        if loop:
+            run["agent"] = inner
+        else:
+            run["calls"][0]["agent"] = inner
+    elif draw(weighted((1, False), (1, True))):
+        n = len(guards)
+        late = {"id": f"G{n + 2}", "registered": False, "script": [{"do": "return", "value": "registered late"}]}
+        guards += [{"id": f"G{n + 1}", "script": [{"do": "register", "ref": late["id"]}, {"do": "return", "value": UNDEF}]},
+                   late]
 
 
 def _has_step(v: Any, do: str) -> bool:

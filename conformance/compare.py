@@ -153,8 +153,20 @@ def _obs_item(o: Observation) -> dict[str, Any]:
     return {"stage": o.stage, "what": o.what, "who": o.who, "value": o.value}
 
 
-# (the observation's own rules, the outcome's when it carries one, the routing in force)
-Blame = tuple[list[str], list[str] | None, list[str]]
+# (the observation's own rules, the outcome's when it carries one, the routing in force,
+# the oracle's reasons: the rules of the decisions it took for the call since the call's
+# previous portable observation)
+Blame = tuple[list[str], list[str] | None, list[str], list[str]]
+
+# The oracle's own observations that record a decision an implementation makes without a
+# probe to show it (a checkpoint that fired, a denial, a collapse, a synthetic pair, a
+# throw the registry caught): when the next portable observation differs, the rule that
+# decided it is to blame beside the symptom (issue 15: a failure is blamed on the rule
+# that was broken, not only on the first stage that shows it).
+REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval", "deny"), ("approval", "abandon"),
+                     ("pre-execute", "deny"), ("entry", "collapse"), ("loop", "synthetic"), ("guards", "throw"),
+                     ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
+                     ("code-mode", "defer"), ("code-mode", "abandon")})
 
 
 # An observation as compared: the item, the blame, and its position in its trace.
@@ -172,6 +184,7 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     microtask order, which the spec leaves open (laws check what it does fix)."""
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
+    reasons: dict[str, list[str]] = {}
     for n, o in enumerate(trace.observations):
         # A getter's reads form a lane of their own: how many there are and what each read
         # gave is the spec's (P13, P23); how they interleave with other getters' reads and
@@ -181,9 +194,12 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
             route[call] = list(o.rules)
         elif is_portable(o):
             outcome = route.get(call, []) if _carries_outcome(o) else None
+            why = reasons.pop(call, [])
             if o.stage == "program":
                 call = f"{call} {'settled' if o.what == 'settle' else 'program'}"
-            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, [])), n))
+            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, []), why), n))
+        elif (o.stage, o.what) in REASONS:
+            reasons.setdefault(call, []).extend(o.rules)
     for lane, items in out.items():
         if lane.endswith(" settled"):
             items.sort(key=lambda i: i[0]["value"].get("n", 0) if isinstance(i[0]["value"], dict) else 0)
@@ -387,17 +403,18 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
     rules the case cites (an empty list tells the runner so)."""
     if e is None:
         return ["P1", "P2"] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
-    item, (rules, outcome_rules, routing) = e[0], e[1]
+    item, (rules, outcome_rules, routing, why) = e[0], e[1]
     if a is not None and (item["stage"], item["what"], item["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         # Not the same step at all: the walk left the path. Blame why the oracle routed the
         # call as it did: the stage that ran instead is that routing's consequence. Without a
         # routing, blame stage order and transitions, and the rule of the stage that ran.
         if routing:
-            return list(routing)
-        return list(dict.fromkeys([*rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], [])]))
+            return list(dict.fromkeys([*why, *routing]))
+        return list(dict.fromkeys([*why, *rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], [])]))
     if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], exact):
-        return list(outcome_rules)  # empty: the runner blames the rules the case cites
-    return list(rules)
+        # empty: the runner blames the rules the case cites
+        return list(dict.fromkeys([*why, *outcome_rules])) if outcome_rules or why else []
+    return list(dict.fromkeys([*why, *rules]))
 
 
 def _same_outcome(e: dict[str, Any], a: dict[str, Any], exact: bool) -> bool:

@@ -521,7 +521,9 @@ def presenter_behaviors(result: bool, hot: bool = False) -> S:
 # interesting branches weighted up.
 
 hot_pre_decisions: S = weighted((1, st.sampled_from(PRE_ALLOW)), (2, st.sampled_from(PRE_DENY)),
-                                (1, st.sampled_from(PRE_ASK)), (3, st.sampled_from(PRE_MALFORMED)))
+                                (1, st.sampled_from(PRE_ASK)), (3, st.sampled_from(PRE_MALFORMED)),
+                                (1, st.sampled_from([{"kind": "deny"}, {"kind": "deny", "reason": 5},
+                                                     {"kind": "deny", "reason": None}])))
 
 # The record's signal replaced by one that is aborted: the caller's is not, and every
 # checkpoint reads the caller's (P52).
@@ -530,7 +532,7 @@ ABORT_REPLACED = [{"do": "set-signal", "signal": "s1"}, {"do": "abort", "signal"
 HOT_PRE: dict[str, S] = {
     "pre": weighted(
         (4, ret(hot_pre_decisions)),
-        (1, then_return(ABORT_REPLACED, st.sampled_from([{"kind": "allow"}, *PRE_ASK]))),
+        (2, then_return(ABORT_REPLACED, st.sampled_from([{"kind": "allow"}, *PRE_ASK]))),
         (1, then_return([ABORT_CALLER], pre_decisions)),
         (2, THROWS),
         (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
@@ -926,7 +928,7 @@ DUPLICATE_CONTEXT = {"do": "defer-context", "message": message("m1", "same id ev
 
 
 ABORT_POINTS = ("entry", "approval-cancelled", "guard-denial", "after-guards", "at-launch", "in-body",
-                "after-execute", "after-post", "timeout", "failure-kept", "timed")
+                "after-execute", "after-post", "timeout", "failure-kept", "timed", "replaced")
 """Where the ``abort`` focus aborts the caller (P29, P42, P51, P53, P61, P68, P88, P70, P89)."""
 
 
@@ -1017,7 +1019,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             doc["run"]["blocks"][1].update(name="t1", arguments='{"x":1}')
             quiet_calls(doc, calls[:2], foci, hot_ids, listeners, guards)
         elif work or draw(weighted((1, False), (1, True))):  # the body's work needs a body that runs
-            quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards)
+            quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards, draw(weighted((2, False), (1, True))))
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
     if loop:
@@ -1069,6 +1071,8 @@ def observed_raw_arguments(draw: Any, doc: dict[str, Any]) -> None:
     if len(blocks) > 1 and draw(weighted((1, False), (1, True))):
         k = draw(st.integers(1, len(blocks) - 1))
         blocks[k]["arguments"] = draw(hot_raw_arguments)
+    elif doc["run"].get("finish") != "max-tokens" and draw(weighted((1, False), (1, True))):
+        blocks.append({"id": f"A{len(blocks) + 1}", "name": "t1", "arguments": draw(hot_raw_arguments)})
     unusual = {b["name"] for b in blocks if b["arguments"] != '{"x":1}'}
     for tool in doc["tools"]:
         if tool["name"] in unusual and not _has_step(tool["body"], "observe"):
@@ -1152,10 +1156,11 @@ def aim_first_call(doc: dict[str, Any], loop: bool, keep_arguments: bool = False
 
 
 def quiet_calls(doc: dict[str, Any], quieted: list[str], foci: set[str], hot_ids: set[str],
-                listeners: list[dict[str, Any]], guards: list[dict[str, Any]]) -> None:
+                listeners: list[dict[str, Any]], guards: list[dict[str, Any]], loud_output: bool = False) -> None:
     """Give every participant outside the focus plain behavior for the ``quieted`` calls
     only (delegate, abstain, succeed), so that the focused participants decide their fate.
-    The other calls keep the drawn behaviors."""
+    The other calls keep the drawn behaviors; with ``loud_output`` so do the output
+    projections of the quieted body's success (a render that throws meets the focus)."""
     def quiet(holder: dict[str, Any], key: str, steps: list[dict[str, Any]]) -> None:
         b = holder.get(key)
         if b is None:
@@ -1175,7 +1180,7 @@ def quiet_calls(doc: dict[str, Any], quieted: list[str], foci: set[str], hot_ids
         quiet(t1, "body", [{"do": "return", "value": 1}])
         t1.pop("define", None)
         t1.get("output", {}).pop("schema", None)
-    if "body" not in foci:
+    if "body" not in foci and not loud_output:
         quiet(t1.get("output", {}), "render", [{"do": "return", "value": [text("ok")]}])
         quiet(t1.get("output", {}), "presentationMeta", [{"do": "return", "value": {"summary": 1}}])
     if "finalize" not in foci:
@@ -1213,6 +1218,8 @@ def abort_recipe(doc: dict[str, Any], at: str, listeners: list[dict[str, Any]], 
             guards.insert(0, {"id": f"G{len(guards) + 1}", "script": [{"do": "return", "value": "guard says no"}]})
         case "after-guards":
             listener("tools/pre-execute", [ABORT_CALLER, *DELEGATE])
+        case "replaced":  # the record's signal replaced and aborted, the caller's not (P52)
+            listener("tools/pre-execute", [*ABORT_REPLACED, *DELEGATE])
         case "at-launch":
             listener("tools/execute", [{"do": "set-signal", "signal": "w1"}, {"do": "abort", "signal": "w1"},
                                        *DELEGATE])

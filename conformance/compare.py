@@ -414,7 +414,7 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
     if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], exact):
         # empty: the runner blames the rules the case cites
         return list(dict.fromkeys([*why, *outcome_rules])) if outcome_rules or why else []
-    return list(dict.fromkeys([*why, *rules]))
+    return list(rules)  # the same step, its own detail differs: the oracle's decisions had no part in it
 
 
 def _same_outcome(e: dict[str, Any], a: dict[str, Any], exact: bool) -> bool:

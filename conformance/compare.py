@@ -31,7 +31,7 @@ BODY_EVENTS = frozenset({"todo/write"})  # tool-owned events a body appends (P71
 CODE_EVENTS = frozenset({"tool/code-dispatch-start", "tool/code-dispatch"})  # the run_code bridge's (P122)
 DISPATCH_LOG = "tool/code-dispatch"
 EVENT_RULES = {"tool/call": ["P18"], "tool/result": ["P104", "P105"], "agent/inbox/spliced": ["P109"],
-               "user/message": ["P110"], "step/start": ["P110"], "step/end": ["P105"],
+               "user/message": ["P110"], "step/start": ["P110", "P106"], "step/end": ["P105"],
                "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"], "todo/write": ["P71"],
                "tool/code-dispatch-start": ["P122"], "tool/code-dispatch": ["P122", "P124"]}
 FIXED_VIOLATIONS = ("value is not lossless JSON", "value snapshot failed: ", "output.render ",
@@ -166,7 +166,11 @@ Blame = tuple[list[str], list[str] | None, list[str], list[str]]
 REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval", "deny"), ("approval", "abandon"),
                      ("pre-execute", "deny"), ("entry", "collapse"), ("loop", "synthetic"), ("guards", "throw"),
                      ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
-                     ("code-mode", "defer"), ("code-mode", "abandon")})
+                     ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
+                     ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
+                     ("finalize", "resolve")})
+ABORT_CODES = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
+PARTICIPANT_STAGES = ("pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log")
 
 
 # An observation as compared: the item, the blame, and its position in its trace.
@@ -357,7 +361,7 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str]) -> Dive
             a = acts[i] if i < len(acts) else None
             if e is None or a is None or not same(e[0], a[0]):
                 at = min(x[2] for x in (e, a) if x is not None)
-                rules = _observation_rules(e, a, exact)
+                rules = _lane_rules(name, _observation_rules(e, a, exact))
                 if e is None and _SUB_CALL_LANE.match(name) and any(
                         x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:i]):
                     rules = ["P119"]  # the sub-call's id came round again: numbering restarted
@@ -402,19 +406,61 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
     ``tools/result`` sums up everything before it, so a difference there is put down to the
     rules the case cites (an empty list tells the runner so)."""
     if e is None:
-        return ["P1", "P2"] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
+        extra = ["P5", "P7"] if a and a[0]["who"] is not None and a[0]["stage"] in PARTICIPANT_STAGES else []
+        return ["P1", "P2", *extra] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
     item, (rules, outcome_rules, routing, why) = e[0], e[1]
     if a is not None and (item["stage"], item["what"], item["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         # Not the same step at all: the walk left the path. Blame why the oracle routed the
         # call as it did: the stage that ran instead is that routing's consequence. Without a
         # routing, blame stage order and transitions, and the rule of the stage that ran.
+        cancel = _outcome_blame(item["value"], a[0]["value"], routing)
         if routing:
-            return list(dict.fromkeys([*why, *routing]))
-        return list(dict.fromkeys([*why, *rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], [])]))
+            return list(dict.fromkeys([*why, *routing, *cancel]))
+        return list(dict.fromkeys([*why, *rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], []), *cancel]))
     if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], exact):
         # empty: the runner blames the rules the case cites
-        return list(dict.fromkeys([*why, *outcome_rules])) if outcome_rules or why else []
+        found = [*why, *outcome_rules, *_outcome_blame(item["value"], a[0]["value"], routing)]
+        return list(dict.fromkeys(found))
     return list(rules)  # the same step, its own detail differs: the oracle's decisions had no part in it
+
+
+def _lane_rules(lane: str, rules: list[str]) -> list[str]:
+    """A getter's lane holds its reads: how many and what each gave is the snapshot's
+    traversal (P13) or entry reading the input once (P23)."""
+    return list(dict.fromkeys([*rules, "P13", "P23"])) if lane.startswith("getter ") else rules
+
+
+def _handed_result(v: Any) -> Any:
+    return v["result"] if isinstance(v, dict) and isinstance(v.get("result"), dict) else v
+
+
+def _abort_code(v: Any) -> str | None:
+    r = _handed_result(v)
+    if isinstance(r, dict) and r.get("isError") is True and isinstance(r.get("error"), dict):
+        info = r["error"].get("info")
+        if isinstance(info, dict) and info.get("code") in ABORT_CODES:
+            return str(info["code"])
+    return None
+
+
+def _outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
+    """Rules an outcome difference points at by its kind. An abort result on one side only:
+    the checkpoints read the caller's signal (P52), and where the oracle kept a failure,
+    cancellation never overrides it (P89; a guard denial wins over the abort, P51). Two
+    failures that differ only in ``error.info``: a thrown value's info (P9, P10)."""
+    ea, aa = _abort_code(expected), _abort_code(actual)
+    if (ea is None) != (aa is None):
+        e = _handed_result(expected)
+        if aa is not None and isinstance(e, dict) and e.get("isError") is True:
+            return ["P89", *(["P51"] if {"P46", "P47"} & set(routing) else [])]
+        return ["P52"]
+    e, a = _handed_result(expected), _handed_result(actual)
+    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
+            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
+            and e["error"].get("message") == a["error"].get("message")
+            and e["error"].get("info") != a["error"].get("info")):
+        return ["P9", "P10"]
+    return []
 
 
 def _same_outcome(e: dict[str, Any], a: dict[str, Any], exact: bool) -> bool:
@@ -487,7 +533,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
             a = acts[j] if j < len(acts) else None
             at = min(x[2] for x in (e, a) if x is not None)
             out.append((at, Divergence(f"observations[{call}][{i}]", e[0] if e else None, a[0] if a else None,
-                                       _observation_rules(e, a, exact))))
+                                       _lane_rules(call, _observation_rules(e, a, exact)))))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
     ee, ae = events_for(expected, profiles), events_for(actual, profiles)

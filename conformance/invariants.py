@@ -754,11 +754,13 @@ def identity_is_the_calls_own(v: View) -> Iterator[Violation]:
         if spec is None:
             continue
         after_write = o.call in written and written[o.call] < i
+        # a loop call's arguments are the loop's parse of the block's raw text (P16)
+        parsed = "P16" if v.loop is not None and any(b.id == o.call for b in v.loop.blocks) else "P25"
         seen = o.value
         if "hasAgent" in seen:  # observe record
             checks = [("callId", spec.callId, "P22"), ("name", spec.name, "P24"),
                       ("rootCallId", spec.rootCallId, "P23"), ("hasAgent", spec.agent is not None, "P24"),
-                      ("hasParent", spec.parent, "P24"), ("arguments", spec.arguments, "P25")]
+                      ("hasParent", spec.parent, "P24"), ("arguments", spec.arguments, parsed)]
             if spec.agent is not None:
                 checks.append(("agent", spec.agent, "P24"))
             for key, want, rule in checks:
@@ -773,8 +775,9 @@ def identity_is_the_calls_own(v: View) -> Iterator[Violation]:
             if seen.get("isRecordArguments") is not True or seen.get("frozen") is not True:
                 yield Violation("P25", f"call {o.call}: the body's arguments are not the record's frozen snapshot")
             if spec.arguments is not UNKNOWN and not same_value(seen.get("args"), spec.arguments):
-                yield Violation("P24" if after_write else "P25",
-                                f"call {o.call}: the body received other arguments than the snapshot")
+                yield Violation("P24" if after_write else parsed,
+                                f"call {o.call}: the body received other arguments than the snapshot"
+                                + (" of the block's parsed arguments" if parsed == "P16" else ""))
 
 
 @law

@@ -406,7 +406,9 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
     ``tools/result`` sums up everything before it, so a difference there is put down to the
     rules the case cites (an empty list tells the runner so)."""
     if e is None:
-        extra = ["P5", "P7"] if a and a[0]["who"] is not None and a[0]["stage"] in PARTICIPANT_STAGES else []
+        # an invocation too many: which listeners a waterfall selects (P7) and which one a
+        # next() reaches (P5, P6)
+        extra = ["P5", "P6", "P7"] if a and a[0]["who"] is not None and a[0]["stage"] in PARTICIPANT_STAGES else []
         return ["P1", "P2", *extra] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
     item, (rules, outcome_rules, routing, why) = e[0], e[1]
     if a is not None and (item["stage"], item["what"], item["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
@@ -426,8 +428,13 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
 
 def _lane_rules(lane: str, rules: list[str]) -> list[str]:
     """A getter's lane holds its reads: how many and what each gave is the snapshot's
-    traversal (P13) or entry reading the input once (P23)."""
-    return list(dict.fromkeys([*rules, "P13", "P23"])) if lane.startswith("getter ") else rules
+    traversal (P13) or entry reading the input once (P23). A program's lanes exist only
+    where run_code is there and runs (P114, P117)."""
+    if lane.startswith("getter "):
+        return list(dict.fromkeys([*rules, "P13", "P23"]))
+    if lane.endswith((" program", " settled")):
+        return list(dict.fromkeys([*rules, "P114", "P117"]))
+    return rules
 
 
 def _handed_result(v: Any) -> Any:
@@ -448,6 +455,8 @@ def _outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
     the checkpoints read the caller's signal (P52), and where the oracle kept a failure,
     cancellation never overrides it (P89; a guard denial wins over the abort, P51). Two
     failures that differ only in ``error.info``: a thrown value's info (P9, P10)."""
+    if DECISION_ROUTES & set(routing):
+        return []  # the oracle's verdict is a decision check's: that check is to blame
     ea, aa = _abort_code(expected), _abort_code(actual)
     if (ea is None) != (aa is None):
         e = _handed_result(expected)
@@ -457,10 +466,19 @@ def _outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
     e, a = _handed_result(expected), _handed_result(actual)
     if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
             and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
-            and e["error"].get("message") == a["error"].get("message")
             and e["error"].get("info") != a["error"].get("info")):
         return ["P9", "P10"]
+    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
+            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
+            and e["error"].get("message") != a["error"].get("message") and THROW_ROUTES & set(routing)):
+        return ["P9"]  # the failure of a thrown value: its message (P9)
     return []
+
+
+# Routings decided by checking a decision: a difference there is that check's.
+DECISION_ROUTES = frozenset({"P31", "P35", "P78", "P79"})
+# Routings of a call whose failure is the canonical failure of a thrown value.
+THROW_ROUTES = frozenset({"P8", "P34", "P49", "P64", "P65", "P86", "P95"})
 
 
 def _same_outcome(e: dict[str, Any], a: dict[str, Any], exact: bool) -> bool:

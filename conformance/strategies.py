@@ -135,7 +135,10 @@ THROWN: list[Any] = [
     {"message": {"$js": "getter-throws", "message": "message getter"}}, {"$js": "bigint", "value": "7"},
     *ERROR_SHAPES,
 ]
-thrown_values: S = st.sampled_from(THROWN)
+# Non-Error objects whose message P9 reads: weighted up, one entry of many otherwise.
+MESSAGE_OBJECTS: list[Any] = [{"message": "plain object"}, {"$js": "null-proto", "entries": {"message": "null-proto"}},
+                              {"message": "has a name", "name": "Named"}, {"message": ""}]
+thrown_values: S = weighted((5, st.sampled_from(THROWN)), (1, st.sampled_from(MESSAGE_OBJECTS)))
 """Thrown values: Errors, HarnessErrors (with and without a name), non-Error values, and
 values whose inspection throws (P9)."""
 
@@ -247,7 +250,7 @@ ABSENT_FIELD_TARGETS = ("record.agent.x", "record.parent.x")
 @cache
 def mutation_steps(role: Role) -> S:
     """A write attempt: identity fields, the record, arguments, handed results, the input."""
-    targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS + ABSENT_FIELD_TARGETS
+    targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS + ABSENT_FIELD_TARGETS + DEEP_RESULT_TARGETS
     if role is INTENT:
         # An intent listener's args are the dispatched target, not the body's arguments:
         # whether a waterfall hands its listeners a frozen target is not the spec's to say.
@@ -522,18 +525,20 @@ def presenter_behaviors(result: bool, hot: bool = False) -> S:
 
 hot_pre_decisions: S = weighted((1, st.sampled_from(PRE_ALLOW)), (2, st.sampled_from(PRE_DENY)),
                                 (1, st.sampled_from(PRE_ASK)), (3, st.sampled_from(PRE_MALFORMED)),
-                                (1, st.sampled_from([{"kind": "deny"}, {"kind": "deny", "reason": 5},
+                                (2, st.sampled_from([{"kind": "deny"}, {"kind": "deny", "reason": 5},
                                                      {"kind": "deny", "reason": None}])))
 
 # The record's signal replaced by one that is aborted: the caller's is not, and every
 # checkpoint reads the caller's (P52).
 ABORT_REPLACED = [{"do": "set-signal", "signal": "s1"}, {"do": "abort", "signal": "s1"}]
+FRESH_SIGNAL = {"do": "set-signal", "signal": "s2"}  # the record's signal replaced, never aborted
 
 HOT_PRE: dict[str, S] = {
     "pre": weighted(
         (4, ret(hot_pre_decisions)),
         (2, then_return(ABORT_REPLACED, st.sampled_from([{"kind": "allow"}, *PRE_ASK]))),
         (1, then_return([ABORT_CALLER], pre_decisions)),
+        (1, then_return([FRESH_SIGNAL, ABORT_CALLER], st.sampled_from([{"kind": "allow"}, *PRE_ASK]))),
         (2, THROWS),
         (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
         (1, st.just([{"do": "next", "catch": True}, {"do": "return-next"}])),
@@ -541,11 +546,13 @@ HOT_PRE: dict[str, S] = {
     "approval": weighted((3, ret(st.sampled_from(PRE_ASK))),
                          (1, then_return([ABORT_CALLER], st.sampled_from(PRE_ASK)))),
     "guards": weighted((2, DELEGATES), (2, then_return([ABORT_CALLER], st.just({"kind": "allow"}))),
+                       (2, then_return([FRESH_SIGNAL, ABORT_CALLER], st.just({"kind": "allow"}))),
                        (1, ret(st.sampled_from(PRE_ASK))), (1, then_return(ABORT_REPLACED, st.just({"kind": "allow"})))),
 }
 
 hot_exec_terminals: S = weighted(
     (4, ret(authored_results)),
+    (2, ret(st.just({"isError": False, "value": 1, "additionalContexts": [message("m5", "from the wrapper")]}))),
     (2, st.builds(lambda ws: [{"do": "next"}, *ws, {"do": "observe", "what": "result"}, {"do": "return-next"}],
                   st.lists(result_writes(), min_size=1, max_size=3))),
     (2, then_return([{"do": "next"}], authored_results)),
@@ -592,6 +599,7 @@ hot_answer_terminals: S = weighted(
 )
 
 hot_guard_terminals: S = weighted((2, ret(st.just(UNDEF))), (3, ret(st.sampled_from(GUARD_DENIALS))), (2, THROWS),
+                                  (2, ret(st.sampled_from([None, "", 0, False]))),
                                   (1, st.builds(lambda n: [{"do": "register", "ref": f"#r{n}"},
                                                            {"do": "return", "value": UNDEF}],
                                                 st.integers(0, REF_SLOTS - 1))))
@@ -800,7 +808,7 @@ hot_approval_terminals: S = weighted(
 def approvals(loop: bool, hot: bool = False) -> S:
     """Approval in every state: absent, the shipped service (ask or never), a custom one."""
     return weighted(
-        (0 if hot else 2, st.none()),
+        (1 if hot else 2, st.none()),
         (2, st.just({"service": "shipped"})),
         (1, st.just({"service": "shipped", "policy": "never"})),
         (2, st.builds(lambda s: {"service": "custom", "script": s},
@@ -849,7 +857,10 @@ RAW_BOUNDARIES = ['-0', '[-0]', '{"n":-0.0}', '{"n":-0e0}', '{"n":-0E+2}', '{"n"
                   '{"x":1}x', "[]", '{"__proto__":{"x":1}}']
 raw_arguments: S = weighted((4, st.just('{"x":1}')), (2, st.sampled_from(RAW_ARGUMENTS)),
                             (1, st.sampled_from(RAW_BOUNDARIES)))
-hot_raw_arguments: S = weighted((1, st.sampled_from(RAW_ARGUMENTS)), (1, st.sampled_from(RAW_BOUNDARIES)))
+# What JSON.parse and a sloppy parse tell apart most often (P16): empty, duplicate keys, -0.
+RAW_PARSES = ["", '{"x":1,"x":2}', '{"n":-0}', "-0"]
+hot_raw_arguments: S = weighted((2, st.sampled_from(RAW_ARGUMENTS)), (2, st.sampled_from(RAW_BOUNDARIES)),
+                                (1, st.sampled_from(RAW_PARSES)))
 call_arguments: S = weighted((5, st.just({"x": 1})), (1, st.just({})), (2, boundary_values))
 hot_call_arguments: S = weighted((1, st.just({"x": 1})), (2, js_only_values), (2, boundary_values))
 body_call_arguments: S = weighted((3, st.just({"x": 1})), (2, st.just({})), (1, st.just({"x": "s"})))
@@ -1002,6 +1013,20 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
         extra = draw(weighted((1, st.just([])), (2, st.just([DUPLICATE_CONTEXT])),
                               (3, st.just([{"do": "conclude-turn"}])),
                               (1, st.just([{"do": "inject", "message": message("m2", "injected")}]))))
+    if foci & {"execute", "post"} and draw(weighted((1, False), (1, True))):
+        # the body defers a context, and the focused wrapper's result (P67: deferred first) or
+        # post-execute decision (P85: the result's first) may carry its own
+        extra = extra + [{"do": "defer-context", "message": message("m4", "deferred by the body")}]
+        own = {"tools/execute": [{"do": "next"}, {"do": "return", "value": {
+                   "isError": False, "value": 1, "additionalContexts": [message("m5", "from the wrapper")]}}],
+               "tools/post-execute": [{"do": "return", "value": {
+                   "kind": "accept", "additionalContexts": [message("m6", "from post-execute")]}}]}
+        for l in listeners:
+            if l["id"] in hot_ids and l["event"] in own and draw(weighted((1, False), (1, True))):
+                l["script"] = copy.deepcopy(own[l["event"]])
+    if "finalize" in foci and draw(weighted((2, False), (1, True))):
+        # the tool goes away while its call runs: the finalizer captured at entry still applies (P26)
+        extra = extra + [{"do": "unregister", "ref": doc["tools"][0].get("id", "t1")}]
     if work:
         # t1's body does its work first: an intent the focused listeners decide (their
         # throw is the body's unless caught, P55), a session event (a call without an
@@ -1023,7 +1048,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
     if loop:
-        observed_raw_arguments(draw, doc)
+        observed_raw_arguments(draw, doc, listeners, guards)
     if "guards" in foci:
         layered_guards(draw, doc, guards, loop)
     if abort_at is not None:
@@ -1063,16 +1088,30 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
     return doc
 
 
-def observed_raw_arguments(draw: Any, doc: dict[str, Any]) -> None:
+def observed_raw_arguments(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]],
+                           guards: list[dict[str, Any]]) -> None:
     """A later block carries a raw argument text at P16's boundaries (the focus aims the
     first block at valid arguments), and every tool a block with unusual arguments calls
-    observes them first: a parse that differs shows only where something reads it."""
+    observes them first: a parse that differs shows only where something reads it. Or an
+    extra block calls a tool of its own that every participant lets through, so that its
+    body reads what the loop parsed."""
     blocks = doc["run"]["blocks"]
     if len(blocks) > 1 and draw(weighted((1, False), (1, True))):
         k = draw(st.integers(1, len(blocks) - 1))
         blocks[k]["arguments"] = draw(hot_raw_arguments)
-    elif doc["run"].get("finish") != "max-tokens" and draw(weighted((1, False), (1, True))):
-        blocks.append({"id": f"A{len(blocks) + 1}", "name": "t1", "arguments": draw(hot_raw_arguments)})
+    elif doc["run"].get("finish") != "max-tokens" and draw(weighted((1, False), (2, True))):
+        bid = f"A{len(blocks) + 1}"
+        blocks.append({"id": bid, "name": "parse", "arguments": draw(weighted((2, st.sampled_from(RAW_PARSES)),
+                                                                              (1, st.sampled_from(RAW_BOUNDARIES))))})
+        doc["tools"].append({"name": "parse", "body": [{"do": "observe", "what": "args"}, {"do": "return", "value": 1}]})
+        for holder, plain in [*((l, [] if l["event"] == "tools/result" else list(DELEGATE)) for l in listeners),
+                              *((g, [{"do": "return", "value": UNDEF}]) for g in guards)]:
+            script = holder.get("script")
+            if script is None:
+                continue
+            b = {"steps": script} if isinstance(script, list) else dict(script)
+            b["byCall"] = {**b.get("byCall", {}), bid: copy.deepcopy(plain)}
+            holder["script"] = b
     unusual = {b["name"] for b in blocks if b["arguments"] != '{"x":1}'}
     for tool in doc["tools"]:
         if tool["name"] in unusual and not _has_step(tool["body"], "observe"):
@@ -1214,10 +1253,10 @@ def abort_recipe(doc: dict[str, Any], at: str, listeners: list[dict[str, Any]], 
             if not loop and doc.get("agents"):
                 first["agent"] = doc["agents"][0]["id"]
         case "guard-denial":
-            listener("tools/pre-execute", [ABORT_CALLER, {"do": "return", "value": {"kind": "allow"}}])
+            listener("tools/pre-execute", [FRESH_SIGNAL, ABORT_CALLER, {"do": "return", "value": {"kind": "allow"}}])
             guards.insert(0, {"id": f"G{len(guards) + 1}", "script": [{"do": "return", "value": "guard says no"}]})
-        case "after-guards":
-            listener("tools/pre-execute", [ABORT_CALLER, *DELEGATE])
+        case "after-guards":  # with the record's signal replaced: the checkpoint reads the caller's (P52)
+            listener("tools/pre-execute", [FRESH_SIGNAL, ABORT_CALLER, *DELEGATE])
         case "replaced":  # the record's signal replaced and aborted, the caller's not (P52)
             listener("tools/pre-execute", [*ABORT_REPLACED, *DELEGATE])
         case "at-launch":

@@ -71,7 +71,7 @@ class Mutant:
                                             f"a/oracle/{self.module}", f"b/oracle/{self.module}", n=2))
 
     def summary(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "module": self.module, "line": self.line,
+        return {"id": self.id, "source": self.kind, "module": self.module, "line": self.line,
                 "operator": self.operator, "change": self.change, "rules": list(self.rules), "theme": self.theme,
                 **({"title": self.title, "why": self.why} if self.kind == "fault" else {})}
 

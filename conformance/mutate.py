@@ -73,7 +73,7 @@ class Case:
 
 # ============================================================================ the default run's cases
 
-def default_cases(examples: int, seed: int, corpus: bool = True) -> list[Case]:
+def default_cases(examples: int, seed: int, corpus: bool = True, cases_dir: Path | None = None) -> list[Case]:
     """The corpus and the ``examples`` scenarios ``dsh-conformance run --seed seed`` draws.
 
     The generated ones are drawn as the runner draws them (the same strategy, settings and
@@ -84,7 +84,7 @@ def default_cases(examples: int, seed: int, corpus: bool = True) -> list[Case]:
 
     out = []
     if corpus:
-        for case_id, doc, path in corpus_items(CASES):
+        for case_id, doc, path in corpus_items(cases_dir or CASES):
             scenario = parse_scenario(doc)
             out.append(Case(case_id, "corpus", doc, scenario, run_scenario(scenario), path))
     if examples:
@@ -306,6 +306,9 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     from .outputs import check_writable
 
     output = Path(args.output)
+    if args.cases and not Path(args.cases).is_dir():
+        print(f"error: --cases {args.cases}: no such directory", file=sys.stderr)
+        return EXIT_USAGE
     if output.exists() and not output.is_dir():
         print(f"error: --output {output}: not a directory", file=sys.stderr)
         return EXIT_USAGE
@@ -329,7 +332,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         f"{sum(m.kind == 'fault' for m in p.mutants)} from the fault catalogue); drawing the default run's "
         f"scenarios (seed {args.seed}, {args.examples} examples)")
     t0 = time.monotonic()
-    cases = default_cases(args.examples, args.seed, corpus=not args.no_corpus)
+    cases = default_cases(args.examples, args.seed, corpus=not args.no_corpus, cases_dir=Path(args.cases) if args.cases else None)
     say(f"mutate: {sum(c.source == 'corpus' for c in cases)} corpus cases, "
         f"{sum(c.source == 'property' for c in cases)} generated; checking the unmutated copy")
     with tempfile.TemporaryDirectory(prefix="dsh-mutants-") as tmp:
@@ -472,6 +475,7 @@ def register(sub: Any) -> None:
                    "(default 0)")
     p.add_argument("--examples", type=_count(0), default=100, help="generated scenarios of the default run (default 100)")
     p.add_argument("--no-corpus", action="store_true", help="judge the mutants on the generated scenarios only")
+    p.add_argument("--cases", default=None, help="the corpus directory (default: the built-in corpus)")
     p.add_argument("--no-faults", action="store_true", help="leave out the fault catalogue")
     p.add_argument("--only", action="append", metavar="ID", help="just this mutant (repeatable; ids as the report "
                    "names them, fault:NAME for a fault of the catalogue)")

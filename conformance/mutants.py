@@ -443,7 +443,7 @@ def points(module: str) -> tuple[Point, ...]:
 
 
 def all_points() -> list[Point]:
-    return [p for m in oracle_modules() if m not in excluded_modules() for p in points(m)]
+    return [p for m in oracle_modules() if m not in excluded_modules() for p in points(m) if not _left_out(p)]
 
 
 def operator_mutant(p: Point) -> Mutant:
@@ -464,7 +464,7 @@ def _equivalence_doc() -> dict[str, Any]:
         raise MutantError(f"{EQUIVALENTS_FILE}: not YAML: {e}") from None
     if not isinstance(doc, dict):
         raise MutantError(f"{EQUIVALENTS_FILE}: $: a mapping with 'modules' and 'mutants'")
-    for key in ("modules", "mutants"):
+    for key in ("modules", "functions", "mutants"):
         section = doc.get(key) or {}
         if not isinstance(section, dict):
             raise MutantError(f"{EQUIVALENTS_FILE}: $.{key}: a mapping of names to reasons")
@@ -485,6 +485,23 @@ def excluded_modules() -> dict[str, str]:
             raise MutantError(f"{EQUIVALENTS_FILE}: $.modules.{name}: oracle/{name} does not exist")
         out[name] = entry["reason"] if isinstance(entry, dict) else entry
     return out
+
+
+@cache
+def excluded_functions() -> dict[str, str]:
+    """Functions (``module.qualname``, shell patterns allowed) no mutant is drawn from, each
+    with its reason: code an implementation under test never runs through ``answer()``."""
+    out = {}
+    for name, entry in (_equivalence_doc().get("functions") or {}).items():
+        out[str(name)] = entry["reason"] if isinstance(entry, dict) else entry
+    return out
+
+
+def _left_out(p: Point) -> bool:
+    import fnmatch
+
+    qualified = f"{p.module.removesuffix('.py')}.{p.function}"
+    return any(fnmatch.fnmatchcase(qualified, pattern) for pattern in excluded_functions())
 
 
 @cache
@@ -520,7 +537,8 @@ def plan(budget: int, seed: int, with_faults: bool = True, only: list[str] | Non
     if only is not None:
         named = {i.split(".", 1)[0] + ".py" for i in only if not i.startswith("fault:")}
         modules = sorted(m for m in named if m in oracle_modules())
-    pts = [p for m in (modules or oracle_modules()) if modules or m not in excluded_modules() for p in points(m)]
+    pts = [p for m in (modules or oracle_modules()) if modules or m not in excluded_modules() for p in points(m)
+           if only is not None or not _left_out(p)]
     per_module: dict[str, list[Point]] = {}
     for p in pts:
         per_module.setdefault(p.module, []).append(p)

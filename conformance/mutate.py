@@ -49,7 +49,7 @@ from typing import Any
 from dsh_conformance.oracle import Scenario, parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import Trace
 
-from .mutants import Mutant, MutantError, Plan, equivalents, excluded_modules, materialize, plan
+from .mutants import Mutant, MutantError, Plan, equivalents, excluded_functions, excluded_modules, materialize, plan
 from .rules import ORACLE_PROFILES
 
 EXIT_OK, EXIT_SURVIVORS, EXIT_USAGE, EXIT_BASELINE = 0, 1, 2, 3
@@ -366,6 +366,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             "cases": {"corpus": sum(c.source == "corpus" for c in cases),
                       "generated": sum(c.source == "property" for c in cases)},
             "points": p.points, "per_module": p.per_module, "excluded_modules": excluded_modules(),
+            "excluded_functions": excluded_functions(),
             "seconds": round(time.monotonic() - t0, 1), "stale_notes": stale,
             "command": _command(args)}
     output.mkdir(parents=True, exist_ok=True)

@@ -147,7 +147,9 @@ def markdown(results: list[Any], meta: dict[str, Any]) -> str:
                 f"{', '.join(share['only_corpus']) or 'none'})." if share["faults"] else "."), "",
              f"Operator mutants are drawn from {sum(meta['per_module'].values())} mutation points over "
              f"{len(meta['per_module'])} modules; modules left out: "
-             + ", ".join(f"`{m}` ({why})" for m, why in meta["excluded_modules"].items()) + ".", "",
+             + ", ".join(f"`{m}` ({why})" for m, why in meta["excluded_modules"].items())
+             + "; functions left out: " + (", ".join(f"`{m}` ({why})" for m, why in
+                                                    meta.get("excluded_functions", {}).items()) or "none") + ".", "",
              "## Kill rate per theme", "", *_rate_rows(by_theme(results), lambda k: k), "",
              "## Kill rate per rule", "",
              "A mutant counts for the rules the code at its place cites (an operator mutant) or for the rule it "

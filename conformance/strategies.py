@@ -347,6 +347,10 @@ FEEDBACKS = [[text("blocked")], [], [text("a"), {"type": "image", "attachment": 
              [{"type": "text", "text": 5}, {"type": "text"}], "not an array"]
 post_decisions: S = weighted(
     (2, st.just({"kind": "accept"})),
+    # decisions in every object form (P78: any non-null object): null-prototype ones
+    (1, st.sampled_from([{"$js": "null-proto", "entries": {"kind": "accept", "value": {"np": 1}}},
+                         {"$js": "null-proto", "entries": {"kind": "accept", "content": [text("np")]}},
+                         {"$js": "null-proto", "entries": {"kind": "block", "feedback": [text("np")]}}])),
     (2, st.builds(lambda c: {"kind": "accept", "content": c}, contents)),
     (2, st.builds(lambda v: {"kind": "accept", "value": v}, boundary_values)),
     (2, st.builds(lambda f: {"kind": "block", "feedback": f}, st.sampled_from(FEEDBACKS))),
@@ -364,6 +368,9 @@ not well formed."""
 
 authored_results: S = weighted(
     (2, st.builds(lambda v: {"isError": False, "value": v}, boundary_values)),
+    (1, st.sampled_from([{"$js": "null-proto", "entries": {"isError": False, "value": {"np": 1}}},
+                         {"$js": "null-proto", "entries": {"isError": True, "error": {"message": "np"},
+                                                           "content": [text("Error: np")]}}])),
     (1, st.builds(lambda v, cs: {"isError": False, "value": v, "content": [text("ignored")],
                                  "additionalContexts": cs}, lossless_values, context_lists)),
     (2, st.builds(lambda c: {"isError": True, "error": {"message": "wrapper failed"}, "content": c}, contents)),

@@ -613,10 +613,11 @@ def parser() -> argparse.ArgumentParser:
 
     from dsh_conformance.tools import docs_cli
 
-    from . import badges, run_diff
+    from . import badges, mutate, run_diff
 
     badges.register(sub)
     run_diff.register(sub)
+    mutate.register(sub)
     docs_cli.register(sub)
     return p
 

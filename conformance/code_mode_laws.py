@@ -462,8 +462,27 @@ def _queued_after(v: View, parent: str, carried: list[Any]) -> Iterator[Violatio
         inserted = e.data.get("inserted", []) if e.type == "agent/inbox/spliced" and isinstance(e.data, dict) else [e.data]
         for m in inserted:
             if any(_same_message(c, m) for c in carried) and (result_at is None or n < result_at):
+                if any(_same_message(i, m) for i in _injected(v)):
+                    continue  # a participant's inject or steer of an equal message: not a carried context
                 yield Violation("P126", f"run_code {parent}: a sub-call's context was queued before run_code's tool/result")
                 return
+
+
+def _injected(v: View) -> list[dict[str, Any]]:
+    """The messages the scenario's participants inject or steer (P109's other way in)."""
+    found: list[dict[str, Any]] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            if x.get("do") in ("inject", "steer") and isinstance(x.get("message"), dict):
+                found.append(x["message"])
+            for y in x.values():
+                walk(y)
+        elif isinstance(x, list):
+            for y in x:
+                walk(y)
+    walk(v.scenario.model_dump(mode="python", by_alias=True))
+    return found
 
 
 @law
@@ -478,6 +497,9 @@ def turn_conclusion_from_sub_calls(v: View) -> Iterator[Violation]:
                       if isinstance(r := v.result(cid), dict) and not r.get("isError") and r.get("concludesTurn") is True]
         if concluding and res.get("concludesTurn") is not True:
             yield Violation("P127", f"run_code {parent}: sub-call {concluding[0]} concluded the turn, yet run_code's success does not")
+
+
+from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS  # noqa: E402
 
 
 @law
@@ -495,6 +517,8 @@ def run_value_and_content(v: View) -> Iterator[Violation]:
             continue
         if _aborted_outcome(res):
             continue  # P116: a checkpoint replaced it
+        if res.get("isError") and isinstance(res.get("error"), dict) and res["error"].get("message") == RESULT_NOT_LOSSLESS:
+            continue  # P90: a context that rode on it (P67, P126) made the outcome fail to materialize
         outcome = end.value
         if "error" in outcome:
             error = outcome["error"]

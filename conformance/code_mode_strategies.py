@@ -147,11 +147,12 @@ RACING_STEPS = frozenset({"register", "unregister", "abort", "inject", "steer"})
 def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
     """Turn a drawn scenario document into a Code Mode one (in place)."""
     agents = [a["id"] for a in doc.get("agents", [])]
-    mode = draw(weighted((4, "code"), (2, "both"), (1, "agent")))
+    mode = draw(weighted((4, "code"), (2, "both"), (1, "agent"), (1, "native")))
     if mode == "agent" and agents:
         doc["mode"] = "native"
         doc["agents"][0]["mode"] = draw(st.sampled_from(["code", "both"]))  # P28: the nearest declaration
     else:
+        # native: run_code is not there for anyone (P114), and its calls fail as unknown
         doc["mode"] = "code" if mode == "agent" else mode
     names = sorted({t["name"] for t in doc["tools"]}) + ["ghost"]
     names += draw(EXTRA_NAMES)  # no binding of its own (P114)
@@ -182,6 +183,13 @@ def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
                 item["agent"] = agents[0]  # dispatch logging needs an agent (P122)
     doc["programs"] = programs_
     ids = [items[i]["callId" if not loop else "id"] for i in chosen]
+    if len(chosen) == len(items) and draw(weighted((1, False), (1, True))):
+        # a model-direct call beside the runs: it collapses in code mode (P28)
+        if loop:
+            items.append({"id": f"A{len(items) + 1}", "name": "t1", "arguments": '{"x":1}'})
+        else:
+            items.append({"callId": f"c{len(items) + 1}", "name": "t1", "arguments": {"x": 1},
+                          **({"agent": agents[0]} if agents and draw(st.booleans()) else {})})
     if draw(weighted((1, False), (3, True))):
         # run_code itself passes its policy untouched, so that its program runs: the
         # participants' drawn behaviors then meet the sub-calls
@@ -190,7 +198,7 @@ def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
             quieted += [f"{ids[0]}:code:{n}" for n in range(1, 5)]
         _quiet(doc, quieted)
     _enrich(draw, doc["tools"][0], concurrent, loop)
-    if draw(weighted((2, False), (1, True))):
+    if draw(weighted((1, False), (2 if concurrent else 1, True))):  # the overlap cap bites where calls overlap (P121)
         doc["maxParallelSubCalls"] = draw(st.sampled_from([1, 2]))
     if not loop and draw(weighted((9, False), (1, True))):
         doc["codeRuntime"] = False
@@ -247,9 +255,9 @@ def _enrich(draw: Any, tool: dict[str, Any], concurrent: bool, loop: bool) -> No
         mid = draw(st.sampled_from(CONTEXT_IDS))
         extra.append({"do": "defer-context", "message": {"id": mid, "role": "user", "content": [text("from a sub-call")],
                                                          "source": {"kind": "plugin", "plugin": "gen"}}})
-    if draw(weighted((2, False), (1, True))):
+    if draw(weighted((1, False), (1, True))):
         extra.append({"do": "conclude-turn"})
-        plain = draw(st.booleans())  # and nothing else that could fail it: a plain success marks run_code (P127)
+        plain = draw(weighted((1, False), (2, True)))  # and nothing else that could fail it: a plain success marks run_code (P127)
     if not concurrent and draw(weighted((7, False), (1, True))):
         extra.append({"do": "abort", "signal": "caller"})
     if plain:

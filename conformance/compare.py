@@ -31,7 +31,7 @@ BODY_EVENTS = frozenset({"todo/write"})  # tool-owned events a body appends (P71
 CODE_EVENTS = frozenset({"tool/code-dispatch-start", "tool/code-dispatch"})  # the run_code bridge's (P122)
 DISPATCH_LOG = "tool/code-dispatch"
 EVENT_RULES = {"tool/call": ["P18"], "tool/result": ["P104", "P105"], "agent/inbox/spliced": ["P109"],
-               "user/message": ["P110"], "step/start": ["P110"], "step/end": ["P105"],
+               "user/message": ["P110"], "step/start": ["P110", "P106"], "step/end": ["P105"],
                "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"], "todo/write": ["P71"],
                "tool/code-dispatch-start": ["P122"], "tool/code-dispatch": ["P122", "P124"]}
 FIXED_VIOLATIONS = ("value is not lossless JSON", "value snapshot failed: ", "output.render ",
@@ -183,8 +183,24 @@ def _result_doc(r: CallResult) -> dict[str, Any]:
     return {"callId": r.callId, "result": r.result, "frozen": r.frozen, "observed": r.observed}
 
 
-# (the observation's own rules, the outcome's when it carries one, the routing in force)
-Blame = tuple[list[str], list[str] | None, list[str]]
+# (the observation's own rules, the outcome's when it carries one, the routing in force,
+# the oracle's reasons: the rules of the decisions it took for the call since the call's
+# previous portable observation)
+Blame = tuple[list[str], list[str] | None, list[str], list[str]]
+
+# The oracle's own observations that record a decision an implementation makes without a
+# probe to show it (a checkpoint that fired, a denial, a collapse, a synthetic pair, a
+# throw the registry caught): when the next portable observation differs, the rule that
+# decided it is to blame beside the symptom (issue 15: a failure is blamed on the rule
+# that was broken, not only on the first stage that shows it).
+REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval", "deny"), ("approval", "abandon"),
+                     ("pre-execute", "deny"), ("entry", "collapse"), ("loop", "synthetic"), ("guards", "throw"),
+                     ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
+                     ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
+                     ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
+                     ("finalize", "resolve")})
+ABORT_CODES = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
+PARTICIPANT_STAGES = ("pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log")
 
 
 # An observation as compared: the item, the blame, and its position in its trace.
@@ -202,6 +218,7 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     microtask order, which the spec leaves open (laws check what it does fix)."""
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
+    reasons: dict[str, list[str]] = {}
     for n, o in enumerate(trace.observations):
         # A getter's reads form a lane of their own: how many there are and what each read
         # gave is the spec's (P13, P23); how they interleave with other getters' reads and
@@ -211,9 +228,12 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
             route[call] = list(o.rules)
         elif is_portable(o):
             outcome = route.get(call, []) if _carries_outcome(o) else None
+            why = reasons.pop(call, [])
             if o.stage == "program":
                 call = f"{call} {'settled' if o.what == 'settle' else 'program'}"
-            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, [])), n))
+            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, []), why), n))
+        elif (o.stage, o.what) in REASONS:
+            reasons.setdefault(call, []).extend(o.rules)
     for lane, items in out.items():
         if lane.endswith(" settled"):
             items.sort(key=lambda i: i[0]["value"].get("n", 0) if isinstance(i[0]["value"], dict) else 0)
@@ -384,7 +404,7 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str],
             a = acts[i] if i < len(acts) else None
             if e is None or a is None or not same(e[0], a[0]):
                 at = min(x[2] for x in (e, a) if x is not None)
-                rules = _observation_rules(e, a, exact)
+                rules = _lane_rules(name, _observation_rules(e, a, exact))
                 if e is None and _SUB_CALL_LANE.match(name) and any(
                         x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:i]):
                     rules = ["P119"]  # the sub-call's id came round again: numbering restarted
@@ -429,18 +449,79 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
     ``tools/result`` sums up everything before it, so a difference there is put down to the
     rules the case cites (an empty list tells the runner so)."""
     if e is None:
-        return ["P1", "P2"] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
-    item, (rules, outcome_rules, routing) = e[0], e[1]
+        # an invocation too many: which listeners a waterfall selects (P7) and which one a
+        # next() reaches (P5, P6)
+        extra = ["P5", "P6", "P7"] if a and a[0]["who"] is not None and a[0]["stage"] in PARTICIPANT_STAGES else []
+        return ["P1", "P2", *extra] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
+    item, (rules, outcome_rules, routing, why) = e[0], e[1]
     if a is not None and (item["stage"], item["what"], item["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         # Not the same step at all: the walk left the path. Blame why the oracle routed the
         # call as it did: the stage that ran instead is that routing's consequence. Without a
         # routing, blame stage order and transitions, and the rule of the stage that ran.
+        cancel = _outcome_blame(item["value"], a[0]["value"], routing)
         if routing:
-            return list(routing)
-        return list(dict.fromkeys([*rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], [])]))
+            return list(dict.fromkeys([*why, *routing, *cancel]))
+        return list(dict.fromkeys([*why, *rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], []), *cancel]))
     if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], exact):
-        return list(outcome_rules)  # empty: the runner blames the rules the case cites
-    return list(rules)
+        # empty: the runner blames the rules the case cites
+        found = [*why, *outcome_rules, *_outcome_blame(item["value"], a[0]["value"], routing)]
+        return list(dict.fromkeys(found))
+    return list(rules)  # the same step, its own detail differs: the oracle's decisions had no part in it
+
+
+def _lane_rules(lane: str, rules: list[str]) -> list[str]:
+    """A getter's lane holds its reads: how many and what each gave is the snapshot's
+    traversal (P13) or entry reading the input once (P23). A program's lanes exist only
+    where run_code is there and runs (P114, P117)."""
+    if lane.startswith("getter "):
+        return list(dict.fromkeys([*rules, "P13", "P23"]))
+    if lane.endswith((" program", " settled")):
+        return list(dict.fromkeys([*rules, "P114", "P117"]))
+    return rules
+
+
+def _handed_result(v: Any) -> Any:
+    return v["result"] if isinstance(v, dict) and isinstance(v.get("result"), dict) else v
+
+
+def _abort_code(v: Any) -> str | None:
+    r = _handed_result(v)
+    if isinstance(r, dict) and r.get("isError") is True and isinstance(r.get("error"), dict):
+        info = r["error"].get("info")
+        if isinstance(info, dict) and info.get("code") in ABORT_CODES:
+            return str(info["code"])
+    return None
+
+
+def _outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
+    """Rules an outcome difference points at by its kind. An abort result on one side only:
+    the checkpoints read the caller's signal (P52), and where the oracle kept a failure,
+    cancellation never overrides it (P89; a guard denial wins over the abort, P51). Two
+    failures that differ only in ``error.info``: a thrown value's info (P9, P10)."""
+    if DECISION_ROUTES & set(routing):
+        return []  # the oracle's verdict is a decision check's: that check is to blame
+    ea, aa = _abort_code(expected), _abort_code(actual)
+    if (ea is None) != (aa is None):
+        e = _handed_result(expected)
+        if aa is not None and isinstance(e, dict) and e.get("isError") is True:
+            return ["P89", *(["P51"] if {"P46", "P47"} & set(routing) else [])]
+        return ["P52"]
+    e, a = _handed_result(expected), _handed_result(actual)
+    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
+            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
+            and e["error"].get("info") != a["error"].get("info")):
+        return ["P9", "P10"]
+    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
+            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
+            and e["error"].get("message") != a["error"].get("message") and THROW_ROUTES & set(routing)):
+        return ["P9"]  # the failure of a thrown value: its message (P9)
+    return []
+
+
+# Routings decided by checking a decision: a difference there is that check's.
+DECISION_ROUTES = frozenset({"P31", "P35", "P78", "P79"})
+# Routings of a call whose failure is the canonical failure of a thrown value.
+THROW_ROUTES = frozenset({"P8", "P34", "P49", "P64", "P65", "P86", "P95"})
 
 
 def _same_outcome(e: dict[str, Any], a: dict[str, Any], exact: bool) -> bool:
@@ -513,7 +594,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
             a = acts[j] if j < len(acts) else None
             at = min(x[2] for x in (e, a) if x is not None)
             out.append((at, Divergence(f"observations[{call}][{i}]", e[0] if e else None, a[0] if a else None,
-                                       _observation_rules(e, a, exact))))
+                                       _lane_rules(call, _observation_rules(e, a, exact)))))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
     ee, ae = events_for(expected, profiles), events_for(actual, profiles)

@@ -765,11 +765,13 @@ def identity_is_the_calls_own(v: View) -> Iterator[Violation]:
         if spec is None:
             continue
         after_write = o.call in written and written[o.call] < i
+        # a loop call's arguments are the loop's parse of the block's raw text (P16)
+        parsed = "P16" if v.loop is not None and any(b.id == o.call for b in v.loop.blocks) else "P25"
         seen = o.value
         if "hasAgent" in seen:  # observe record
             checks = [("callId", spec.callId, "P22"), ("name", spec.name, "P24"),
                       ("rootCallId", spec.rootCallId, "P23"), ("hasAgent", spec.agent is not None, "P24"),
-                      ("hasParent", spec.parent, "P24"), ("arguments", spec.arguments, "P25")]
+                      ("hasParent", spec.parent, "P24"), ("arguments", spec.arguments, parsed)]
             if spec.agent is not None:
                 checks.append(("agent", spec.agent, "P24"))
             for key, want, rule in checks:
@@ -784,8 +786,9 @@ def identity_is_the_calls_own(v: View) -> Iterator[Violation]:
             if seen.get("isRecordArguments") is not True or seen.get("frozen") is not True:
                 yield Violation("P25", f"call {o.call}: the body's arguments are not the record's frozen snapshot")
             if spec.arguments is not UNKNOWN and not same_value(seen.get("args"), spec.arguments):
-                yield Violation("P24" if after_write else "P25",
-                                f"call {o.call}: the body received other arguments than the snapshot")
+                yield Violation("P24" if after_write else parsed,
+                                f"call {o.call}: the body received other arguments than the snapshot"
+                                + (" of the block's parsed arguments" if parsed == "P16" else ""))
 
 
 @law
@@ -1071,10 +1074,41 @@ def contexts_after_the_batch(v: View) -> Iterator[Violation]:
     # listener may have rewritten it (P110); a cancel's clearing claims nothing (P112).
     if messages and not any(l.event == "agent/pre-step" for l in v.scenario.listeners):
         if not same_value([e.data for _, e in messages], _claimed(events)):
-            yield Violation("P110", "user/message events are not the queued messages in FIFO order")
+            yield Violation("P111", "user/message events are not the queued messages in FIFO order")
     misplaced = acceptance(v, events).misplaced
     if misplaced is not None:
         yield Violation("P109", f"call {misplaced}: its contexts are not queued in order right after its tool/result")
+
+
+@law
+def barriers_and_pools(v: View) -> Iterator[Violation]:
+    """P20: at most ``maxParallelToolCalls`` calls of the batch are dispatched and unsettled
+    at once (from the start of a call's ``tools/execute`` waterfall to its end), and a call
+    that no definition could classify parallel (no definition of its name declares
+    ``isConcurrencySafe``) runs alone. A wrong pool shows first as a stage out of order;
+    this law names the rule that was broken."""
+    run = v.loop
+    if run is None or run.finish == "max-tokens":
+        return
+    blocks = {b.id: b.name for b in run.blocks}
+    classified = {t.name for t in v.scenario.tools if t.concurrencySafe is not None} | {"run_code"}
+    in_flight: list[str] = []
+    for o in v.trace.observations:
+        if o.who is not None or o.stage != "execute" or o.call not in blocks:
+            continue
+        if o.what == "start":
+            in_flight.append(o.call)
+            if len(in_flight) > run.maxParallelToolCalls:
+                yield Violation("P20", f"{len(in_flight)} calls dispatched at once ({', '.join(in_flight)}), more than "
+                                       f"maxParallelToolCalls={run.maxParallelToolCalls}")
+                return
+            alone = [c for c in in_flight if blocks[c] not in classified]
+            if alone and len(in_flight) > 1:
+                yield Violation("P20", f"call {alone[0]} is exclusive (no definition of {blocks[alone[0]]} has a "
+                                       f"classifier) but was in flight with {', '.join(c for c in in_flight if c != alone[0])}")
+                return
+        elif o.what in ("end", "throw") and o.call in in_flight:
+            in_flight.remove(o.call)
 
 
 # The laws of Code Mode live beside these, by theme (they register themselves with ``law``).

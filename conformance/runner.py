@@ -320,7 +320,7 @@ class Runner:
         t0 = time.monotonic()
         with _hypothesis_home():
             try:
-                minimal = find(drawn(profiles), fails, settings=cfg, random=random.Random(seed))
+                minimal = _search(drawn(profiles), fails, cfg, examples, seed, profiles)
             except NoSuchExample:
                 return self.record(CaseRecord(
                     id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.PASS,
@@ -400,6 +400,40 @@ class Runner:
                         stopped=stopped or self.gave_up)
         self.writer.write(footer)
         return footer
+
+
+def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profiles: frozenset[str]) -> Any:
+    """The first of ``examples`` independent draws that ``fails``, shrunk by hypothesis.
+
+    Independent draws (``strategies.independent_draws``) spread a run over the scenario
+    language: hypothesis' own generate phase mutates each novel example several times, so
+    its first 100 examples hold some 20 independent scenarios. The failing draw's choice
+    sequence is handed to hypothesis through an in-memory example database, which replays
+    it and shrinks it. Without the internal API, hypothesis' ``find`` draws as before."""
+    import random
+
+    from hypothesis import Phase, find, settings
+    from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
+    from hypothesis.errors import NoSuchExample
+
+    from .strategies import independent_draws
+
+    draws = independent_draws(examples, seed, profiles)
+    if draws is None:
+        return find(strategy, fails, settings=cfg, random=random.Random(seed))
+    for example, choices in draws:
+        if fails(example):
+            break
+    else:
+        raise NoSuchExample("no generated scenario fails")
+    key = b"dsh-conformance-shrink"
+    db = InMemoryExampleDatabase()
+    db.save(key, choices_to_bytes(choices))
+    shrink = settings(cfg, database=db, phases=[Phase.reuse, Phase.shrink])
+    try:
+        return find(strategy, fails, settings=shrink, database_key=key)
+    except NoSuchExample:  # hypothesis could not replay it: the failing draw as it was
+        return example
 
 
 class _hypothesis_home:

@@ -136,7 +136,10 @@ THROWN: list[Any] = [
     {"message": {"$js": "getter-throws", "message": "message getter"}}, {"$js": "bigint", "value": "7"},
     *ERROR_SHAPES,
 ]
-thrown_values: S = st.sampled_from(THROWN)
+# Non-Error objects whose message P9 reads: weighted up, one entry of many otherwise.
+MESSAGE_OBJECTS: list[Any] = [{"message": "plain object"}, {"$js": "null-proto", "entries": {"message": "null-proto"}},
+                              {"message": "has a name", "name": "Named"}, {"message": ""}]
+thrown_values: S = weighted((5, st.sampled_from(THROWN)), (1, st.sampled_from(MESSAGE_OBJECTS)))
 """Thrown values: Errors, HarnessErrors (with and without a name), non-Error values, and
 values whose inspection throws (P9)."""
 
@@ -224,6 +227,19 @@ IDENTITY_TARGETS = ("record.callId", "record.name", "record.arguments", "record.
                     "record.token", "record.agent", "record.parent", "record")
 RESULT_TARGETS = ("result.isError", "result.content", "result.value", "result.error.message",
                   "result.content.0.text", "result.additionalContexts")
+# Deeper and stranger places in a handed result: past the end of a frozen array, an added
+# property, through a primitive, inside the value (P11: deeply immutable).
+DEEP_RESULT_TARGETS = ("result.content.7", "result.content.1", "result.value.x", "result.value.0",
+                       "result.value.x.y", "result.meta", "result.concludesTurn", "result.error.info.code",
+                       "result.content.0.text.x", "result.content.0.extra", "result.error",
+                       "result.additionalContexts.0", "result.isError.x")
+
+
+def result_writes() -> S:
+    """A caught write attempt somewhere inside a handed result."""
+    return st.builds(lambda t, op, v: {"do": "mutate", "target": t, "op": op, "value": v, "catch": True},
+                     st.sampled_from(RESULT_TARGETS + DEEP_RESULT_TARGETS),
+                     weighted((3, "set"), (1, "delete"), (1, "define")), weighted((3, st.just("forged")), (1, scalars)))
 OTHER_TARGETS = ("record.custom", "record.callId.x", "args.x", "args", "input.name",
                  "input.arguments.x")
 MUTATE_REQUEST = True
@@ -235,7 +251,7 @@ ABSENT_FIELD_TARGETS = ("record.agent.x", "record.parent.x")
 @cache
 def mutation_steps(role: Role) -> S:
     """A write attempt: identity fields, the record, arguments, handed results, the input."""
-    targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS + ABSENT_FIELD_TARGETS
+    targets = IDENTITY_TARGETS + RESULT_TARGETS + OTHER_TARGETS + ABSENT_FIELD_TARGETS + DEEP_RESULT_TARGETS
     if role is INTENT:
         # An intent listener's args are the dispatched target, not the body's arguments:
         # whether a waterfall hands its listeners a frozen target is not the spec's to say.
@@ -333,6 +349,10 @@ FEEDBACKS = [[text("blocked")], [], [text("a"), {"type": "image", "attachment": 
              [{"type": "text", "text": 5}, {"type": "text"}], "not an array"]
 post_decisions: S = weighted(
     (2, st.just({"kind": "accept"})),
+    # decisions in every object form (P78: any non-null object): null-prototype ones
+    (1, st.sampled_from([{"$js": "null-proto", "entries": {"kind": "accept", "value": {"np": 1}}},
+                         {"$js": "null-proto", "entries": {"kind": "accept", "content": [text("np")]}},
+                         {"$js": "null-proto", "entries": {"kind": "block", "feedback": [text("np")]}}])),
     (2, st.builds(lambda c: {"kind": "accept", "content": c}, contents)),
     (2, st.builds(lambda v: {"kind": "accept", "value": v}, boundary_values)),
     (2, st.builds(lambda f: {"kind": "block", "feedback": f}, st.sampled_from(FEEDBACKS))),
@@ -350,6 +370,9 @@ not well formed."""
 
 authored_results: S = weighted(
     (2, st.builds(lambda v: {"isError": False, "value": v}, boundary_values)),
+    (1, st.sampled_from([{"$js": "null-proto", "entries": {"isError": False, "value": {"np": 1}}},
+                         {"$js": "null-proto", "entries": {"isError": True, "error": {"message": "np"},
+                                                           "content": [text("Error: np")]}}])),
     (1, st.builds(lambda v, cs: {"isError": False, "value": v, "content": [text("ignored")],
                                  "additionalContexts": cs}, lossless_values, context_lists)),
     (2, st.builds(lambda c: {"isError": True, "error": {"message": "wrapper failed"}, "content": c}, contents)),
@@ -510,12 +533,21 @@ def presenter_behaviors(result: bool, hot: bool = False) -> S:
 # interesting branches weighted up.
 
 hot_pre_decisions: S = weighted((1, st.sampled_from(PRE_ALLOW)), (2, st.sampled_from(PRE_DENY)),
-                                (1, st.sampled_from(PRE_ASK)), (3, st.sampled_from(PRE_MALFORMED)))
+                                (1, st.sampled_from(PRE_ASK)), (3, st.sampled_from(PRE_MALFORMED)),
+                                (2, st.sampled_from([{"kind": "deny"}, {"kind": "deny", "reason": 5},
+                                                     {"kind": "deny", "reason": None}])))
+
+# The record's signal replaced by one that is aborted: the caller's is not, and every
+# checkpoint reads the caller's (P52).
+ABORT_REPLACED = [{"do": "set-signal", "signal": "s1"}, {"do": "abort", "signal": "s1"}]
+FRESH_SIGNAL = {"do": "set-signal", "signal": "s2"}  # the record's signal replaced, never aborted
 
 HOT_PRE: dict[str, S] = {
     "pre": weighted(
         (4, ret(hot_pre_decisions)),
+        (2, then_return(ABORT_REPLACED, st.sampled_from([{"kind": "allow"}, *PRE_ASK]))),
         (1, then_return([ABORT_CALLER], pre_decisions)),
+        (1, then_return([FRESH_SIGNAL, ABORT_CALLER], st.sampled_from([{"kind": "allow"}, *PRE_ASK]))),
         (2, THROWS),
         (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
         (1, st.just([{"do": "next", "catch": True}, {"do": "return-next"}])),
@@ -523,11 +555,15 @@ HOT_PRE: dict[str, S] = {
     "approval": weighted((3, ret(st.sampled_from(PRE_ASK))),
                          (1, then_return([ABORT_CALLER], st.sampled_from(PRE_ASK)))),
     "guards": weighted((2, DELEGATES), (2, then_return([ABORT_CALLER], st.just({"kind": "allow"}))),
-                       (1, ret(st.sampled_from(PRE_ASK)))),
+                       (2, then_return([FRESH_SIGNAL, ABORT_CALLER], st.just({"kind": "allow"}))),
+                       (1, ret(st.sampled_from(PRE_ASK))), (1, then_return(ABORT_REPLACED, st.just({"kind": "allow"})))),
 }
 
 hot_exec_terminals: S = weighted(
     (4, ret(authored_results)),
+    (2, ret(st.just({"isError": False, "value": 1, "additionalContexts": [message("m5", "from the wrapper")]}))),
+    (2, st.builds(lambda ws: [{"do": "next"}, *ws, {"do": "observe", "what": "result"}, {"do": "return-next"}],
+                  st.lists(result_writes(), min_size=1, max_size=3))),
     (2, then_return([{"do": "next"}], authored_results)),
     (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
     (2, st.just([{"do": "next"}, ABORT_CALLER, {"do": "return-next"}])),
@@ -572,6 +608,7 @@ hot_answer_terminals: S = weighted(
 )
 
 hot_guard_terminals: S = weighted((2, ret(st.just(UNDEF))), (3, ret(st.sampled_from(GUARD_DENIALS))), (2, THROWS),
+                                  (2, ret(st.sampled_from([None, "", 0, False]))),
                                   (1, st.builds(lambda n: [{"do": "register", "ref": f"#r{n}"},
                                                            {"do": "return", "value": UNDEF}],
                                                 st.integers(0, REF_SLOTS - 1))))
@@ -790,7 +827,7 @@ hot_approval_terminals: S = weighted(
 def approvals(loop: bool, hot: bool = False) -> S:
     """Approval in every state: absent, the shipped service (ask or never), a custom one."""
     return weighted(
-        (0 if hot else 2, st.none()),
+        (1 if hot else 2, st.none()),
         (2, st.just({"service": "shipped"})),
         (1, st.just({"service": "shipped", "policy": "never"})),
         (2, st.builds(lambda s: {"service": "custom", "script": s},
@@ -833,8 +870,20 @@ def agent_lists(draw: Any, loop: bool, n_tools: int = 1, need: bool = False) -> 
 
 RAW_ARGUMENTS = ['{"x":1}', "", "{}", '{"x":"s"}', "not json", '{"x":1,"x":2}', "[1,2]", '"text"', '{"n":-0}',
                  '{"n":1e999}', "null", '{"$js":"undefined","x":1}', '{"x":', '{"x":1,"s":"\\udc00"}']
-raw_arguments: S = weighted((4, st.just('{"x":1}')), (2, st.sampled_from(RAW_ARGUMENTS)))
-hot_raw_arguments: S = st.sampled_from(RAW_ARGUMENTS)
+# P16 at its boundaries: number texts JSON.parse reads one way and a sloppy parser another
+# (-0 written every way, thresholds of the shortest form, beyond 2**53, out of range),
+# NaN/Infinity literals (not JSON: the raw string), array-index keys at their limits.
+RAW_BOUNDARIES = ['-0', '[-0]', '{"n":-0.0}', '{"n":-0e0}', '{"n":-0E+2}', '{"n":1e21}', '{"n":1E21}',
+                  '{"n":1e-7}', '{"n":0.0000001}', '{"n":-1.5}', '{"n":9007199254740993}', '{"n":-1e999}',
+                  '{"n":1.7976931348623157e308}', '{"n":NaN}', '{"n":Infinity}', '-Infinity',
+                  '{"4294967294":1,"4294967295":2,"a":0,"1":3}', '{"x":1,"x":{"y":2},"z":[]}', ' {"x":1} ',
+                  '{"x":1}x', "[]", '{"__proto__":{"x":1}}']
+raw_arguments: S = weighted((4, st.just('{"x":1}')), (2, st.sampled_from(RAW_ARGUMENTS)),
+                            (1, st.sampled_from(RAW_BOUNDARIES)))
+# What JSON.parse and a sloppy parse tell apart most often (P16): empty, duplicate keys, -0.
+RAW_PARSES = ["", '{"x":1,"x":2}', '{"n":-0}', "-0"]
+hot_raw_arguments: S = weighted((2, st.sampled_from(RAW_ARGUMENTS)), (2, st.sampled_from(RAW_BOUNDARIES)),
+                                (1, st.sampled_from(RAW_PARSES)))
 call_arguments: S = weighted((5, st.just({"x": 1})), (1, st.just({})), (2, boundary_values))
 hot_call_arguments: S = weighted((1, st.just({"x": 1})), (2, js_only_values), (2, boundary_values))
 body_call_arguments: S = weighted((3, st.just({"x": 1})), (2, st.just({})), (1, st.just({"x": "s"})))
@@ -916,7 +965,7 @@ DUPLICATE_CONTEXT = {"do": "defer-context", "message": message("m1", "same id ev
 
 
 ABORT_POINTS = ("entry", "approval-cancelled", "guard-denial", "after-guards", "at-launch", "in-body",
-                "after-execute", "after-post", "timeout", "failure-kept", "timed")
+                "after-execute", "after-post", "timeout", "failure-kept", "timed", "replaced")
 """Where the ``abort`` focus aborts the caller (P29, P42, P51, P53, P61, P68, P88, P70, P89)."""
 
 
@@ -1005,6 +1054,20 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
         extra = draw(weighted((1, st.just([])), (2, st.just([DUPLICATE_CONTEXT])),
                               (3, st.just([{"do": "conclude-turn"}])),
                               (1, st.just([{"do": "inject", "message": message("m2", "injected")}]))))
+    if foci & {"execute", "post"} and draw(weighted((1, False), (1, True))):
+        # the body defers a context, and the focused wrapper's result (P67: deferred first) or
+        # post-execute decision (P85: the result's first) may carry its own
+        extra = extra + [{"do": "defer-context", "message": message("m4", "deferred by the body")}]
+        own = {"tools/execute": [{"do": "next"}, {"do": "return", "value": {
+                   "isError": False, "value": 1, "additionalContexts": [message("m5", "from the wrapper")]}}],
+               "tools/post-execute": [{"do": "return", "value": {
+                   "kind": "accept", "additionalContexts": [message("m6", "from post-execute")]}}]}
+        for l in listeners:
+            if l["id"] in hot_ids and l["event"] in own and draw(weighted((1, False), (1, True))):
+                l["script"] = copy.deepcopy(own[l["event"]])
+    if "finalize" in foci and draw(weighted((2, False), (1, True))):
+        # the tool goes away while its call runs: the finalizer captured at entry still applies (P26)
+        extra = extra + [{"do": "unregister", "ref": doc["tools"][0].get("id", "t1")}]
     if work:
         # t1's body does its work first: an intent the focused listeners decide (their
         # throw is the body's unless caught, P55), a session event (a call without an
@@ -1022,9 +1085,13 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             doc["run"]["blocks"][1].update(name="t1", arguments='{"x":1}')
             quiet_calls(doc, calls[:2], foci, hot_ids, listeners, guards)
         elif work or draw(weighted((1, False), (1, True))):  # the body's work needs a body that runs
-            quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards)
+            quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards, draw(weighted((2, False), (1, True))))
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
+    if loop:
+        observed_raw_arguments(draw, doc, listeners, guards)
+    if "guards" in foci:
+        layered_guards(draw, doc, guards, loop)
     if abort_at is not None:
         timeout_policy = abort_recipe(doc, abort_at, listeners, guards, loop) or timeout_policy
     if listeners:
@@ -1050,13 +1117,70 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             a["restrict"] = {k: names for k, names in kept.items() if names}
             if not a["restrict"]:
                 del a["restrict"]
-    for g in doc.get("guards", []):
-        # A guard that registers a guard is reached again in the same pass (P45): a guard
-        # registering guards would never finish, in JavaScript as in the oracle.
-        g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards})
+    for i, g in enumerate(doc.get("guards", [])):
+        # A guard that registers a guard is reached again in the same pass (P45): guards
+        # registering one another in a circle would never finish, in JavaScript as in the
+        # oracle. A guard may register only guards after it, and only ones that start
+        # unregistered (each registration appends another entry to its layer).
+        later = {x["id"] for x in doc["guards"][i + 1:] if x.get("registered") is False}
+        g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards} - later)
     if code_mode_strategies.FOCUS in foci:
         code_mode_strategies.code_mode(draw, doc, loop)
     return doc
+
+
+def observed_raw_arguments(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]],
+                           guards: list[dict[str, Any]]) -> None:
+    """A later block carries a raw argument text at P16's boundaries (the focus aims the
+    first block at valid arguments), and every tool a block with unusual arguments calls
+    observes them first: a parse that differs shows only where something reads it. Or an
+    extra block calls a tool of its own that every participant lets through, so that its
+    body reads what the loop parsed."""
+    blocks = doc["run"]["blocks"]
+    if len(blocks) > 1 and draw(weighted((1, False), (1, True))):
+        k = draw(st.integers(1, len(blocks) - 1))
+        blocks[k]["arguments"] = draw(hot_raw_arguments)
+    elif doc["run"].get("finish") != "max-tokens" and draw(weighted((1, False), (2, True))):
+        bid = f"A{len(blocks) + 1}"
+        blocks.append({"id": bid, "name": "parse", "arguments": draw(weighted((2, st.sampled_from(RAW_PARSES)),
+                                                                              (1, st.sampled_from(RAW_BOUNDARIES))))})
+        doc["tools"].append({"name": "parse", "body": [{"do": "observe", "what": "args"}, {"do": "return", "value": 1}]})
+        for holder, plain in [*((l, [] if l["event"] == "tools/result" else list(DELEGATE)) for l in listeners),
+                              *((g, [{"do": "return", "value": UNDEF}]) for g in guards)]:
+            script = holder.get("script")
+            if script is None:
+                continue
+            b = {"steps": script} if isinstance(script, list) else dict(script)
+            b["byCall"] = {**b.get("byCall", {}), bid: copy.deepcopy(plain)}
+            holder["script"] = b
+    unusual = {b["name"] for b in blocks if b["arguments"] != '{"x":1}'}
+    for tool in doc["tools"]:
+        if tool["name"] in unusual and not _has_step(tool["body"], "observe"):
+            tool["body"] = prepend_steps(tool["body"], [{"do": "observe", "what": "args"}])
+
+
+def layered_guards(draw: Any, doc: dict[str, Any], guards: list[dict[str, Any]], loop: bool) -> None:
+    """The guards focus, where the agents form a chain: the first call's agent is the
+    innermost, with a denying guard in an ancestor's layer and another in its own (P45:
+    the farthest ancestor's layer first); or a guard that registers a later, unregistered
+    one during the pass, which then denies (P45: tables are read live)."""
+    chain = [a["id"] for a in doc.get("agents", []) if "parent" in a]
+    run = doc["run"]
+    if chain and draw(weighted((1, False), (2, True))):
+        inner = chain[-1]
+        outer = next(a["parent"] for a in doc["agents"] if a["id"] == inner)
+        n = len(guards)
+        guards += [{"id": f"G{n + 1}", "scope": inner, "script": [{"do": "return", "value": "inner layer says no"}]},
+                   {"id": f"G{n + 2}", "scope": outer, "script": [{"do": "return", "value": "outer layer says no"}]}]
+        if loop:
+            run["agent"] = inner
+        else:
+            run["calls"][0]["agent"] = inner
+    elif draw(weighted((1, False), (1, True))):
+        n = len(guards)
+        late = {"id": f"G{n + 2}", "registered": False, "script": [{"do": "return", "value": "registered late"}]}
+        guards += [{"id": f"G{n + 1}", "script": [{"do": "register", "ref": late["id"]}, {"do": "return", "value": UNDEF}]},
+                   late]
 
 
 def _has_step(v: Any, do: str) -> bool:
@@ -1112,10 +1236,11 @@ def aim_first_call(doc: dict[str, Any], loop: bool, keep_arguments: bool = False
 
 
 def quiet_calls(doc: dict[str, Any], quieted: list[str], foci: set[str], hot_ids: set[str],
-                listeners: list[dict[str, Any]], guards: list[dict[str, Any]]) -> None:
+                listeners: list[dict[str, Any]], guards: list[dict[str, Any]], loud_output: bool = False) -> None:
     """Give every participant outside the focus plain behavior for the ``quieted`` calls
     only (delegate, abstain, succeed), so that the focused participants decide their fate.
-    The other calls keep the drawn behaviors."""
+    The other calls keep the drawn behaviors; with ``loud_output`` so do the output
+    projections of the quieted body's success (a render that throws meets the focus)."""
     def quiet(holder: dict[str, Any], key: str, steps: list[dict[str, Any]]) -> None:
         b = holder.get(key)
         if b is None:
@@ -1135,7 +1260,7 @@ def quiet_calls(doc: dict[str, Any], quieted: list[str], foci: set[str], hot_ids
         quiet(t1, "body", [{"do": "return", "value": 1}])
         t1.pop("define", None)
         t1.get("output", {}).pop("schema", None)
-    if "body" not in foci:
+    if "body" not in foci and not loud_output:
         quiet(t1.get("output", {}), "render", [{"do": "return", "value": [text("ok")]}])
         quiet(t1.get("output", {}), "presentationMeta", [{"do": "return", "value": {"summary": 1}}])
     if "finalize" not in foci:
@@ -1169,10 +1294,12 @@ def abort_recipe(doc: dict[str, Any], at: str, listeners: list[dict[str, Any]], 
             if not loop and doc.get("agents"):
                 first["agent"] = doc["agents"][0]["id"]
         case "guard-denial":
-            listener("tools/pre-execute", [ABORT_CALLER, {"do": "return", "value": {"kind": "allow"}}])
+            listener("tools/pre-execute", [FRESH_SIGNAL, ABORT_CALLER, {"do": "return", "value": {"kind": "allow"}}])
             guards.insert(0, {"id": f"G{len(guards) + 1}", "script": [{"do": "return", "value": "guard says no"}]})
-        case "after-guards":
-            listener("tools/pre-execute", [ABORT_CALLER, *DELEGATE])
+        case "after-guards":  # with the record's signal replaced: the checkpoint reads the caller's (P52)
+            listener("tools/pre-execute", [FRESH_SIGNAL, ABORT_CALLER, *DELEGATE])
+        case "replaced":  # the record's signal replaced and aborted, the caller's not (P52)
+            listener("tools/pre-execute", [*ABORT_REPLACED, *DELEGATE])
         case "at-launch":
             listener("tools/execute", [{"do": "set-signal", "signal": "w1"}, {"do": "abort", "signal": "w1"},
                                        *DELEGATE])
@@ -1484,31 +1611,45 @@ def draw_examples(n_examples: int, seed: int, profiles: frozenset[str] = ALL_PRO
     reach wants independent ones. They come from hypothesis' choice sequence driven by a
     seeded ``random.Random`` (an internal API of the pinned hypothesis release); should
     that API move, the draws fall back to a ``@given`` run with the same seed."""
+    draws = independent_draws(n_examples, seed, profiles)
+    if draws is None:
+        yield from _given_examples(examples(frozenset(profiles)), n_examples, seed)
+        return
+    for example, _choices in draws:
+        yield example
+
+
+def independent_draws(n_examples: int, seed: int,
+                      profiles: frozenset[str] = ALL_PROFILES) -> Iterator[tuple[Example, tuple[Any, ...]]] | None:
+    """``draw_examples`` with each draw's hypothesis choice sequence, from which
+    hypothesis can replay and shrink it; None where the internal API is not there."""
     strategy = examples(frozenset(profiles))
     try:
         from hypothesis.control import BuildContext
         from hypothesis.errors import StopTest
         from hypothesis.internal.conjecture.data import ConjectureData
 
-        def one(rnd: random.Random) -> Example | None:
+        def one(rnd: random.Random) -> tuple[Example, tuple[Any, ...]] | None:
             data = ConjectureData(random=rnd, max_choices=8192)
             try:
                 with BuildContext(data, is_final=False, wrapped_test=draw_examples):
-                    return data.draw(strategy)
+                    return data.draw(strategy), tuple(data.choices)
             except StopTest:  # ran out of choices: a draw too large, skipped
                 return None
         one(random.Random(seed))
     except (ImportError, TypeError, AttributeError):
-        yield from _given_examples(strategy, n_examples, seed)
-        return
-    rnd = random.Random(seed)
-    drawn = attempts = 0
-    while drawn < n_examples and attempts < 4 * n_examples:
-        attempts += 1
-        example = one(random.Random(rnd.getrandbits(64)))
-        if example is not None:
-            drawn += 1
-            yield example
+        return None
+
+    def draws() -> Iterator[tuple[Example, tuple[Any, ...]]]:
+        rnd = random.Random(seed)
+        drawn = attempts = 0
+        while drawn < n_examples and attempts < 4 * n_examples:
+            attempts += 1
+            got = one(random.Random(rnd.getrandbits(64)))
+            if got is not None:
+                drawn += 1
+                yield got
+    return draws()
 
 
 def _given_examples(strategy: S, n_examples: int, seed: int) -> Iterator[Example]:

@@ -208,10 +208,10 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
     except Thrown as t:
         if collapsed and not caller.aborted:
             rec.finalizer = None  # P28: a collapsed call that could never run keeps no finalizer
-        w.obs(rec.callId, "entry", "snapshot", None, {"ok": False}, ("P27",))
+        w.obs(rec.callId, "entry", "snapshot", None, {"ok": False}, ("P12", "P13", "P27"))
         return rec, _final(w, rec, fail(t.value), ("P27",))
     rec.arguments = w.freeze(args)
-    w.obs(rec.callId, "entry", "snapshot", None, {"ok": True, "arguments": args}, ("P25",))
+    w.obs(rec.callId, "entry", "snapshot", None, {"ok": True, "arguments": args}, ("P25", "P12", "P13"))
     if collapsed:  # E3: P28
         if caller.aborted:
             return rec, _final(w, rec, abort_bd(), ("P28", "P29"))
@@ -259,7 +259,7 @@ async def _gate(w: World, rec: Record) -> Route:
     except Thrown as t:
         return _final(w, rec, fail(t.value), ("P35",))
     if kind is None:
-        return _final(w, rec, fail(type_error(texts.INVALID_PRE_DECISION)), ("P34", "P35"))
+        return _final(w, rec, fail(type_error(texts.INVALID_PRE_DECISION)), ("P31", "P34", "P35"))
 
     # G3: approval, only after an ask (P36..P41)
     cancelled = False
@@ -439,6 +439,7 @@ async def dispatch(w: World, rec: Record) -> Route:
     except Thrown as t:
         return _final(w, rec, fail(t.value), ("P64", "P65"))
     if rec.deferred:  # D3: P67
+        w.obs(rec.callId, "execute", "defer", None, len(rec.deferred), ("P67",))
         contexts = get(n, "additionalContexts")
         n = own_record(w, {**n, "additionalContexts": [*rec.deferred, *(contexts if isinstance(contexts, list) else [])]}, rec)
     if not n["isError"] and rec.caller.aborted:  # D4: P68
@@ -460,6 +461,7 @@ async def terminal(w: World, rec: Record) -> dict[str, Any]:
         tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None
         if tool is None:  # P56
             w.obs(rec.callId, "dispatch", "resolve", None, None, ("P56",))
+            w.obs(rec.callId, "dispatch", "outcome", None, "unknown", ("P56", "P114") if rec.name == "run_code" else ("P56",))
             raise Thrown(unknown_tool_error(rec.name))
         w.obs(rec.callId, "dispatch", "resolve", None, tool.ref, ("P56",))
         rec.body_invoked = True  # P59
@@ -599,6 +601,11 @@ async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any
     kind = get(p, "kind")
     dc_raw = get(p, "additionalContexts")
     dc = [] if is_undefined(dc_raw) or dc_raw is None else dc_raw
+    # what the decision makes of the result: the rules an implementation breaks when it
+    # makes something else of it
+    decided = ("P83", "P84") if kind == "block" else ("P81",) if has_own(p, "value") else ("P80",)
+    w.obs(rec.callId, "post-execute", "outcome", None, kind,
+          decided + (("P85",) if isinstance(dc, list) and dc else ()))
     if kind == "block":  # P83, P84
         feedback = get(p, "feedback")
         try:
@@ -694,6 +701,9 @@ def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
     except Thrown as t:
         w.obs(rec.callId, "materialize", "throw", None, t.value, ("P90", "P91"))
         m = materialize(w, fail(t.value))
+    current = w.view(rec.agent, rec.name)
+    if (current if current is not None and current.finalizeContent is not None else None) is not rec.finalizer:
+        w.obs(rec.callId, "finalize", "resolve", None, None, ("P26",))  # not what is visible now
     if rec.finalizer is not None:  # F2: P93, P94, P95, P96
         behavior = rec.finalizer.finalizeContent
         assert behavior is not None

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import JsValue, Thrown, clone, js_error
+from .jsvalue import JsValue, Thrown, clone, js_error, token
+
+# Tokens that stand for primitives (spec 3.11): never objects, so always frozen.
+PRIMITIVE_TOKENS = frozenset({"undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol"})
 from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
 from .scheduler import Deferred, Scheduler, Signal
 from .tool_definitions import RUN_CODE_TOOL
@@ -117,10 +120,11 @@ class World:
         return v
 
     def is_frozen(self, v: JsValue) -> bool:
-        return not isinstance(v, (dict, list)) or id(v) in self.frozen
+        return not isinstance(v, (dict, list)) or token(v) in PRIMITIVE_TOKENS or id(v) in self.frozen
 
     def is_deeply_frozen(self, v: JsValue) -> bool:
-        if not isinstance(v, (dict, list)):
+        # a primitive is frozen (Object.isFrozen(-0) is true), also one written as a token
+        if not isinstance(v, (dict, list)) or token(v) in PRIMITIVE_TOKENS:
             return True
         if id(v) not in self.frozen:
             return False

@@ -317,7 +317,7 @@ CORRUPTIONS = [
     ("tool-result-wrong-error", LOOP, corrupt_tool_result_payload, "P104"),
     ("tool-results-out-of-model-order", LOOP, corrupt_results_out_of_model_order, "P105"),
     ("context-before-tool-result", LOOP, corrupt_context_before_tool_result, "P110"),
-    ("contexts-out-of-fifo-order", LOOP, corrupt_contexts_out_of_order, "P110"),
+    ("contexts-out-of-fifo-order", LOOP, corrupt_contexts_out_of_order, "P111"),
     ("tool-call-after-max-tokens", {**LOOP, "run": {**LOOP["run"], "finish": "max-tokens"}},
      corrupt_tool_call_after_max_tokens, "P15"),
     ("direct-run-injects", DIRECT_WITH_AGENT, corrupt_direct_run_injects, "P102"),

@@ -67,15 +67,22 @@ def load_gaps(path: Path = INEXPRESSIBLE) -> list[Gap]:
 def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED,
                       profiles: tuple[str, ...] = ORACLE_PROFILES) -> tuple[int, Counter[str]]:
     """How many scenarios the default generated run draws, and how many of them cite each
-    rule. The draws are the run's own: the same strategy, settings and seeded random as
-    ``Runner.run_properties``, with a predicate that only counts."""
+    rule. The draws are the run's own: the independent draws ``Runner.run_properties``
+    judges (``strategies.independent_draws``), or, without them, the same strategy,
+    settings and seeded random with a predicate that only counts."""
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from dsh_conformance.strategies import scenarios
+    from dsh_conformance.strategies import independent_draws, scenarios
 
     drawn = 0
     counts: Counter[str] = Counter()
+    draws = independent_draws(examples, seed, frozenset(profiles))
+    if draws is not None:
+        for example, _ in draws:
+            drawn += 1
+            counts.update(example.doc.get("rules", []))
+        return drawn, counts
 
     def count(doc: dict[str, Any]) -> bool:
         nonlocal drawn

@@ -161,7 +161,10 @@ def _profiles(args: argparse.Namespace) -> tuple[set[str], set[str]]:
         if p not in ORACLE_PROFILES:
             raise UsageError(f"--profile {p}: the oracle does not implement this profile yet, so no case can be "
                              f"judged under it (it implements {', '.join(ORACLE_PROFILES)})")
-    return set(asked or ORACLE_PROFILES), set(asked)
+    chosen = set(asked or ORACLE_PROFILES)
+    if chosen - {"core"}:
+        chosen.add("core")  # section 2: every profile needs core (its cases cite core rules too)
+    return chosen, set(asked)
 
 
 def _outputs(pairs: list[tuple[str, str | None]]) -> list[OutputLock]:
@@ -287,6 +290,9 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
               f"under {Path(drawn[0]).parent}\n  replay one: dsh-conformance replay {shlex.quote(drawn[0])}{impl}")
     for s in stale:
         print(f"\nSTALE expectation: {s}")
+    if records and not runner.scored_any():
+        why = sorted({r.message for r in records if r.message and r.outcome in (Outcome.NOT_SCORED, Outcome.SKIP)})
+        print("\nNOTHING SCORED: no case of the run decided a rule" + "".join(f"\n  {m}" for m in why[:5]))
     for profile, why in runner.unscored_profiles().items():
         print(f"\nNOT SCORED: profile {profile} was asked for and no rule of it was scored: {why}")
     counts: dict[str, int] = {}

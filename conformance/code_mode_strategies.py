@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -275,6 +276,20 @@ def _enrich(draw: Any, tool: dict[str, Any], concurrent: bool, loop: bool) -> No
 IDENTITY = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
 
 
+def _edit_steps(doc: dict[str, Any], edit: Callable[[Any], list[Any]]) -> None:
+    """Every scripted step of every participant replaced by ``edit(step)`` (none, itself or
+    others), at any depth (a step's own sub-scripts included)."""
+    def walk(v: Any) -> Any:
+        if isinstance(v, list):
+            return [walk(y) for x in v for y in edit(x)]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+    for key in ("tools", "listeners", "guards", "approval"):
+        if key in doc:
+            doc[key] = walk(doc[key])
+
+
 def _no_identity_writes(doc: dict[str, Any]) -> None:
     """No participant writes a record's identity (P24): the spec says every such write
     fails, and where an implementation lets it through, run_code's bridge goes on with the
@@ -287,31 +302,21 @@ def _no_identity_writes(doc: dict[str, Any]) -> None:
         parts = str(step.get("target", "")).split(".")
         return parts[0] == "record" and (len(parts) == 1 or parts[1] in IDENTITY)
 
-    def walk(v: Any) -> Any:
-        if isinstance(v, list):
-            return [walk(x) for x in v if not identity(x)]
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        return v
-    for key in ("tools", "listeners", "guards", "approval"):
-        if key in doc:
-            doc[key] = walk(doc[key])
+    _edit_steps(doc, lambda x: [] if identity(x) else [x])
 
 
 def _calm(doc: dict[str, Any]) -> None:
     """No participant races overlapping sub-calls: registry changes, aborts and injections
     go, as scripted steps of every participant; and a wait for a signal, which only an
     abort ended, becomes a short sleep."""
-    def walk(v: Any) -> Any:
-        if isinstance(v, list):
-            return [{"do": "sleep", "ms": 1} if isinstance(x, dict) and x.get("do") == "await-signal" else walk(x)
-                    for x in v if not (isinstance(x, dict) and x.get("do") in RACING_STEPS)]
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        return v
-    for key in ("tools", "listeners", "guards", "approval"):
-        if key in doc:
-            doc[key] = walk(doc[key])
+    def calm(x: Any) -> list[Any]:
+        if not isinstance(x, dict):
+            return [x]
+        if x.get("do") in RACING_STEPS:
+            return []
+        return [{"do": "sleep", "ms": 1}] if x.get("do") == "await-signal" else [x]
+
+    _edit_steps(doc, calm)
 
 
 # ============================================================================ which rules a run exercises

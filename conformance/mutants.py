@@ -576,11 +576,18 @@ def _sample(per_module: dict[str, list[Point]], budget: int, rng: random.Random)
         room = [m for m in modules if share.get(m, 0) < len(per_module[m])]
         m = max(room, key=lambda m: (len(per_module[m]) - share.get(m, 0), m))
         share[m] = share.get(m, 0) + 1
+    # Within a module, the points whose keyed digest of their id is lowest: a change
+    # elsewhere in the module (a line added, a function rewritten) leaves the other points'
+    # ids, and so whether they are drawn, as they were, where an index drawn at random would
+    # move every later pick. The committed report and its noted equivalents then stay valid
+    # across unrelated edits of the oracle.
+    key = rng.getrandbits(64).to_bytes(8, "big")
     out = []
     for m in modules:
         k = min(share.get(m, 0), len(per_module[m]))
-        picked = sorted(rng.sample(range(len(per_module[m])), k))
-        out.extend(per_module[m][i] for i in picked)
+        ranked = sorted(range(len(per_module[m])),
+                        key=lambda i: hashlib.blake2b(per_module[m][i].id.encode(), key=key, digest_size=8).digest())
+        out.extend(per_module[m][i] for i in sorted(ranked[:k]))
     return out
 
 

@@ -283,13 +283,18 @@ class Runner:
         from hypothesis.errors import NoSuchExample
         import random
 
-        from .strategies import Example, examples as drawn
+        from .strategies import Example, examples as drawn, sort_rules
 
         if self.gave_up:
             return self.record(CaseRecord(id=f"generated-seed-{seed}", source="property", rules=[],
                                           outcome=Outcome.NOT_RUN, message=self.gave_up))
         count = 0  # scenarios drawn until the first failure
         attempts = 0  # shrinking attempts after it
+        # The rules the passing draws exercised (each draw's cited rules): a run of generated
+        # scenarios that all pass is evidence for them, as a passing corpus case is for the
+        # rules it cites, so that a sweep without the corpus scores what it checked.
+        reached: set[str] = set()
+        outcomes: collections.Counter[Outcome] = collections.Counter()
         best: tuple[dict[str, Any], CaseRecord] | None = None  # the smallest failing scenario so far
 
         def fails(example: Example) -> bool:
@@ -309,6 +314,10 @@ class Runner:
             if rec.outcome == Outcome.FAIL:  # only a divergence is shrunk
                 best = (example.doc, rec)
                 return True
+            if best is None:
+                outcomes[rec.outcome] += 1
+                if rec.outcome == Outcome.PASS:
+                    reached.update(example.doc.get("rules", ()))
             if rec.outcome in (*BROKEN, Outcome.XERROR) and best is None:
                 self._record_drawn(example.doc, rec, seed)
             if self.gave_up:
@@ -322,9 +331,18 @@ class Runner:
             try:
                 minimal = _search(drawn(profiles), fails, cfg, examples, seed, profiles)
             except NoSuchExample:
+                unscored = outcomes[Outcome.NOT_SCORED]
+                if unscored == count:  # nothing was judged: no evidence for any rule
+                    return self.record(CaseRecord(
+                        id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
+                        message=f"none of the {count} generated scenarios could be scored (each needs a profile "
+                                f"the run does not check)", duration_ms=_ms(t0)))
+                others = ", ".join(f"{n} {o.value}" for o, n in sorted(outcomes.items(), key=lambda kv: kv[0].value)
+                                   if o != Outcome.PASS)
                 return self.record(CaseRecord(
-                    id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.PASS,
-                    message=f"{count} generated scenarios, no unexpected failure", duration_ms=_ms(t0)))
+                    id=f"generated-seed-{seed}", source="property", rules=sort_rules(reached), outcome=Outcome.PASS,
+                    message=f"{count} generated scenarios, no unexpected failure" + (f" ({others})" if others else ""),
+                    duration_ms=_ms(t0)))
             except _GiveUp:
                 if best is None:
                     return self.record(CaseRecord(
@@ -373,7 +391,14 @@ class Runner:
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)
         stale = self.expectations.stale(self.records)
-        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() else EXIT_OK
+        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() or not self.scored_any() else EXIT_OK
+
+    def scored_any(self) -> bool:
+        """Whether any rule was decided: a run that judged nothing is no evidence of
+        conformance (every case skipped or not scored), and does not exit 0."""
+        from .scores import SCORED
+
+        return any(o in SCORED for o in rule_outcomes(self.records).values())
 
     def unscored_profiles(self) -> dict[str, str]:
         """Each profile the run was asked to score and scored no rule of, with why."""

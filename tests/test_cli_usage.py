@@ -175,3 +175,28 @@ def test_a_run_leaves_no_hypothesis_directory(tmp_path):
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_one_profile_asked_scores_it_from_generated_scenarios(tmp_path, capsys):
+    """`--profile code-mode` checks core too (every profile needs it, section 2): the
+    generated scenarios are judged and the passing run counts for the rules its draws
+    exercised. Formerly each draw was left unscored for want of core, and the run still
+    read pass."""
+    report = tmp_path / "r.jsonl"
+    code = main(["run", "--no-corpus", "--examples", "40", "--profile", "code-mode", "--report", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+    assert "NOT SCORED" not in out
+    import json
+
+    (gen,) = [json.loads(line) for line in report.read_text().splitlines() if '"generated-seed-' in line]
+    assert gen["outcome"] == "pass" and {"P114", "P117", "P1"} <= set(gen["rules"]), gen
+
+
+def test_generated_scenarios_that_cannot_be_scored_do_not_pass(tmp_path, capsys):
+    impl = f"{sys.executable} {FAKE} no-core"
+    code = main(["run", "--impl", impl, "--no-corpus", "--examples", "5", "--report", str(tmp_path / "r.jsonl")])
+    out = capsys.readouterr().out
+    assert "NOT-SCORED generated-seed-0" in out or "not-scored" in out, out[-2000:]
+    assert "none of the 5 generated scenarios could be scored" in out
+    assert code == 1 and "NOTHING SCORED" in out and "1 pass" not in out.splitlines()[-1]

@@ -64,6 +64,21 @@ def test_the_sample_is_reproducible_and_spread_over_modules():
     assert again.mutants[0].mutated == a.mutants[0].mutated
 
 
+def test_the_sample_outlives_unrelated_edits():
+    """Points are drawn by a keyed digest of their ids, not by index: a point added to a
+    module (an edit elsewhere in it) leaves the other draws as they were, so that the
+    committed report's equivalents and survivors stay the ones a rerun finds."""
+    import random
+    from dataclasses import replace
+
+    pts = mutants.points("registry.py")
+    before = {p.id for p in mutants._sample({"registry.py": pts}, 40, random.Random(0))}
+    extra = replace(pts[0], id="registry.new_function#00000000")
+    after = {p.id for p in mutants._sample({"registry.py": [extra, *pts]}, 40, random.Random(0))}
+    assert len(before) == len(after) == 40
+    assert len(before - after) <= 1, before ^ after
+
+
 def test_the_operators_include_the_classic_ones_beside_mutmuts():
     ops = {p.operator for p in mutants.points("loop.py")}
     assert {"negate_condition", "delete_statement", "swap_statements", "number_minus_one", "early_return",

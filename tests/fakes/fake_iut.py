@@ -184,6 +184,8 @@ def main() -> int:
                 reply = {"hello": "world"}
             if MODE == "no-loop":  # supports every profile but loop (as dsh-tools 0.0.1-rc.1 does)
                 reply["profiles"] = [p for p in reply["profiles"] if p != "loop"]
+            if MODE == "no-core":  # claims profiles without core, which every profile needs (section 2)
+                reply["profiles"] = [p for p in reply["profiles"] if p != "core"]
         else:
             runs += 1
             reply = serve.answer(msg["seq"], msg["scenario"])

@@ -232,22 +232,35 @@ def _npm_install(home: Path, log: object) -> None:
     npm = _npm()
     _say(log, f"installing them into {home} (once; npm install, which may take a minute)")
     base = [npm, "install", "--no-audit", "--no-fund", "--loglevel=http", "--progress=true"]
-    done = subprocess.run(base, cwd=home, capture_output=True, text=True, check=False)
-    if done.returncode != 0 and "ERESOLVE" in done.stdout + done.stderr:
+    code, output = _streamed(base, home, log)
+    if code != 0 and "ERESOLVE" in output:
         # An old set breaks the peer ranges its own packages declare (a peer never published
         # at that version): install the resolved set as it is, without npm's peer checks.
-        found = re.search(r'peer (\S+@"[^"]+") from (\S+)', done.stdout + done.stderr)
+        found = re.search(r'peer (\S+@"[^"]+") from (\S+)', output)
         conflict = f"{found.group(2)} wants {found.group(1)}" if found else "a peer-dependency conflict"
         _say(log, f"the set breaks its own peer ranges ({conflict}); "
                   "installing it with peer-dependency leniency (--legacy-peer-deps)")
         manifest = json.loads((home / "package.json").read_text(encoding="utf-8"))
         manifest["dshConformance"]["peerLeniency"] = True
         (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        done = subprocess.run([*base, "--legacy-peer-deps"], cwd=home, capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not installed(home):
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise AdapterInstallError(f"npm install in {home} failed (exit {done.returncode}):\n{tail}")
+        code, output = _streamed([*base, "--legacy-peer-deps"], home, log)
+    if code != 0 or not installed(home):
+        tail = "\n".join(output.strip().splitlines()[-15:])
+        raise AdapterInstallError(f"npm install in {home} failed (exit {code}):\n{tail}")
     _say(log, "the package set is installed")
+
+
+def _streamed(cmd: list[str], cwd: Path, log: object) -> tuple[int, str]:
+    """Run ``cmd``, its output shown on ``log`` as it comes (an install of a minute is not
+    silent) and kept, for what the caller looks for in it. Returns (exit code, output)."""
+    kept: list[str] = []
+    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            kept.append(line)
+            print(line, end="", file=log, flush=True)  # type: ignore[call-overload]
+    return proc.returncode, "".join(kept)
 
 
 # ------------------------------------------------------------------ working trees

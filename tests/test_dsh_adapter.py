@@ -249,7 +249,13 @@ def test_unknown_scenario_field_is_skipped_not_ignored(adapter):
 def test_refused_definition_is_skipped(adapter):
     # rc.8 refuses an output schema that requires an undeclared property: registration-time
     # validation is out of the spec's scope (section 1.3), so the case cannot be run there.
-    answer = parse_answer(adapter.run(case("execute-wrapper-short-circuit")))
+    refused = {
+        "id": "refused-schema",
+        "tools": [{"name": "calc", "output": {"schema": {"type": "object", "required": ["x"]}},
+                   "body": [{"do": "return", "value": {"x": 0}}]}],
+        "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "calc"}]},
+    }
+    answer = parse_answer(adapter.run(refused))
     assert isinstance(answer, Skipped)
     assert "refuses the registration" in answer.reason
 

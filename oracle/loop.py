@@ -24,6 +24,7 @@ from .record import Input, Record
 from .registry import World
 from .scenario import LoopRun
 from .scheduler import Task
+from .trace import call_result
 from .script import ABORT_REASON
 
 NEG_ZERO = {"$js": "-0"}
@@ -286,5 +287,4 @@ async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]
 
 
 def _call_result(w: World, call_id: str, result: dict[str, Any]) -> Any:
-    from .trace import CallResult
-    return CallResult(callId=call_id, result=result, frozen=w.is_deeply_frozen(result), observed=True)
+    return call_result(call_id, result, w.is_deeply_frozen(result), True)

@@ -93,8 +93,7 @@ class World:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        # A frozen value cannot change any more: recorded as it is, not copied.
-        recorded = value if id(value) in self.frozen else _plain(value)
+        recorded = self._plain(value)
         self.trace.observations.append(observation(call, stage, what, who, recorded, list(rules)))
         if portable(stage, what, who):
             self.portable += 1
@@ -102,8 +101,14 @@ class World:
     def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None) -> int:
         state = self.agents[agent]
         state.seq += 1
-        self.trace.events.append(event(agent, state.seq, type_, _plain(data), source, self.portable))
+        self.trace.events.append(event(agent, state.seq, type_, self._plain(data), source, self.portable))
         return state.seq
+
+    def _plain(self, v: Any) -> Any:
+        """A detached copy for the trace, so later steps cannot change what was recorded.
+        What the registry deep-froze cannot change any more: recorded as it is, not copied
+        (a tool result's content, say, in every observation and event that shows it)."""
+        return clone(v, self.frozen)
 
     # ------------------------------------------------------------------ freezing
 
@@ -252,8 +257,3 @@ class World:
     def mint_token(self) -> str:
         self.tokens += 1
         return f"token-{self.tokens}"
-
-
-def _plain(v: Any) -> Any:
-    """A detached copy for the trace, so later steps cannot change what was recorded."""
-    return clone(v)

@@ -139,6 +139,7 @@ def _same(v: Any) -> Any:
 # collector walked after a run.
 _OBSERVATION_FIELDS = set(Observation.model_fields)
 _EVENT_FIELDS = set(Event.model_fields)
+_RESULT_FIELDS = set(CallResult.model_fields)
 _new = object.__new__
 _set = object.__setattr__
 # BaseModel's slots, set through their descriptors (object.__setattr__ looks them up each time).
@@ -170,6 +171,12 @@ def event(agent: str, seq: int, type_: str, data: Any, source: list[int] | None,
     """A session event the oracle records (not validated: see ``_record``)."""
     return _record(Event, {"agent": agent, "seq": seq, "type": type_, "data": data, "sourceEventSeqs": source,
                            "at": at}, _EVENT_FIELDS)
+
+def call_result(call_id: str, result: Any, frozen: bool, observed: bool) -> CallResult:
+    """A call's result as the oracle records it (not validated: see ``_record``)."""
+    return _record(CallResult, {"callId": call_id, "result": result, "frozen": frozen, "observed": observed},
+                   _RESULT_FIELDS)
+
 
 ANY: dict[str, str] = {"$js": "any"}
 """In the oracle's trace only: a value the spec leaves to the implementation (for example

@@ -109,7 +109,7 @@ class Step:
 def _tool_call(w: World, st: Step, block: Any) -> None:
     st.call_seqs[block.id] = w.append_event(st.agent, "tool/call", {
         "turn": st.turn, "step": st.step, "callId": block.id, "name": block.name,
-        "arguments": block.arguments})  # P18: the raw string
+        "arguments": block.arguments}, fresh=True)  # P18: the raw string
 
 
 def _tool_result(w: World, st: Step, block: Any, result: dict[str, Any]) -> None:
@@ -123,7 +123,7 @@ def _tool_result(w: World, st: Step, block: Any, result: dict[str, Any]) -> None
         data["error"] = info
     if "meta" in result:
         data["meta"] = result["meta"]
-    w.append_event(st.agent, "tool/result", data, [st.call_seqs[block.id]])
+    w.append_event(st.agent, "tool/result", data, [st.call_seqs[block.id]], fresh=True)
 
 
 def _synthetic(w: World, st: Step, block: Any) -> None:

@@ -162,9 +162,14 @@ def _record(cls: type[_Model], values: dict[str, Any], fields: set[str]) -> Any:
 
 
 def observation(call: str | None, stage: str, what: str, who: str | None, value: Any, rules: list[str]) -> Observation:
-    """An observation the oracle records (not validated: see ``_record``)."""
-    return _record(Observation, {"call": call, "stage": stage, "what": what, "who": who, "value": value,
-                                 "rules": rules}, _OBSERVATION_FIELDS)
+    """An observation the oracle records (not validated: see ``_record``, written out here:
+    tens a call)."""
+    o = _new(Observation)
+    _set(o, "__dict__", {"call": call, "stage": stage, "what": what, "who": who, "value": value, "rules": rules})
+    _set_fields(o, _OBSERVATION_FIELDS)
+    _set_extra(o, None)
+    _set_private(o, None)
+    return o
 
 
 def event(agent: str, seq: int, type_: str, data: Any, source: list[int] | None, at: int | None) -> Event:

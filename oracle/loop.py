@@ -44,8 +44,7 @@ def parse_arguments(raw: str) -> JsValue:
 
 def json_parse(raw: str) -> JsValue:
     """``JSON.parse(raw)`` with JavaScript's number semantics; raises ValueError where it throws."""
-    return json.loads(raw, parse_constant=_reject, parse_int=_int, parse_float=_float,
-                      object_pairs_hook=_object)
+    return _DECODER.decode(raw)
 
 
 def _reject(name: str) -> Any:
@@ -77,6 +76,10 @@ def _object(pairs: list[tuple[str, Any]]) -> JsValue:
     if "$js" in out:
         return {"$js": "object", "entries": out}  # a model's literal "$js" key is data, not a token
     return out
+
+
+# One decoder for every call's arguments (``json.loads`` with hooks makes one per text).
+_DECODER = json.JSONDecoder(parse_constant=_reject, parse_int=_int, parse_float=_float, object_pairs_hook=_object)
 
 
 # ---------------------------------------------------------------------------- the inbox

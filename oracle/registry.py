@@ -130,11 +130,9 @@ class World:
         return not isinstance(v, (dict, list)) or id(v) in self.frozen
 
     def is_deeply_frozen(self, v: JsValue) -> bool:
-        if not isinstance(v, (dict, list)):
-            return True
-        if id(v) not in self.frozen:
-            return False
-        return all(self.is_deeply_frozen(x) for x in (v.values() if isinstance(v, dict) else v))
+        # Only ``freeze`` marks an object frozen, and it marks everything below it too, so a
+        # frozen object is frozen all the way down: nothing to walk (a result each call).
+        return self.is_frozen(v)
 
     # ------------------------------------------------------------------ registration
 

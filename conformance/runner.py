@@ -16,6 +16,7 @@ met one is recorded and saved as it was drawn.
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import json
 import time
@@ -67,9 +68,10 @@ class _Case:
     generation: int = 0  # of the IUT process it was sent to
     failure: IUTFailure | None = None  # sending it failed, and the failure is its own
 
-    @property
+    @functools.cached_property
     def small(self) -> bool:
-        """Whether its run message surely fits in the IUT's input pipe beside another one."""
+        """Whether its run message surely fits in the IUT's input pipe beside another one
+        (asked up to twice a case: worked out once)."""
         return len(jsontext.dumps(self.doc, separators=(",", ":")).encode("utf-8")) < _AHEAD_BYTES
 
 
@@ -125,7 +127,10 @@ class Runner:
         """What the case needs before the IUT is asked, or its record when it is decided
         without asking (not run, not scored)."""
         t0 = time.monotonic()
-        scenario = scenario or parse_scenario(doc)
+        if scenario is None:
+            # Parsed once, with its reference trace (expected_traces keeps both).
+            kept = _REFERENCES.get(_document_key(doc))
+            scenario, expected = (kept[0], expected or kept[1]) if kept is not None else (parse_scenario(doc), expected)
         rules = list(scenario.rules)
         needed = profiles_needed(rules) if rules else {"core"}
         base = {"id": case_id, "source": source, "rules": rules, "case_file": case_file}
@@ -391,14 +396,13 @@ class Runner:
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)
         stale = self.expectations.stale(self.records)
-        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() or not self.scored_any() else EXIT_OK
+        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() or self.nothing_scored() else EXIT_OK
 
-    def scored_any(self) -> bool:
-        """Whether any rule was decided: a run that judged nothing is no evidence of
-        conformance (every case skipped or not scored), and does not exit 0."""
-        from .scores import SCORED
-
-        return any(o in SCORED for o in rule_outcomes(self.records).values())
+    def nothing_scored(self) -> bool:
+        """Whether every case was left unscored (each needs a profile the run does not
+        check): such a run checked nothing, and does not exit 0 (pytest's "no tests ran").
+        A case the implementation skipped is its answer, and counts as one."""
+        return bool(self.records) and all(r.outcome == Outcome.NOT_SCORED for r in self.records)
 
     def unscored_profiles(self) -> dict[str, str]:
         """Each profile the run was asked to score and scored no rule of, with why."""
@@ -514,7 +518,7 @@ def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Pat
     return out
 
 
-_REFERENCES: collections.OrderedDict[str, Trace] = collections.OrderedDict()
+_REFERENCES: collections.OrderedDict[str, tuple[Scenario, Trace]] = collections.OrderedDict()
 MAX_REFERENCES = 512  # traces kept (the corpus has a few hundred cases, a trace some tens of KiB)
 
 
@@ -525,16 +529,26 @@ def reference(scenario: Scenario | None, doc: dict[str, Any]) -> Trace:
     documents. Judging the same cases again in one process (the bench's rounds, a test
     session, the pytest plugin's cases) does not run the oracle again; the oracle is
     deterministic, so nothing else changes. The traces are shared: read, never changed."""
-    key = hashlib.sha256(jsontext.dumps(doc, separators=(",", ":")).encode("utf-8")).hexdigest()
-    trace = _REFERENCES.get(key)
-    if trace is None:
-        trace = run_scenario(scenario or parse_scenario(doc))
-        _REFERENCES[key] = trace
+    return parsed_reference(doc, scenario)[1]
+
+
+def parsed_reference(doc: dict[str, Any], scenario: Scenario | None = None) -> tuple[Scenario, Trace]:
+    """``reference`` with the parsed document it was computed from (kept with it and shared
+    the same way: a case's scenario is parsed once, for its trace and for its judging)."""
+    key = _document_key(doc)
+    kept = _REFERENCES.get(key)
+    if kept is None:
+        scenario = scenario or parse_scenario(doc)
+        kept = _REFERENCES[key] = (scenario, run_scenario(scenario))
         if len(_REFERENCES) > MAX_REFERENCES:
             _REFERENCES.popitem(last=False)
     else:
         _REFERENCES.move_to_end(key)
-    return trace
+    return kept
+
+
+def _document_key(doc: dict[str, Any]) -> str:
+    return hashlib.sha256(jsontext.dumps(doc, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def forget_references() -> None:

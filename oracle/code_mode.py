@@ -40,7 +40,7 @@ from .record import Input, Record
 from .registry import World
 from .scheduler import Deferred, Signal, Task
 from .tool_definitions import RunCodeTool
-from .trace import CallResult
+from .trace import call_result
 
 MAX_JSON_INDENT = 10  # P128: JSON.stringify caps indentation at ten characters
 
@@ -245,8 +245,7 @@ class Bridge:
         sub_rec, route = sub.parked
         result = await self.stages.finalize(self.w, sub_rec, route)
         cid = sub.input.callId
-        self.w.trace.results.append(CallResult(callId=cid, result=result, frozen=self.w.is_deeply_frozen(result),
-                                               observed=True))
+        self.w.trace.results.append(call_result(cid, result, self.w.is_deeply_frozen(result), True))
         if not result["isError"] and any(get(b, "type") == "image" for b in result["content"]):  # P126.1
             self.w.generated_messages += 1
             image = {"content": result["content"], "source": {"kind": "plugin", "plugin": texts.CODE_MODE_PLUGIN},

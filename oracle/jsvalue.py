@@ -148,17 +148,24 @@ _DIGITS = frozenset("0123456789")
 _ATOMS = (str, int, float, bool, type(None))
 
 
-def clone(v: JsValue) -> JsValue:
+def clone(v: JsValue, keep: dict[int, Any] | None = None) -> JsValue:
     """A deep copy of a value in wire form: ``copy.deepcopy`` for JSON, without its
     generic dispatch. Like it, an object reached twice within ``v`` is copied once (and
-    reached twice in the copy); anything that is not JSON is left to ``copy.deepcopy``."""
+    reached twice in the copy); anything that is not JSON is left to ``copy.deepcopy``.
+    An object whose id is in ``keep`` (one that never changes: the registry's deep-frozen
+    objects) is not copied but shared."""
     if isinstance(v, _ATOMS):
         return v
-    return _clone(v, {})
+    return _clone(v, {}, _NONE if keep is None else keep)
 
 
-def _clone(v: Any, memo: dict[int, Any]) -> Any:
+_NONE: dict[int, Any] = {}
+
+
+def _clone(v: Any, memo: dict[int, Any], keep: dict[int, Any] = _NONE) -> Any:
     if isinstance(v, _ATOMS):
+        return v
+    if id(v) in keep:
         return v
     seen = memo.get(id(v))
     if seen is not None:
@@ -167,12 +174,12 @@ def _clone(v: Any, memo: dict[int, Any]) -> Any:
         out: Any = {}
         memo[id(v)] = out
         for k, x in v.items():
-            out[k] = x if isinstance(x, _ATOMS) else _clone(x, memo)
+            out[k] = x if isinstance(x, _ATOMS) else _clone(x, memo, keep)
         return out
     if type(v) is list:
         out = []
         memo[id(v)] = out
-        out.extend(x if isinstance(x, _ATOMS) else _clone(x, memo) for x in v)
+        out.extend(x if isinstance(x, _ATOMS) else _clone(x, memo, keep) for x in v)
         return out
     import copy
 

@@ -24,6 +24,7 @@ from .record import Input, Record
 from .registry import World
 from .scenario import LoopRun
 from .scheduler import Task
+from .trace import call_result
 from .script import ABORT_REASON
 
 NEG_ZERO = {"$js": "-0"}
@@ -43,8 +44,7 @@ def parse_arguments(raw: str) -> JsValue:
 
 def json_parse(raw: str) -> JsValue:
     """``JSON.parse(raw)`` with JavaScript's number semantics; raises ValueError where it throws."""
-    return json.loads(raw, parse_constant=_reject, parse_int=_int, parse_float=_float,
-                      object_pairs_hook=_object)
+    return _DECODER.decode(raw)
 
 
 def _reject(name: str) -> Any:
@@ -78,6 +78,10 @@ def _object(pairs: list[tuple[str, Any]]) -> JsValue:
     return out
 
 
+# One decoder for every call's arguments (``json.loads`` with hooks makes one per text).
+_DECODER = json.JSONDecoder(parse_constant=_reject, parse_int=_int, parse_float=_float, object_pairs_hook=_object)
+
+
 # ---------------------------------------------------------------------------- the inbox
 
 def splice_append(w: World, message: JsValue, target: str = "next-step") -> None:
@@ -108,7 +112,7 @@ class Step:
 def _tool_call(w: World, st: Step, block: Any) -> None:
     st.call_seqs[block.id] = w.append_event(st.agent, "tool/call", {
         "turn": st.turn, "step": st.step, "callId": block.id, "name": block.name,
-        "arguments": block.arguments})  # P18: the raw string
+        "arguments": block.arguments}, fresh=True)  # P18: the raw string
 
 
 def _tool_result(w: World, st: Step, block: Any, result: dict[str, Any]) -> None:
@@ -122,7 +126,7 @@ def _tool_result(w: World, st: Step, block: Any, result: dict[str, Any]) -> None
         data["error"] = info
     if "meta" in result:
         data["meta"] = result["meta"]
-    w.append_event(st.agent, "tool/result", data, [st.call_seqs[block.id]])
+    w.append_event(st.agent, "tool/result", data, [st.call_seqs[block.id]], fresh=True)
 
 
 def _synthetic(w: World, st: Step, block: Any) -> None:
@@ -286,5 +290,4 @@ async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]
 
 
 def _call_result(w: World, call_id: str, result: dict[str, Any]) -> Any:
-    from .trace import CallResult
-    return CallResult(callId=call_id, result=result, frozen=w.is_deeply_frozen(result), observed=True)
+    return call_result(call_id, result, w.is_deeply_frozen(result), True)

@@ -101,30 +101,47 @@ async def waterfall(w: World, event: str, rec: Record, args: dict[str, Any], ter
     value a ``next()`` resolves to is deep-frozen before the caller receives it.
     """
     listeners = w.selected(event, rec.agent if agent is None else agent)
-    cursor = 0
-
-    async def step() -> JsValue:
-        nonlocal cursor
-        position = cursor
-        cursor += 1  # P6: every next(), whoever makes it, advances the shared cursor
-        if position < len(listeners):
-            return await call_listener(listeners[position])
-        return await terminal()
-
-    async def next_() -> JsValue:
-        value = await step()
-        return w.freeze(value) if freeze_next else value
-
-    async def call_listener(l: Listener) -> JsValue:
-        if l.id == TIMEOUT_POLICY:
-            return await timeout_wrapper(w, rec, next_)
-        inv = Invocation(who=l.id, stage=_STAGE[event], record=rec, rules=rules, next=next_, **args)
-        return await perform(w, inv, l.script or Behavior.model_validate(DELEGATE))
-
     # The waterfall's result is the first listener's return value (P5), not frozen: only
     # what next() hands a listener is (D1).
-    return await step()
+    return await _Cursor(w, event, rec, args, terminal, rules, freeze_next, listeners).step()
 
+
+@dataclass
+class _Cursor:
+    """P6: the one consuming cursor of a waterfall, shared by every ``next()``. (An object,
+    not closures calling each other: those would form a reference cycle per waterfall, left
+    to the cyclic collector, three waterfalls a call.)"""
+
+    w: World
+    event: str
+    rec: Record
+    args: dict[str, Any]
+    terminal: Any
+    rules: tuple[str, ...]
+    freeze_next: bool
+    listeners: list[Listener]
+    position: int = 0
+
+    async def step(self) -> JsValue:
+        position = self.position
+        self.position += 1  # P6: every next(), whoever makes it, advances the shared cursor
+        if position < len(self.listeners):
+            return await self.call_listener(self.listeners[position])
+        return await self.terminal()
+
+    async def next_(self) -> JsValue:
+        value = await self.step()
+        return self.w.freeze(value) if self.freeze_next else value
+
+    async def call_listener(self, l: Listener) -> JsValue:
+        if l.id == TIMEOUT_POLICY:
+            return await timeout_wrapper(self.w, self.rec, self.next_)
+        inv = Invocation(who=l.id, stage=_STAGE[self.event], record=self.rec, rules=self.rules, next=self.next_,
+                         **self.args)
+        return await perform(self.w, inv, l.script or _DELEGATE)
+
+
+_DELEGATE = Behavior.model_validate(DELEGATE)  # a listener without a script: validated once (never changed)
 
 _STAGE = {
     "tools/pre-execute": "pre-execute",

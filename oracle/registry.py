@@ -96,17 +96,27 @@ class World:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        # A frozen value cannot change any more: recorded as it is, not copied.
-        recorded = value if id(value) in self.frozen else _plain(value)
-        self.trace.observations.append(observation(call, stage, what, who, recorded, list(rules)))
+        self.trace.observations.append(observation(call, stage, what, who, clone(value, self.frozen), list(rules)))
         if portable(stage, what, who):
             self.portable += 1
 
-    def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None) -> int:
+    def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None,
+                     fresh: bool = False) -> int:
+        """Append a session event. ``fresh``: ``data`` was made for this event alone, and what
+        else it holds is frozen (a tool-result message around a finished result): nothing
+        can change it, so it is recorded as it is; else it is copied (``_plain``)."""
         state = self.agents[agent]
         state.seq += 1
-        self.trace.events.append(event(agent, state.seq, type_, _plain(data), source, self.portable))
+        self.trace.events.append(event(agent, state.seq, type_, data if fresh else self._plain(data), source,
+                                       self.portable))
         return state.seq
+
+    def _plain(self, v: Any) -> Any:
+        """A detached copy for the trace (of an observation's value, an event's data), so that
+        later steps cannot change what was recorded. What the registry deep-froze cannot
+        change any more: recorded as it is, not copied (a tool result's content, say, in
+        every observation and event that shows it)."""
+        return clone(v, self.frozen)
 
     # ------------------------------------------------------------------ freezing
 
@@ -123,12 +133,9 @@ class World:
         return not isinstance(v, (dict, list)) or token(v) in PRIMITIVE_TOKENS or id(v) in self.frozen
 
     def is_deeply_frozen(self, v: JsValue) -> bool:
-        # a primitive is frozen (Object.isFrozen(-0) is true), also one written as a token
-        if not isinstance(v, (dict, list)) or token(v) in PRIMITIVE_TOKENS:
-            return True
-        if id(v) not in self.frozen:
-            return False
-        return all(self.is_deeply_frozen(x) for x in (v.values() if isinstance(v, dict) else v))
+        # Only ``freeze`` marks an object frozen, and it marks everything below it too, so a
+        # frozen object is frozen all the way down: nothing to walk (a result each call).
+        return self.is_frozen(v)
 
     # ------------------------------------------------------------------ registration
 
@@ -256,8 +263,3 @@ class World:
     def mint_token(self) -> str:
         self.tokens += 1
         return f"token-{self.tokens}"
-
-
-def _plain(v: Any) -> Any:
-    """A detached copy for the trace, so later steps cannot change what was recorded."""
-    return clone(v)

@@ -17,7 +17,7 @@ from .script import ABORT_REASON, Invocation, perform_sync
 from .value_refs import definitions
 from .scenario import scenario_values
 from .scheduler import Deadlock
-from .trace import CallResult, Trace
+from .trace import Trace, call_result
 from .viewer import present
 
 
@@ -84,8 +84,7 @@ def _run(w: World, scenario: Scenario) -> Trace:
                 result = w.sched.run(execute(w, inp))
                 if timer is not None:
                     w.sched.cancel(timer)  # the caller stops waiting once execute() resolved
-                w.trace.results.append(CallResult(
-                    callId=call.callId, result=result, frozen=w.is_deeply_frozen(result), observed=True))
+                w.trace.results.append(call_result(call.callId, result, w.is_deeply_frozen(result), True))
         else:
             w.sched.run(run_loop(w, scenario.run))
             if scenario.run.present:

@@ -133,34 +133,55 @@ def _same(v: Any) -> Any:
 
 # ------------------------------------------------------------------ the oracle's own records
 
-_OBSERVATION_FIELDS = frozenset(Observation.model_fields)
-_EVENT_FIELDS = frozenset(Event.model_fields)
+# Every field is given, so the set of fields given is the same for every record of a class:
+# one set shared by all (pydantic only ever adds a field's name to it, on an assignment,
+# and every name is in it already). A set per record was a fifth of what the cyclic
+# collector walked after a run.
+_OBSERVATION_FIELDS = set(Observation.model_fields)
+_EVENT_FIELDS = set(Event.model_fields)
+_RESULT_FIELDS = set(CallResult.model_fields)
+_new = object.__new__
 _set = object.__setattr__
+# BaseModel's slots, set through their descriptors (object.__setattr__ looks them up each time).
+_set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
+_set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[attr-defined]
+_set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[attr-defined]
 
 
-def _record(cls: type[_Model], values: dict[str, Any], fields: frozenset[str]) -> Any:
+def _record(cls: type[_Model], values: dict[str, Any], fields: set[str]) -> Any:
     # What ``model_construct`` does, without its per-field walk over defaults and aliases:
     # the oracle records tens of these per call, each with every field given, typed where
     # it is made (the golden traces and the trace schema test hold them to the schema).
     # An IUT's trace is always validated (``parse_trace``).
-    o = cls.__new__(cls)
+    o = _new(cls)
     _set(o, "__dict__", values)
-    _set(o, "__pydantic_fields_set__", set(fields))
-    _set(o, "__pydantic_extra__", None)
-    _set(o, "__pydantic_private__", None)
+    _set_fields(o, fields)
+    _set_extra(o, None)
+    _set_private(o, None)
     return o
 
 
 def observation(call: str | None, stage: str, what: str, who: str | None, value: Any, rules: list[str]) -> Observation:
-    """An observation the oracle records (not validated: see ``_record``)."""
-    return _record(Observation, {"call": call, "stage": stage, "what": what, "who": who, "value": value,
-                                 "rules": rules}, _OBSERVATION_FIELDS)
+    """An observation the oracle records (not validated: see ``_record``, written out here:
+    tens a call)."""
+    o = _new(Observation)
+    _set(o, "__dict__", {"call": call, "stage": stage, "what": what, "who": who, "value": value, "rules": rules})
+    _set_fields(o, _OBSERVATION_FIELDS)
+    _set_extra(o, None)
+    _set_private(o, None)
+    return o
 
 
 def event(agent: str, seq: int, type_: str, data: Any, source: list[int] | None, at: int | None) -> Event:
     """A session event the oracle records (not validated: see ``_record``)."""
     return _record(Event, {"agent": agent, "seq": seq, "type": type_, "data": data, "sourceEventSeqs": source,
                            "at": at}, _EVENT_FIELDS)
+
+def call_result(call_id: str, result: Any, frozen: bool, observed: bool) -> CallResult:
+    """A call's result as the oracle records it (not validated: see ``_record``)."""
+    return _record(CallResult, {"callId": call_id, "result": result, "frozen": frozen, "observed": observed},
+                   _RESULT_FIELDS)
+
 
 ANY: dict[str, str] = {"$js": "any"}
 """In the oracle's trace only: a value the spec leaves to the implementation (for example

@@ -89,6 +89,7 @@ def test_report_records_the_digest(tmp_path):
     by_id = {c.id: c for c in rep.cases}
     assert by_id["pre-deny-skips-body"].trace_digest == digest(_trace("pre-deny-skips-body"))
     report2 = tmp_path / "skips.jsonl"
+    # skipped cases carry no digest; the run judged nothing, so it exits 1 (Runner.scored_any)
     assert main(["run", "--cases", str(cases), "--examples", "0", "--report", str(report2),
-                 "--impl", f"{sys.executable} {FAKE} skip-all"]) == 0
+                 "--impl", f"{sys.executable} {FAKE} skip-all"]) == 1
     assert all(c.trace_digest is None for c in read_report(report2).cases)

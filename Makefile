@@ -45,7 +45,7 @@ dsh-versions: $(STAMP) $(NODE_STAMP)
 	done; rm -f .dsh-*.jsonl
 
 # The committed mutation report (docs/): 300 operator mutants of the oracle and the fault
-# catalogue through the default run, seed 0 (some 20 minutes on 2 cores). Exit 1 (a
+# catalogue through the default run, seed 0 (some 7 minutes on 2 cores). Exit 1 (a
 # survivor) still writes the report.
 mutation-report: $(STAMP)
 	$(BIN)/dsh-conformance mutate --budget 300 --seed 0 --output .mutation --markdown docs/mutation-report.md --quiet \

@@ -341,8 +341,12 @@ PRE_MALFORMED = [
     {"$js": "promise", "resolves": {"kind": "deny", "reason": "decided later"}},
     {"$js": "null-proto", "entries": {"kind": "allow"}},
 ]
+# A deny is well formed only with a string reason (P31); these are contract violations, drawn
+# on every pre-execute listener (not only a focused one), so that 100 draws meet them.
+PRE_DENY_NO_REASON = [{"kind": "deny"}, {"kind": "deny", "reason": 5}, {"kind": "deny", "reason": None}]
 pre_decisions: S = weighted((2, st.sampled_from(PRE_ALLOW)), (2, st.sampled_from(PRE_DENY)),
-                            (4, st.sampled_from(PRE_ASK)), (2, st.sampled_from(PRE_MALFORMED)))
+                            (4, st.sampled_from(PRE_ASK)), (2, st.sampled_from(PRE_MALFORMED)),
+                            (1, st.sampled_from(PRE_DENY_NO_REASON)))
 """Pre-execute decisions (P31): well formed, asks often, and not well formed."""
 
 FEEDBACKS = [[text("blocked")], [], [text("a"), {"type": "image", "attachment": {}}],
@@ -534,8 +538,7 @@ def presenter_behaviors(result: bool, hot: bool = False) -> S:
 
 hot_pre_decisions: S = weighted((1, st.sampled_from(PRE_ALLOW)), (2, st.sampled_from(PRE_DENY)),
                                 (1, st.sampled_from(PRE_ASK)), (3, st.sampled_from(PRE_MALFORMED)),
-                                (2, st.sampled_from([{"kind": "deny"}, {"kind": "deny", "reason": 5},
-                                                     {"kind": "deny", "reason": None}])))
+                                (2, st.sampled_from(PRE_DENY_NO_REASON)))
 
 # The record's signal replaced by one that is aborted: the caller's is not, and every
 # checkpoint reads the caller's (P52).
@@ -578,6 +581,8 @@ hot_exec_terminals: S = weighted(
 
 hot_post_decisions: S = weighted(
     (3, post_decisions),
+    # an accept with a value: a failure's turns into a violation (P87), a success's is replaced
+    (1, st.builds(lambda v: {"kind": "accept", "value": v}, lossless_values)),
     (1, st.builds(lambda c: {"kind": "accept", "content": c}, contents)),
     (1, st.builds(lambda cs: {"kind": "accept", "additionalContexts": cs}, context_lists)),
     (1, st.sampled_from([UNDEF, None, "accept", {"kind": "reject"}, [],
@@ -1063,7 +1068,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
                "tools/post-execute": [{"do": "return", "value": {
                    "kind": "accept", "additionalContexts": [message("m6", "from post-execute")]}}]}
         for l in listeners:
-            if l["id"] in hot_ids and l["event"] in own and draw(weighted((1, False), (1, True))):
+            if l["id"] in hot_ids and l["event"] in own and draw(weighted((1, False), (2, True))):
                 l["script"] = copy.deepcopy(own[l["event"]])
     if "finalize" in foci and draw(weighted((2, False), (1, True))):
         # the tool goes away while its call runs: the finalizer captured at entry still applies (P26)

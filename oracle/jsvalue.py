@@ -296,6 +296,29 @@ def is_lossless(v: JsValue) -> bool:
 
 # --------------------------------------------------------------------- ToString and friends
 
+# What String() gives for the instance a ``{"$js":"instance","class":C}`` token denotes (the
+# scenario language makes each built-in empty: new Map(), /(?:)/, new Uint8Array(0),
+# new String(''), new URL('about:blank')...). Classes with a Symbol.toStringTag, and the
+# DataView, read "[object C]"; a RegExp its source; a typed array joins its (no) elements;
+# the primitive wrappers and a URL their value; a user class has no tag: "[object Object]".
+_TAGGED_INSTANCES = frozenset({"Map", "Set", "WeakMap", "WeakSet", "Promise", "ArrayBuffer", "DataView"})
+_INSTANCE_TEXTS = {"RegExp": "/(?:)/", "String": "", "Number": "0", "Boolean": "false", "URL": "about:blank",
+                   **{c: "" for c in ("Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
+                                      "Int32Array", "Uint32Array", "Float32Array", "Float64Array",
+                                      "BigInt64Array", "BigUint64Array")}}
+
+
+# JSON.stringify of those instances: a primitive wrapper is unwrapped, a URL has a toJSON;
+# every other one has no enumerable own property: "{}".
+_JSON_INSTANCES = {"String": '""', "Number": "0", "Boolean": "false", "URL": '"about:blank"'}
+
+
+def _instance_string(cls: str) -> str:
+    if cls in _TAGGED_INSTANCES:
+        return f"[object {cls}]"
+    return _INSTANCE_TEXTS.get(cls, "[object Object]")
+
+
 def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
     """``ToString(v)`` (section 3.1): template literals and ``+``. Raises Thrown where JS
     throws (a symbol, a null-prototype object, a throwing getter...)."""
@@ -335,8 +358,7 @@ def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
         case "date":
             return str(v.get("value", "Invalid Date"))
         case "instance":
-            cls = v.get("class", "Object")
-            return "[object Promise]" if cls == "Promise" else f"[object {cls}]"
+            return _instance_string(str(v.get("class", "Object")))
         case "promise":
             return "[object Promise]"
         case "error":  # Error.prototype.toString: name, then message
@@ -481,6 +503,8 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
         raise Thrown(type_error("Converting circular structure to JSON"))
     if kind in ("getter-throws", "getter", "shared"):
         return _stringify(read(v), stack)
+    if kind == "instance" and v.get("class") in _JSON_INSTANCES:  # unwrapped, or its toJSON (a URL)
+        return _JSON_INSTANCES[v["class"]]
     if kind in ("instance", "promise", "error", "hostile"):
         return "{}"
     if isinstance(v, list) or kind == "array":

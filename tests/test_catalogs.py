@@ -104,7 +104,10 @@ def test_decisions_the_registry_accepts_validate(corpus_traces):
                     and json.dumps(o.value).find("$js") < 0:
                 pre.validate(o.value)
                 checked += 1
-            if (o.stage, o.what) == ("approval", "outcome") and not (nxt.stage == "route" and nxt.value == "final"):
+            # An outcome with tokens (an instance, a getter read while it is written, P41) is
+            # none the registry takes; the schema describes plain JSON outcomes.
+            if (o.stage, o.what) == ("approval", "outcome") and not (nxt.stage == "route" and nxt.value == "final") \
+                    and json.dumps(o.value).find("$js") < 0:
                 outcome.validate(o.value)
             if (o.stage, o.what) == ("approval", "request"):
                 request.validate(o.value)

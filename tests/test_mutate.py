@@ -151,3 +151,16 @@ def test_an_unmutated_copy_that_fails_stops_the_measurement(monkeypatch, tmp_pat
                  "--output", str(tmp_path / "m"), "--quiet"])
     assert code == 3
     assert "the unmutated copy of the oracle does not pass" in capsys.readouterr().err
+
+
+def test_excluded_functions_name_real_code():
+    """Every ``functions:`` entry of the equivalence file names at least one function of
+    the oracle with mutation points (a renamed function would otherwise be excluded
+    silently), and each carries a reason."""
+    import fnmatch
+
+    names = {f"{m.removesuffix('.py')}.{p.function}" for m in mutants.oracle_modules()
+             if m not in mutants.excluded_modules() for p in mutants.points(m)}
+    for pattern, reason in mutants.excluded_functions().items():
+        assert reason.strip(), pattern
+        assert any(fnmatch.fnmatchcase(n, pattern) for n in names), f"{pattern}: no such function with mutation points"

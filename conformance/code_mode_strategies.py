@@ -142,7 +142,10 @@ CLASSIFIERS: list[Any] = [
     [{"do": "return", "value": True}], [{"do": "return", "value": True}], [{"do": "return", "value": 1}],
     [{"do": "throw", "value": err("classifier failed")}], [{"do": "observe", "what": "args"}, {"do": "return", "value": True}],
 ]
-RACING_STEPS = frozenset({"register", "unregister", "abort", "inject", "steer"})
+# A cancel of the loop's turn aborts run_code's caller, and with it the run: it races
+# overlapping sub-calls as an abort does (where the program is when it lands is microtask
+# order: rc.8's binding returns at the sub-call's first await, the oracle's runs on).
+RACING_STEPS = frozenset({"register", "unregister", "abort", "cancel", "inject", "steer"})
 
 
 def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:

@@ -288,7 +288,9 @@ def _edit_steps(doc: dict[str, Any], edit: Callable[[Any], list[Any]]) -> None:
         if isinstance(v, dict):
             return {k: walk(x) for k, x in v.items()}
         return v
-    for key in ("tools", "listeners", "guards", "approval"):
+    # getters too: an accessor read while a sub-call's value is snapshotted runs its steps
+    # in the middle of that sub-call (a getter's unregister raced the lane's queue: seed 202)
+    for key in ("tools", "listeners", "guards", "approval", "getters"):
         if key in doc:
             doc[key] = walk(doc[key])
 

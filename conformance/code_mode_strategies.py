@@ -322,6 +322,13 @@ def _calm(doc: dict[str, Any]) -> None:
         return [{"do": "sleep", "ms": 1}] if x.get("do") == "await-signal" else [x]
 
     _edit_steps(doc, calm)
+    # A classifier is re-read just before each start, and how often the lane looks at a queued
+    # sub-call before that is the implementation's (P121): one that answers differently on
+    # each read answers by timing (seed 237: rc.8 reads a queued sub-call's classifier twice).
+    for t in doc.get("tools", []):
+        cs = t.get("concurrencySafe")
+        if isinstance(cs, dict) and len(cs.get("perInvocation") or []) > 1:
+            cs["perInvocation"] = cs["perInvocation"][:1]  # the last entry repeats
 
 
 # ============================================================================ which rules a run exercises

@@ -426,9 +426,16 @@ def contexts_ride_on_the_parent(v: View) -> Iterator[Violation]:
         post = next((o for _, o in positions(v, parent) if o.who is None and o.stage == "post-execute" and o.what == "start"), None)
         if post is not None and isinstance(post.value, dict) and _dispatched(v, parent):
             got = post.value.get("additionalContexts", [])
-            head = got[:len(carried)] if isinstance(got, list) else []
-            if len(head) != len(carried) or not all(_same_message(a, b) for a, b in zip(carried, head)):
-                yield Violation("P126", f"run_code {parent}: the sub-calls' contexts do not lead its result, in commit order")
+            got = got if isinstance(got, list) else []
+            # P67: the record's deferred list is in call order, so what run_code's own
+            # participants deferred on its record before the program ran (a guard, a
+            # pre-execute listener, a wrapper before next()) comes first; the sub-calls'
+            # contexts follow as one run, before any later deferral and the result's own.
+            own = sum(1 for _, o in positions(v, parent) if o.who is not None and o.what == "defer")
+            if not any(len(got) >= k + len(carried) and all(_same_message(a, b) for a, b in zip(carried, got[k:]))
+                       for k in range(own + 1)):
+                yield Violation("P126", f"run_code {parent}: the sub-calls' contexts do not lead its result, in commit order "
+                                "(after what its own participants deferred)")
                 continue
         if v.loop is not None:
             yield from _queued_after(v, parent, carried)

@@ -142,7 +142,10 @@ CLASSIFIERS: list[Any] = [
     [{"do": "return", "value": True}], [{"do": "return", "value": True}], [{"do": "return", "value": 1}],
     [{"do": "throw", "value": err("classifier failed")}], [{"do": "observe", "what": "args"}, {"do": "return", "value": True}],
 ]
-RACING_STEPS = frozenset({"register", "unregister", "abort", "inject", "steer"})
+# A cancel of the loop's turn aborts run_code's caller, and with it the run: it races
+# overlapping sub-calls as an abort does (where the program is when it lands is microtask
+# order: rc.8's binding returns at the sub-call's first await, the oracle's runs on).
+RACING_STEPS = frozenset({"register", "unregister", "abort", "cancel", "inject", "steer"})
 
 
 def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:
@@ -285,7 +288,9 @@ def _edit_steps(doc: dict[str, Any], edit: Callable[[Any], list[Any]]) -> None:
         if isinstance(v, dict):
             return {k: walk(x) for k, x in v.items()}
         return v
-    for key in ("tools", "listeners", "guards", "approval"):
+    # getters too: an accessor read while a sub-call's value is snapshotted runs its steps
+    # in the middle of that sub-call (a getter's unregister raced the lane's queue: seed 202)
+    for key in ("tools", "listeners", "guards", "approval", "getters"):
         if key in doc:
             doc[key] = walk(doc[key])
 
@@ -317,6 +322,13 @@ def _calm(doc: dict[str, Any]) -> None:
         return [{"do": "sleep", "ms": 1}] if x.get("do") == "await-signal" else [x]
 
     _edit_steps(doc, calm)
+    # A classifier is re-read just before each start, and how often the lane looks at a queued
+    # sub-call before that is the implementation's (P121): one that answers differently on
+    # each read answers by timing (seed 237: rc.8 reads a queued sub-call's classifier twice).
+    for t in doc.get("tools", []):
+        cs = t.get("concurrencySafe")
+        if isinstance(cs, dict) and len(cs.get("perInvocation") or []) > 1:
+            cs["perInvocation"] = cs["perInvocation"][:1]  # the last entry repeats
 
 
 # ============================================================================ which rules a run exercises

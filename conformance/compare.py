@@ -87,6 +87,17 @@ def _loose(s: str) -> str | None:
     return None
 
 
+def _open_part(s: str) -> str | None:
+    """The implementation-defined message (P63, P84) a run failure quotes before the
+    program's captured output (P128), else None."""
+    m = _RUN_FAILED.match(s)
+    if m is None:
+        return None
+    rest = s[m.end():]
+    return next((t for t in texts.IMPLEMENTATION_DEFINED
+                 if rest.startswith(t) and rest[len(t):].startswith(texts.CAPTURED_OUTPUT)), None)
+
+
 def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> bool:
     """Whether ``actual`` is what ``expected`` requires. ``exact`` (reference) compares
     texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
@@ -106,6 +117,12 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
                 e, a = e[7:], a[7:]  # failure content repeats the message (E(m), section 3.1)
             if e in texts.IMPLEMENTATION_DEFINED:
                 return True  # P63, P84: the spec leaves this message to the implementation
+            inner = _open_part(e)
+            if inner is not None:
+                # such a message quoted by run_code's failure before the captured output
+                # (P128): the text around it is fixed, it is open
+                head, _, tail = e.partition(inner)
+                return len(a) >= len(head) + len(tail) and a.startswith(head) and a.endswith(tail)
             if e.startswith(texts.WRITE_REFUSALS) and a.startswith(texts.WRITE_REFUSALS):
                 return True  # a refused write: the TypeError's wording is the engine's (section 1)
             prefix = _loose(e)
@@ -184,9 +201,10 @@ def _result_doc(r: CallResult) -> dict[str, Any]:
 
 
 # (the observation's own rules, the outcome's when it carries one, the routing in force,
-# the oracle's reasons: the rules of the decisions it took for the call since the call's
-# previous portable observation)
-Blame = tuple[list[str], list[str] | None, list[str], list[str]]
+# the oracle's reasons: the decisions it took for the call since the call's previous
+# portable observation, each as (stage, what, rules))
+Reason = tuple[str, str, list[str]]
+Blame = tuple[list[str], list[str] | None, list[str], list[Reason]]
 
 # The oracle's own observations that record a decision an implementation makes without a
 # probe to show it (a checkpoint that fired, a denial, a collapse, a synthetic pair, a
@@ -198,7 +216,12 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
                      ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
-                     ("finalize", "resolve")})
+                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare")})
+# A name the oracle resolved through an ancestor's scope that a restriction on the chain
+# names (P56 hides only inherited global tools): an implementation that resolves it
+# otherwise takes another definition or none, and every later difference of the call
+# follows from that, so the resolution alone is to blame.
+RESOLUTION_REASONS = frozenset({("entry", "spare"), ("dispatch", "spare")})
 ABORT_CODES = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
 PARTICIPANT_STAGES = ("pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log")
 
@@ -218,7 +241,7 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     microtask order, which the spec leaves open (laws check what it does fix)."""
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
-    reasons: dict[str, list[str]] = {}
+    reasons: dict[str, list[Reason]] = {}
     for n, o in enumerate(trace.observations):
         # A getter's reads form a lane of their own: how many there are and what each read
         # gave is the spec's (P13, P23); how they interleave with other getters' reads and
@@ -233,7 +256,7 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
                 call = f"{call} {'settled' if o.what == 'settle' else 'program'}"
             out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, []), why), n))
         elif (o.stage, o.what) in REASONS:
-            reasons.setdefault(call, []).extend(o.rules)
+            reasons.setdefault(call, []).append((o.stage, o.what, list(o.rules)))
     for lane, items in out.items():
         if lane.endswith(" settled"):
             items.sort(key=lambda i: i[0]["value"].get("n", 0) if isinstance(i[0]["value"], dict) else 0)
@@ -453,7 +476,15 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
         # next() reaches (P5, P6)
         extra = ["P5", "P6", "P7"] if a and a[0]["who"] is not None and a[0]["stage"] in PARTICIPANT_STAGES else []
         return ["P1", "P2", *extra] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
-    item, (rules, outcome_rules, routing, why) = e[0], e[1]
+    item, (rules, outcome_rules, routing, reasons) = e[0], e[1]
+    spared = [r for stage, what, rs in reasons if (stage, what) in RESOLUTION_REASONS for r in rs]
+    if spared:
+        return list(dict.fromkeys(spared))
+    # A reason of the expected step's own stage (a finalize/resolve: the finalizer captured at
+    # entry is not the one visible now, P26) says which participant that step has; when the
+    # implementation is at another stage altogether, the routing explains it, not that.
+    why = [r for stage, what, rs in reasons
+           if a is None or stage != item["stage"] or stage == a[0]["stage"] for r in rs]
     if a is not None and (item["stage"], item["what"], item["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         # Not the same step at all: the walk left the path. Blame why the oracle routed the
         # call as it did: the stage that ran instead is that routing's consequence. Without a

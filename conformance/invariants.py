@@ -1039,7 +1039,12 @@ def _payload(v: View, cid: str, e: Any) -> Iterator[Violation]:
                 or data.get("error") != SYNTHETIC_ERROR:
             yield Violation("P107", f"tool/result {cid} without a registry outcome is not the synthetic abort")
         return
-    info = (res.get("error") or {}).get("info") if res.get("isError") else None
+    # an outcome a participant forged (rc.8 hands wrappers failures that are not frozen,
+    # P11) may carry any error value: only an object's info is the event's error
+    if not isinstance(res, dict):
+        return  # not a result at all: outcome_shape's (P4)
+    error = res.get("error") if res.get("isError") else None
+    info = error.get("info") if isinstance(error, dict) else None
     if block.get("type") != "tool-result" or block.get("toolCallId") != cid \
             or not same_value(block.get("content"), res.get("content")) or block.get("isError") != res.get("isError"):
         yield Violation("P104", f"tool/result {cid}: the message does not carry the outcome's content and isError")

@@ -217,6 +217,8 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
                  finalizer=visible if visible is not None and visible.finalizeContent is not None else None)
     w.obs(rec.callId, "entry", "start", None, {"token": rec.token, "visible": visible is not None},
           ("P22", "P23", "P26"))
+    if visible is not None and w.spared(inp.agent, inp.name):  # P56: a restriction spares scoped tools
+        w.obs(rec.callId, "entry", "spare", None, visible.ref, ("P56", "P26"))
     try:  # E2: P25, P27
         try:
             args = snapshot(inp.arguments)
@@ -481,6 +483,8 @@ async def terminal(w: World, rec: Record) -> dict[str, Any]:
             w.obs(rec.callId, "dispatch", "outcome", None, "unknown", ("P56", "P114") if rec.name == "run_code" else ("P56",))
             raise Thrown(unknown_tool_error(rec.name))
         w.obs(rec.callId, "dispatch", "resolve", None, tool.ref, ("P56",))
+        if w.spared(rec.agent, rec.name):
+            w.obs(rec.callId, "dispatch", "spare", None, tool.ref, ("P56",))
         rec.body_invoked = True  # P59
         v = await body(w, rec, tool)
         s = success(w, rec, tool, v)  # P72, P73

@@ -213,6 +213,23 @@ class World:
                 return None  # a restriction anywhere on the chain hides inherited global tools
         return tool
 
+    def spared(self, agent: str | None, name: str) -> bool:
+        """P56: ``name`` resolves for ``agent`` to a definition an ancestor's scope registered
+        while a restriction on the chain names it: visible only because restrictions hide
+        inherited *global* tools, not scoped ones (the decision is recorded as a reason)."""
+        if name == RUN_CODE:
+            return False
+        chain = self.chain(agent)
+        owner = next((a for a in chain if name in self.tools.get(a, {})), None)
+        if owner is None or owner == agent:
+            return False
+        for a in chain:
+            r = self.agents[a].spec.restrict
+            if r is not None and ((r.allow is not None and name not in r.allow)
+                                  or (r.deny is not None and name in r.deny)):
+                return True
+        return False
+
     def visible_names(self, agent: str | None) -> list[str]:
         """The names in ``agent``'s schema list except ``run_code`` (P117's bindings), sorted."""
         names = set(self.tools.get(None, {}))

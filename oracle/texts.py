@@ -172,8 +172,11 @@ NOT_DISPATCHED, ABANDONED, DISCARDED = "not dispatched", "tool call abandoned", 
 RUN_SETTLED = "run_code settled"  # P125: the run signal's abort reason when the program settles
 
 
+CAPTURED_OUTPUT = "\nCaptured output:\n"  # P128: what follows a run failure's message when it printed
+
+
 def code_run_failed(kind: str, message: str, logs: list[str]) -> str:  # P128
-    captured = "\nCaptured output:\n" + "\n".join(logs) if logs else ""
+    captured = CAPTURED_OUTPUT + "\n".join(logs) if logs else ""
     return f"code run failed ({kind}): {message}{captured}"
 
 

@@ -131,3 +131,16 @@ def test_a_run_failure_repeating_an_implementation_defined_message_keeps_only_it
         assert not agree(expected, "run failed: " + inner, exact=True)
     # Any other program message is compared whole.
     assert not agree("code run failed (exception): boom", "code run failed (exception): bang", exact=True)
+
+
+def test_a_run_failure_quoting_an_implementation_defined_message_before_its_output_keeps_the_rest():
+    # seed 229: the program printed before its awaited call failed with P63's nullish wrapper
+    # result; rc.8's message for it is a TypeError's, and the captured output follows it
+    out = texts.code_run_failed("exception", texts.NULLISH_WRAPPER_RESULT, ["two", "lines"])
+    other = "code run failed (exception): Cannot read properties of undefined (reading 'isError')"
+    assert agree(out, other + "\nCaptured output:\ntwo\nlines", exact=True)
+    assert agree("Error: " + out, "Error: " + other + "\nCaptured output:\ntwo\nlines", exact=True)
+    assert not agree(out, other + "\nCaptured output:\ntwo", exact=True)  # the output is fixed
+    assert not agree(out, other.replace("exception", "program") + "\nCaptured output:\ntwo\nlines", exact=True)
+    assert not agree(texts.code_run_failed("exception", "boom", ["x"]), texts.code_run_failed("exception", "bang", ["x"]),
+                     exact=True)

@@ -7,14 +7,14 @@ one oracle-independent law of ``conformance.code_mode_laws``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections import deque
 
 
-from dsh_conformance.oracle import code_mode, pipeline, serve  # noqa: E402
+from dsh_conformance.oracle import code_mode, pipeline  # noqa: E402
 from dsh_conformance.oracle.jsvalue import NotLossless, Thrown, snapshot  # noqa: E402
+from serve_loop import serve_as  # noqa: E402  (the script's own directory is on sys.path)
 
 MODE = sys.argv[1]
 Bridge = code_mode.Bridge
@@ -175,18 +175,7 @@ PATCHES = {
 
 def main() -> int:
     PATCHES[MODE]()
-    for line in sys.stdin:
-        msg = json.loads(line)
-        if msg["cmd"] == "stop":
-            return 0
-        if msg["cmd"] == "start":
-            reply = serve.started()
-            reply["implementation"]["name"] = f"fake-{MODE}"
-        else:
-            reply = serve.answer(msg["seq"], msg["scenario"])
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-    return 0
+    return serve_as(f"fake-{MODE}")
 
 
 if __name__ == "__main__":

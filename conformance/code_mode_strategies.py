@@ -145,7 +145,11 @@ CLASSIFIERS: list[Any] = [
 # A cancel of the loop's turn aborts run_code's caller, and with it the run: it races
 # overlapping sub-calls as an abort does (where the program is when it lands is microtask
 # order: rc.8's binding returns at the sub-call's first await, the oracle's runs on).
-RACING_STEPS = frozenset({"register", "unregister", "abort", "cancel", "inject", "steer"})
+# A body's session write (append) lands by microtask order against the lane's dispatch logs
+# of the other sub-calls: after an awaited fs intent, rc.8's lane has started the next
+# sub-call (its tool/code-dispatch-start first), the oracle's body has written (seed 262
+# prop-77c11d772aed).
+RACING_STEPS = frozenset({"register", "unregister", "abort", "cancel", "inject", "steer", "append"})
 
 
 def code_mode(draw: Any, doc: dict[str, Any], loop: bool) -> None:

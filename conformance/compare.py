@@ -98,6 +98,21 @@ def _open_part(s: str) -> str | None:
                  if rest.startswith(t) and rest[len(t):].startswith(texts.CAPTURED_OUTPUT)), None)
 
 
+def _quoted_refusals(e: str, a: str) -> bool | None:
+    """Two run failures (P128) that each quote a refused write, else None. The refusal's
+    wording is the engine's (section 1), as when it is not quoted; the run's head and the
+    program's captured output after it stay exact."""
+    me, ma = _RUN_FAILED.match(e), _RUN_FAILED.match(a)
+    if me is None or ma is None or me[1] != ma[1]:
+        return None
+    e_rest, a_rest = e[me.end():], a[ma.end():]
+    if not (e_rest.startswith(texts.WRITE_REFUSALS) and a_rest.startswith(texts.WRITE_REFUSALS)):
+        return None
+    _, e_sep, e_out = e_rest.partition(texts.CAPTURED_OUTPUT)
+    _, a_sep, a_out = a_rest.partition(texts.CAPTURED_OUTPUT)
+    return e_sep == a_sep and e_out == a_out
+
+
 def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> bool:
     """Whether ``actual`` is what ``expected`` requires. ``exact`` (reference) compares
     texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
@@ -125,6 +140,9 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
                 return len(a) >= len(head) + len(tail) and a.startswith(head) and a.endswith(tail)
             if e.startswith(texts.WRITE_REFUSALS) and a.startswith(texts.WRITE_REFUSALS):
                 return True  # a refused write: the TypeError's wording is the engine's (section 1)
+            quoted = _quoted_refusals(e, a)
+            if quoted is not None:
+                return quoted
             prefix = _loose(e)
             return a.startswith(prefix) if prefix is not None else jsontext.same_units(e, a)
         return _mask_text(expected) == _mask_text(actual)

@@ -144,3 +144,21 @@ def test_a_run_failure_quoting_an_implementation_defined_message_before_its_outp
     assert not agree(out, other.replace("exception", "program") + "\nCaptured output:\ntwo\nlines", exact=True)
     assert not agree(texts.code_run_failed("exception", "boom", ["x"]), texts.code_run_failed("exception", "bang", ["x"]),
                      exact=True)
+
+
+def test_a_refused_write_quoted_by_a_run_failure_is_the_engines_wording():
+    """A program's refused write repeated by run_code's failure (P128): which TypeError the
+    engine raises is its own (assignment or defineProperty on a frozen object, seed 262
+    prop-f4ace3a142ba: rc.8 says "Cannot define property error, ..."), while the run's head
+    and the captured output after it stay exact."""
+    out = texts.CAPTURED_OUTPUT + "line"
+    e = "code run failed (exception): Cannot add property error, object is not extensible" + out
+    assert agree(e, "code run failed (exception): Cannot define property error, object is not extensible" + out,
+                 exact=True)
+    assert not agree(e, "code run failed (exception): Cannot define property error, object is not extensible"
+                     + texts.CAPTURED_OUTPUT + "other", exact=True)
+    assert not agree(e, "code run failed (exception): Cannot define property error, object is not extensible",
+                     exact=True)
+    assert not agree(e, "code run failed (program): Cannot add property error, object is not extensible" + out,
+                     exact=True)
+    assert not agree(e, "code run failed (exception): boom" + out, exact=True)

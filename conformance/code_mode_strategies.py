@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -28,7 +27,7 @@ from hypothesis import strategies as st
 from dsh_conformance.oracle import Scenario, Trace
 from dsh_conformance.oracle.scenario import DirectRun, LoopRun
 
-from .strategy_kit import UNDEF, err, reused, text, weighted
+from .strategy_kit import PARTICIPANTS, UNDEF, edit_steps, err, reused, text, weighted
 
 S = st.SearchStrategy
 
@@ -283,22 +282,6 @@ def _enrich(draw: Any, tool: dict[str, Any], concurrent: bool, loop: bool) -> No
 IDENTITY = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
 
 
-def _edit_steps(doc: dict[str, Any], edit: Callable[[Any], list[Any]]) -> None:
-    """Every scripted step of every participant replaced by ``edit(step)`` (none, itself or
-    others), at any depth (a step's own sub-scripts included)."""
-    def walk(v: Any) -> Any:
-        if isinstance(v, list):
-            return [walk(y) for x in v for y in edit(x)]
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        return v
-    # getters too: an accessor read while a sub-call's value is snapshotted runs its steps
-    # in the middle of that sub-call (a getter's unregister raced the lane's queue: seed 202)
-    for key in ("tools", "listeners", "guards", "approval", "getters"):
-        if key in doc:
-            doc[key] = walk(doc[key])
-
-
 def _no_identity_writes(doc: dict[str, Any]) -> None:
     """No participant writes a record's identity (P24): the spec says every such write
     fails, and where an implementation lets it through, run_code's bridge goes on with the
@@ -311,7 +294,7 @@ def _no_identity_writes(doc: dict[str, Any]) -> None:
         parts = str(step.get("target", "")).split(".")
         return parts[0] == "record" and (len(parts) == 1 or parts[1] in IDENTITY)
 
-    _edit_steps(doc, lambda x: [] if identity(x) else [x])
+    edit_steps(doc, lambda x: [] if identity(x) else [x], (*PARTICIPANTS, "getters"))
 
 
 def _calm(doc: dict[str, Any]) -> None:
@@ -325,7 +308,9 @@ def _calm(doc: dict[str, Any]) -> None:
             return []
         return [{"do": "sleep", "ms": 1}] if x.get("do") == "await-signal" else [x]
 
-    _edit_steps(doc, calm)
+    # getters too: an accessor read while a sub-call's value is snapshotted runs its steps
+    # in the middle of that sub-call (a getter's unregister raced the lane's queue: seed 202)
+    edit_steps(doc, calm, (*PARTICIPANTS, "getters"))
     # A classifier is re-read just before each start, and how often the lane looks at a queued
     # sub-call before that is the implementation's (P121): one that answers differently on
     # each read answers by timing (seed 237: rc.8 reads a queued sub-call's classifier twice).

@@ -46,7 +46,7 @@ from dsh_conformance.oracle.scenario import DELEGATE, FS_INTENTS, Behavior, Cust
 
 from . import code_mode_strategies
 from .rules import rules_of
-from .strategy_kit import UNDEF, err, message, reused, text, weighted
+from .strategy_kit import UNDEF, edit_steps, err, message, reused, text, weighted
 from .value_strategies import (ARGS_GETTER, ERROR_SHAPES, NAME_GETTER, ROOT_GETTER, getter_declarations, getter_values,
                                shared_values, unique_shared_ids)
 
@@ -1397,17 +1397,7 @@ def _drop_release(doc: dict[str, Any]) -> None:
 
 
 def _no_await(doc: dict[str, Any]) -> None:
-    def walk(v: Any) -> Any:
-        if isinstance(v, dict):
-            if v.get("do") == "await-signal":
-                return {"do": "sleep", "ms": 1}
-            return {k: walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        return v
-    for key in ("tools", "listeners", "guards", "approval"):
-        if key in doc:
-            doc[key] = walk(doc[key])
+    edit_steps(doc, lambda x: [{"do": "sleep", "ms": 1}] if isinstance(x, dict) and x.get("do") == "await-signal" else [x])
 
 
 def cited(doc: dict[str, Any], profiles: frozenset[str] = ALL_PROFILES) -> Example:

@@ -84,3 +84,21 @@ def err(m: str, cls: str = "Error") -> dict[str, Any]:
 
 
 UNDEF = {"$js": "undefined"}
+
+
+PARTICIPANTS = ("tools", "listeners", "guards", "approval")  # the keys of a document that hold scripts
+
+
+def edit_steps(doc: dict[str, Any], edit: Callable[[Any], list[Any]],
+               keys: tuple[str, ...] = PARTICIPANTS) -> None:
+    """Every scripted step under ``keys`` of a scenario document replaced by ``edit(step)``
+    (none, itself or others), at any depth (a step's own sub-scripts too)."""
+    def walk(v: Any) -> Any:
+        if isinstance(v, list):
+            return [walk(y) for x in v for y in edit(x)]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+    for key in keys:
+        if key in doc:
+            doc[key] = walk(doc[key])

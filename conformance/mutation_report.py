@@ -143,7 +143,7 @@ def markdown(results: list[Any], meta: dict[str, Any]) -> str:
              f"On the fault catalogue, the generated scenarios alone catch {share['generated']} of the "
              f"{share['faults']} faults and the corpus alone {share['corpus']}: the generated-only run catches "
              f"**{share['ratio']}** of what the corpus-only run catches"
-             + (f" (only generated: {', '.join(share['only_generated'])}; only the corpus: "
+             + (f" (only generated: {', '.join(share['only_generated']) or 'none'}; only the corpus: "
                 f"{', '.join(share['only_corpus']) or 'none'})." if share["faults"] else "."), "",
              f"Operator mutants are drawn from {sum(meta['per_module'].values())} mutation points over "
              f"{len(meta['per_module'])} modules; modules left out: "
@@ -166,7 +166,7 @@ def markdown(results: list[Any], meta: dict[str, Any]) -> str:
     survivors = [r for r in results if r.status == "survived"]
     lines += ["", f"## Survivors ({len(survivors)})", ""]
     if not survivors:
-        lines.append("None: every mutant that is not a noted equivalent is caught by the default run.")
+        lines += ["None: every mutant that is not a noted equivalent is caught by the default run.", ""]
     for r in survivors:
         where = "" if r.reached is None else " (its line runs in the default run)" if r.reached else \
             " (the default run never runs its line)"

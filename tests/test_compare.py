@@ -13,6 +13,17 @@ def test_refused_writes_agree_whatever_the_engines_wording():
     assert not agree("Cannot create property 'x' on a primitive", "x is not allowed", True)
 
 
+def test_a_circular_structure_message_keeps_only_the_engines_first_line_fixed():
+    # V8's JSON.stringify says where the circle closes after the fixed sentence (case
+    # approval-outcome-circular); another wording of the sentence is a divergence.
+    v8 = ("Converting circular structure to JSON\n    --> starting at object with constructor 'Object'\n"
+          "    --- property 'self' closes the circle")
+    assert agree("Converting circular structure to JSON", v8, True)
+    assert agree("Error: Converting circular structure to JSON", "Error: " + v8, True)
+    assert not agree("Converting circular structure to JSON", "converting circular structure to json", True)
+    assert not agree("Converting circular structure to JSON", "Do not know how to serialize a BigInt", True)
+
+
 def test_core_masks_messages_and_reference_compares_them():
     e, a = {"isError": True, "error": {"message": "no"}}, {"isError": True, "error": {"message": "nope"}}
     assert agree(e, a, False) and not agree(e, a, True)

@@ -540,17 +540,6 @@ def same_value(a: JsValue, b: JsValue) -> bool:
     return bool(a == b)
 
 
-def canonical(v: JsValue) -> JsValue:
-    """A wire value with numbers in canonical form and objects in JS key order."""
-    if _is_number(v):
-        return canonical_number(v)
-    if isinstance(v, list):
-        return [canonical(x) for x in v]
-    if isinstance(v, dict):
-        return {k: canonical(v[k]) for k in js_keys(v)}
-    return v
-
-
 # --------------------------------------------------------------------- property reads
 
 def get(obj: JsValue, key: str) -> JsValue:

@@ -151,18 +151,25 @@ def test_runs_on_one_tree_at_once_take_turns_and_both_finish(tree, tmp_path):
     env = {**os.environ, "DSH_CONFORMANCE_CACHE": str(cache)}
     argv = [sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", f"dsh:{work}", "--cases", str(cases),
             "--examples", "0", "-q"]
+    waiting = "waiting for another dsh-conformance run that is preparing"
+    logs = [(tmp_path / f"out{i}", tmp_path / f"err{i}") for i in (1, 2)]
     with open(cache / "locks" / f"{home.name}.lock", "a+b") as held:  # another run is preparing the directory
         fcntl.flock(held, fcntl.LOCK_EX)
-        first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        second = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        time.sleep(3)
-        assert first.poll() is None and second.poll() is None  # both wait for the lock
+        runs = [subprocess.Popen(argv, stdout=out.open("w"), stderr=err.open("w"), text=True, env=env)
+                for out, err in logs]
+        # Release only once both have said they wait: a fixed pause loses the race on a busy
+        # machine, where starting Python may take longer than the pause.
+        deadline = time.monotonic() + 240
+        while not all(waiting in err.read_text() for _, err in logs):
+            assert all(p.poll() is None for p in runs), [err.read_text()[-2000:] for _, err in logs]
+            assert time.monotonic() < deadline, [err.read_text()[-2000:] for _, err in logs]
+            time.sleep(0.2)
+        assert all(p.poll() is None for p in runs)  # both still wait for the lock
         fcntl.flock(held, fcntl.LOCK_UN)
-    outs = [p.communicate(timeout=300) for p in (first, second)]
-    for p, (out, err) in zip((first, second), outs):
-        assert p.returncode == 0, out[-2000:] + err
-        assert "waiting for another dsh-conformance run that is preparing" in err
-        assert "2 cases: 2 pass" in out
+    for p, (out, err) in zip(runs, logs):
+        p.wait(timeout=300)
+        assert p.returncode == 0, out.read_text()[-2000:] + err.read_text()
+        assert "2 cases: 2 pass" in out.read_text()
     links = home / "node_modules" / "@deepseek-ai"
     assert (links / "dsh-tools").resolve() == (work / "packages" / "dsh-tools").resolve()
 

@@ -15,6 +15,7 @@ The pydantic models below are the single source of the scenario's JSON Schema
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -79,7 +80,9 @@ class Mutate(_Model):
 
 class SetSignal(_Model):
     """Assign ``record.signal``: a fresh signal named ``signal`` (created on first use),
-    or ``"restore"`` for the signal this participant replaced (P60)."""
+    or ``"restore"`` for the signal this participant replaced (P60). The pipeline's own
+    names (``caller``, ``step``, ``caller:*``, ``deadline:*``, ``fused:*``, ``turn-N``) are
+    refused."""
     do: Literal["set-signal"]
     signal: str
 
@@ -559,6 +562,19 @@ class ScenarioError(ValueError):
         self.message = message
 
 
+_OWN_SIGNALS = re.compile(r"(caller|deadline|fused):.*|turn-[0-9]+", re.S)
+
+
+def _reserved_signal(do: str, name: str) -> bool:
+    """Signal names the oracle keeps for its own signals (registry.World.signal holds them
+    all): a scenario signal of that name would be one of them in the oracle and a fresh
+    signal in another implementation. ``abort`` may name the call's ``caller`` and the
+    loop's ``step``; ``set-signal`` makes a new signal and may name neither."""
+    if _OWN_SIGNALS.fullmatch(name):
+        return True
+    return do == "set-signal" and name in ("caller", "step")
+
+
 def _check_references(s: Scenario) -> None:
     agents = {a.id for a in s.agents}
     ids: dict[str, str] = {}
@@ -594,6 +610,9 @@ def _check_references(s: Scenario) -> None:
                 raise ScenarioError(f"{path}.{where}.ref", f"no tool, listener or guard has id {step.ref!r}")
             if step.do == "mutate" and step.target.split(".")[0] not in MUTATION_ROOTS:
                 raise ScenarioError(f"{path}.{where}.target", f"a target starts with one of {', '.join(MUTATION_ROOTS)}")
+            if step.do in ("set-signal", "abort") and _reserved_signal(step.do, step.signal):
+                raise ScenarioError(f"{path}.{where}.signal", f"signal name {step.signal!r} is the pipeline's own "
+                                    "(caller, step, caller:*, deadline:*, fused:*, turn-N): name a signal of the scenario")
             if step.do == "cancel" and not isinstance(s.run, LoopRun):
                 raise ScenarioError(f"{path}.{where}", "step 'cancel' is the agent's cancel(): it needs a loop run")
             _check_step_values(step, f"{path}.{where}", getter_ids)

@@ -96,6 +96,13 @@ BAD = [
         "arguments": {"$js": "shared", "id": "s", "value": {}}}]}), "$", "defined twice, differently"),
     ("cancel-in-a-direct-run", _with(tools=[{"name": "t", "body": [{"do": "cancel"}]}]), "$.tools[0].body.steps[0]",
      "needs a loop run"),
+    # the oracle's own signals (registry.World.signal): another implementation would make a fresh one
+    ("set-signal-to-a-callers-name", _with(tools=[{"name": "t", "body": [{"do": "set-signal", "signal": "caller:c1"}]}]),
+     "$.tools[0].body.steps[0].signal", "is the pipeline's own"),
+    ("set-signal-named-step", _with(tools=[{"name": "t", "body": [{"do": "set-signal", "signal": "step"}]}]),
+     "$.tools[0].body.steps[0].signal", "is the pipeline's own"),
+    ("abort-a-turns-signal", _with(tools=[{"name": "t", "body": [{"do": "abort", "signal": "turn-2"}]}]),
+     "$.tools[0].body.steps[0].signal", "is the pipeline's own"),
     ("scoped-pre-step-listener", _with(agents=[{"id": "a"}], listeners=[{"id": "l", "event": "agent/pre-step", "scope": "a"}]),
      "$.listeners[0].scope", "cannot be scoped"),
     ("negative-abort-at", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "abortAt": -1}]}),

@@ -676,6 +676,11 @@ def block_message(feedback: JsValue) -> str:
         raise Thrown(type_error(texts.FEEDBACK_NOT_ARRAY))
     parts = []
     for block in feedback:
+        if block is None or is_undefined(block) or token(block) == "hole":
+            # Reading a type off null or undefined throws, as in the reference release: the
+            # post-execute stage throws, as for feedback that is not an array.
+            what = "null" if block is None else "undefined"
+            raise Thrown(type_error(f"Cannot read properties of {what} (reading 'type')"))
         kind = get(block, "type") if is_object(block) else UNDEFINED
         if kind == "text":
             text = get(block, "text")

@@ -103,6 +103,11 @@ BAD = [
      "$.tools[0].body.steps[0].signal", "is the pipeline's own"),
     ("abort-a-turns-signal", _with(tools=[{"name": "t", "body": [{"do": "abort", "signal": "turn-2"}]}]),
      "$.tools[0].body.steps[0].signal", "is the pipeline's own"),
+    # a token of no kind of section 3.11 (the escape of a literal "$js" key stays allowed)
+    ("unknown-token-kind", _with(tools=[{"name": "t", "body": [{"do": "return", "value": {"a": [{"$js": "weird"}]}}]}],
+                                 run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "arguments": {
+                                     "$js": "object", "entries": {"$js": "literal"}}}]}),
+     "$.tools[0].body.steps[0].value.a[0].$js", "unknown token kind 'weird'"),
     ("scoped-pre-step-listener", _with(agents=[{"id": "a"}], listeners=[{"id": "l", "event": "agent/pre-step", "scope": "a"}]),
      "$.listeners[0].scope", "cannot be scoped"),
     ("negative-abort-at", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "abortAt": -1}]}),

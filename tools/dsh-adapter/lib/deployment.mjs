@@ -24,6 +24,11 @@ import { codeRuntimePlugin } from './code-runtime.mjs'
 import { instrumentScheduler } from './loop.mjs'
 import { approvalPlugin } from './participants.mjs'
 
+/** An option only when the scenario sets it. */
+function given(key, value) {
+  return value === null ? {} : { [key]: value }
+}
+
 /** What a scenario configures of the deployment it runs on (the key deployments are kept by). */
 export function configurationOf(scenario) {
   const run = scenario.run ?? {}
@@ -31,9 +36,11 @@ export function configurationOf(scenario) {
   const approval = scenario.approval
   return {
     loop,
-    maxParallelToolCalls: loop ? run.maxParallelToolCalls ?? 10 : null,
+    // Limits the scenario leaves out are left to the package's own defaults (P20, P121),
+    // so that a case about a default checks the package's, not the adapter's.
+    maxParallelToolCalls: loop ? run.maxParallelToolCalls ?? null : null,
     mode: scenario.mode ?? 'native',
-    maxParallelSubCalls: scenario.maxParallelSubCalls ?? 10,
+    maxParallelSubCalls: scenario.maxParallelSubCalls ?? null,
     codeRuntime: scenario.codeRuntime !== false && CodeRuntime !== null,
     approval: approval ? (approval.service === 'shipped' ? { service: 'shipped', policy: approval.policy ?? 'ask' } : { service: 'custom' }) : null,
     timeoutPolicy: Boolean(scenario.timeoutPolicy),
@@ -78,7 +85,7 @@ export class Deployment {
         }
         await ctx.plugin(SystemPrompt)
         if (c.codeRuntime) await ctx.plugin(codeRuntimePlugin(current))
-        await ctx.plugin(ToolRuntime, { mode: c.mode, maxParallelSubCalls: c.maxParallelSubCalls })
+        await ctx.plugin(ToolRuntime, { mode: c.mode, ...given('maxParallelSubCalls', c.maxParallelSubCalls) })
         if (c.approval) {
           const { plugin, config } = approvalPlugin(current, c.approval)
           await ctx.plugin(plugin, config)
@@ -88,7 +95,7 @@ export class Deployment {
         if (c.timeoutPolicy) await ctx.plugin(TimeoutPolicy)
         if (c.loop) {
           await ctx.plugin(AgentRegistry)
-          await ctx.plugin(AgentLoop, { agents: [], maxParallelToolCalls: c.maxParallelToolCalls })
+          await ctx.plugin(AgentLoop, { agents: [], ...given('maxParallelToolCalls', c.maxParallelToolCalls) })
         }
       })(), clock)
     } finally {

@@ -680,7 +680,7 @@ def block_message(feedback: JsValue) -> str:
             # Reading a type off null or undefined throws, as in the reference release: the
             # post-execute stage throws, as for feedback that is not an array.
             what = "null" if block is None else "undefined"
-            raise Thrown(type_error(f"Cannot read properties of {what} (reading 'type')"))
+            raise Thrown(type_error(texts.nullish_read(what, "type")))
         kind = get(block, "type") if is_object(block) else UNDEFINED
         if kind == "text":
             text = get(block, "text")

@@ -358,7 +358,7 @@ def _nullish_write(op: str, key: str, node: Any) -> str:
     what = "null" if node is None else "undefined"
     match op:
         case "read":
-            return f"Cannot read properties of {what} (reading '{key}')"
+            return texts.nullish_read(what, key)
         case "delete":
             return "Cannot convert undefined or null to object"
         case "define":

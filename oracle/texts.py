@@ -121,6 +121,11 @@ def frozen_define(key: str) -> str:
     return f"Cannot redefine property: {key}"
 
 
+def nullish_read(what: str, key: str) -> str:
+    """The TypeError of reading ``key`` off ``null`` or ``undefined`` (``what``)."""
+    return f"Cannot read properties of {what} (reading '{key}')"
+
+
 def getter_only(key: str) -> str:
     return f"Cannot set property {key} of #<Object> which has only a getter"
 

@@ -51,35 +51,23 @@ def has_refs(value: Any) -> bool:
 REF_KINDS = frozenset({"getter", "shared"})
 
 
-# A token's parts that map literal keys to values: the map itself is data, never a token
-# (an object's entries may hold a key "$js", the escape of section 3.11).
-_KEYED_PARTS = frozenset({"entries", "hidden", "extra"})
-
-
-def _unknown_token(value: Any, path: str) -> None:
-    """Raise ValueRefError at the first object that claims to be a token of a kind section
-    3.11 does not name: the oracle would read it as a plain object where an adapter refuses it."""
-    stack: list[tuple[Any, str, bool]] = [(value, path, False)]
-    while stack:
-        v, p, keyed = stack.pop()
-        if isinstance(v, list):
-            stack.extend((x, f"{p}[{i}]", False) for i, x in enumerate(v))
-        elif isinstance(v, dict):
-            if "$js" in v and not keyed:
-                kind = v["$js"]
-                if not (type(kind) is str and kind in TOKEN_KINDS):
-                    raise ValueRefError(f"{p}.$js", f"unknown token kind {kind!r}: a token is one of "
-                                        f"{', '.join(sorted(TOKEN_KINDS))}; write an object with a \"$js\" key "
-                                        "as {\"$js\": \"object\", \"entries\": {...}}")
-                stack.extend((x, f"{p}.{k}", k in _KEYED_PARTS) for k, x in v.items() if k != "$js")
-            else:
-                stack.extend((x, f"{p}.{k}", False) for k, x in v.items())
+def _unknown_token(v: Any, path: str, _open: tuple[str, ...]) -> None:
+    """Refuse an object that claims to be a token of a kind section 3.11 does not name: the
+    oracle would read it as a plain object where an adapter refuses it. (``walk`` visits
+    an object token's entries, not the map that holds them, so the escape of a literal
+    "$js" key is never taken for a token.)"""
+    if isinstance(v, dict) and "$js" in v:
+        kind = v["$js"]
+        if not (type(kind) is str and kind in TOKEN_KINDS):
+            raise ValueRefError(f"{path}.$js", f"unknown token kind {kind!r}: a token is one of "
+                                f"{', '.join(sorted(TOKEN_KINDS))}; write an object with a \"$js\" key "
+                                "as {\"$js\": \"object\", \"entries\": {...}}")
 
 
 def check_value(value: Any, path: str, getters: set[str]) -> None:
     """Raise ValueRefError when ``value`` holds a token of no known kind, or when a getter
     or shared token in it refers to nothing."""
-    _unknown_token(value, path)
+    walk(value, path, _unknown_token)
     defined: set[str] = set()
     if token(value) == "getter":
         raise ValueRefError(path, "a getter token stands where a property value stands, not for a whole value")

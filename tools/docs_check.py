@@ -32,11 +32,14 @@ from pathlib import Path
 from typing import Literal
 
 from .catalog_index import INDEX_FILE, CatalogError, CatalogIndex, load_index
+from .docs_prose import ProseChecker, check_prose
 from .flow_model import FLOW_FILE, FlowModel, FlowModelError, load_flow_model
 from .md_structure import Fence, Item, Structure, hard_wrapped, parse
 from .mermaid_flow import label_text, render_mermaid
 from .mermaid_parse import Flowchart, PageEdge, parse_flowchart
 from .pairing import blob_hash, parse_record
+from .pipeline_page import PROSE_FILE
+from .prose_claims import LexiconError, load_lexicon
 from .tree_catalogs import TreeCatalogs, read_tree_catalogs
 
 Severity = Literal["error", "warning"]
@@ -87,7 +90,8 @@ def check_tree(root: Path, catalogs: Path) -> list[Finding]:
     try:
         model = load_flow_model(catalogs / FLOW_FILE.name)
         index = load_index(catalogs)
-    except (FlowModelError, CatalogError) as e:
+        lexicon = load_lexicon(model)
+    except (FlowModelError, CatalogError, LexiconError) as e:
         raise BadInput(str(e)) from None
     docs = docs_dir(root)
     sources = _pair_sources(docs)
@@ -101,7 +105,28 @@ def check_tree(root: Path, catalogs: Path) -> list[Finding]:
         _check_pipeline_page(r, page, model, index, read_tree_catalogs(docs))
     else:
         r.error(docs, 0, f"{page.name}: missing; the flow model {model.page}.flow.yaml describes this page")
+    checker = ProseChecker(model, lexicon, catalogs / FLOW_FILE.name, PROSE_FILE)
+    _add_prose_errors(r, check_prose(_pages(docs), sources, checker))
     return sorted(r.findings, key=lambda f: (str(f.file), f.line, f.severity, f.message))
+
+
+def _pages(docs: Path) -> list[Path]:
+    return sorted(p for p in docs.rglob("*.md")
+                  if p.is_file() and not SKIPPED_DIRS & set(p.relative_to(docs).parts))
+
+
+def _add_prose_errors(r: _Report, errors: list) -> None:
+    """The prose checks' errors; a side's "out of sync" error folds into the prose error of
+    that side (one edit, one error)."""
+    for e in errors:
+        record = e.file.with_name(e.file.name.removesuffix(".zh.md").removesuffix(".md") + ".i18n.yaml")
+        stale = next((f for f in r.findings if f.severity == "error" and f.file == record
+                      and f.message.startswith(f"{e.file.name} is out of sync")), None)
+        message = e.message
+        if stale is not None:
+            r.findings.remove(stale)
+            message += f" (and {record.name}:{stale.line} holds an older hash of this file)"
+        r.error(e.file, e.line, message)
 
 
 def _pair_sources(docs: Path) -> list[Path]:

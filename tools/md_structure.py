@@ -45,6 +45,12 @@ class Paragraph:
     links: tuple[str, ...]  # link targets, as written after markdown-it's normalization
 
 
+@dataclass(frozen=True)
+class OrderedList:
+    line: int
+    items: tuple[str, ...]  # the inline source of each item's first block
+
+
 @dataclass
 class Structure:
     headings: list[Item] = field(default_factory=list)  # text: the depth
@@ -53,6 +59,7 @@ class Structure:
     lists: list[Item] = field(default_factory=list)  # "ordered:start=N:items=K" or "bullet:items=K"
     links: list[Item] = field(default_factory=list)  # text: the raw target
     paragraphs: list[Paragraph] = field(default_factory=list)
+    ordered_lists: list[OrderedList] = field(default_factory=list)  # their items' first lines, for order claims
     first_heading: int | None = None  # index into paragraphs: paragraphs before it come first
 
     def first_paragraph_after_h1(self) -> Paragraph | None:
@@ -91,6 +98,8 @@ def parse(text: str) -> Structure:
     s = Structure()
     tokens = _MD.parse(text)
     list_stack: list[tuple[Token, list[int]]] = []
+    items: list[list[str]] = []  # per open list: each item's first inline source
+    item_open: list[bool] = []  # per open list: the current item has no inline yet
     table_rows = 0
     table_cols = 0
     table_line = 0
@@ -116,21 +125,31 @@ def parse(text: str) -> Structure:
             # Lists are recorded in document order of their start, as mdast visits them.
             s.lists.append(Item(_line(tok), ""))
             list_stack.append((tok, [len(s.lists) - 1, 0]))
+            items.append([])
+            item_open.append(False)
         elif t == "list_item_open" and list_stack:
             list_stack[-1][1][1] += 1
+            item_open[-1] = True
         elif t in ("bullet_list_close", "ordered_list_close"):
-            opener, (index, items) = list_stack.pop()
+            sources = items.pop()
+            item_open.pop()
+            if t == "ordered_list_close":
+                s.ordered_lists.append(OrderedList(_line(list_stack[-1][0]), tuple(sources)))
+            opener, (index, count) = list_stack.pop()
             if opener.type == "ordered_list_open":
                 start = int(opener.attrs.get("start", 1) or 1)
-                kind = f"ordered:start={start}:items={items}"
+                kind = f"ordered:start={start}:items={count}"
             else:
-                kind = f"bullet:items={items}"
+                kind = f"bullet:items={count}"
             s.lists[index] = Item(s.lists[index].line, kind)
         elif t == "paragraph_open":
             in_paragraph = True
         elif t == "paragraph_close":
             in_paragraph = False
         if t == "inline":
+            if item_open and item_open[-1]:
+                items[-1].append(tok.content)
+                item_open[-1] = False
             para = _inline(tok)
             s.links += [Item(para.line, target) for target in para.links]
             if in_paragraph:

@@ -1,0 +1,239 @@
+"""The prose checks of ``docs check``: order claims against the flow model, and the two
+languages of a pair held to the same claims (tools/prose_claims.py reads the claims).
+
+- Every page of the tree (paragraphs, list items, ordered lists; not code blocks, tables or
+  headings): a sentence claiming "A before B" of two flow-model nodes when B is not
+  reachable from A is an error at its line, naming the sentence, the claim and the edges of
+  the model that order them the other way.
+- Every pair (``foo.md``/``foo.zh.md``): paragraphs are paired section by section (by
+  heading), by position when both sides have as many paragraphs in the section, else the
+  section as a whole. A unit whose claims differ (compared as everything they imply) is one
+  error, against the side that changed: the side the record's hashes say is out of sync,
+  else the side whose claims the model contradicts, else the English source. When the
+  changed side's sentence already contradicts the model, that error says the pair differs
+  too, so that one edit gives one error.
+
+Every error ends with how to fix it: the sentence, then the command that re-records the pair
+(or, for our generated page, the prose source and ``docs generate``), or the flow model,
+with where an installed suite keeps it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .flow_model import FLOW_FILE, FlowModel
+from .md_structure import Structure, parse
+from .pairing import blob_hash, pair_paths, parse_record
+from .prose_claims import Claim, Lang, Lexicon, OrderGraph, Sentence, closure, list_claims, sentence_claims
+
+GENERATED_MARK = "dsh-conformance docs generate"
+RECORD_COMMAND = "dsh-conformance docs record"
+INSTALLED_FLOW = 'importlib.resources.files("dsh_conformance.catalogs")'
+QUOTE_MAX = 120
+
+
+@dataclass(frozen=True)
+class ProseError:
+    file: Path
+    line: int
+    message: str
+
+
+@dataclass
+class _Unit:
+    """A paragraph (or an ordered list) of a page with its sentences' claims."""
+    section: int
+    line: int
+    sentences: list[tuple[int, Sentence]]  # (line, sentence)
+    contradicted: list[int] = field(default_factory=list)  # indexes into the page's errors
+
+    @property
+    def claims(self) -> frozenset[Claim]:
+        return closure({c for _, s in self.sentences for c in s.claims})
+
+
+@dataclass
+class _Page:
+    path: Path
+    lang: Lang
+    units: list[_Unit]
+    generated: bool
+
+
+def lang_of(page: Path) -> Lang:
+    return "zh" if page.name.endswith(".zh.md") else "en"
+
+
+def _is_switcher(source: str) -> bool:
+    flat = source.replace(" ", "")
+    return flat.startswith("[English](") and flat.endswith(")|中文") or flat.startswith("English|[中文](")
+
+
+def read_page(path: Path, text: str, lexicon: Lexicon) -> _Page:
+    lang = lang_of(path)
+    s: Structure = parse(text)
+    heads = [h.line for h in s.headings]
+    units: list[_Unit] = []
+    for para in s.paragraphs:
+        if _is_switcher(para.source):
+            continue
+        section = sum(h < para.line for h in heads)
+        sentences = [(para.line + para.source[: sen.start].count("\n"), sen)
+                     for sen in sentence_claims(para.source, lexicon, lang)]
+        units.append(_Unit(section, para.line, sentences))
+    for ol in s.ordered_lists:
+        claims = list_claims(list(ol.items), lexicon, lang)
+        if claims:
+            text_ = " / ".join(i.split("\n")[0] for i in ol.items)
+            sentence = Sentence(0, 0, f"ordered list: {text_}", (), frozenset(claims))
+            units.append(_Unit(sum(h < ol.line for h in heads), ol.line, [(ol.line, sentence)]))
+    units.sort(key=lambda u: u.line)
+    generated = text.startswith("<!--") and GENERATED_MARK in text.split("-->", 1)[0]
+    return _Page(path, lang, units, generated)
+
+
+# ================================================================== fix hints
+
+def shown(path: Path) -> str:
+    """A path as a user types it: relative to the working directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _flow_hint(flow: Path) -> str:
+    return f"or, if the pipeline changed, the flow model {shown(flow)} (installed: {INSTALLED_FLOW})"
+
+
+def _pair_hint(en: Path, generated: bool, prose_file: Path | None) -> str:
+    if generated and prose_file is not None:
+        return f"edit both languages in {shown(prose_file)} and run `{GENERATED_MARK}`"
+    return f"then re-record the pair: `{RECORD_COMMAND} {shown(en)}`"
+
+
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    return "“" + (flat if len(flat) <= QUOTE_MAX else flat[: QUOTE_MAX - 1] + "…") + "”"
+
+
+def _claims_text(claims: list[Claim], names: dict[str, str], limit: int = 3) -> str:
+    shown = [f"{names.get(c.before, c.before)} before {names.get(c.after, c.after)}" for c in claims[:limit]]
+    more = f" (+{len(claims) - limit} more)" if len(claims) > limit else ""
+    return ", ".join(shown) + more
+
+
+def _names(sentence: Sentence) -> dict[str, str]:
+    """Each node as the sentence names it: `tools/execute` (around)."""
+    out: dict[str, str] = {}
+    for m in sentence.mentions:
+        out.setdefault(m.node, f"{m.text} ({m.node})")
+    return out
+
+
+# ================================================================== the checks
+
+@dataclass
+class ProseChecker:
+    model: FlowModel
+    lexicon: Lexicon
+    flow_file: Path
+    prose_file: Path | None = None  # the bilingual source of our generated page
+    errors: list[ProseError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.graph = OrderGraph(self.model)
+
+    def check_page(self, page: _Page) -> None:
+        for unit in page.units:
+            for line, sentence in unit.sentences:
+                bad = sorted((c for c in sentence.claims if not self.graph.holds(c)), key=lambda c: (c.before, c.after))
+                if not bad:
+                    continue
+                names = _names(sentence)
+                said = "; ".join(f"{_claims_text([c], names)} ({self.graph.why_not(c)})" for c in bad[:3])
+                more = f"; and {len(bad) - 3} more such claim(s)" if len(bad) > 3 else ""
+                unit.contradicted.append(len(self.errors))
+                self.errors.append(ProseError(page.path, line, (
+                    f"{_quote(sentence.text)} says {said}{more}: fix the sentence, {_flow_hint(self.flow_file)}")))
+
+    def check_pair(self, en: _Page, zh: _Page, stale: set[Path]) -> None:
+        for x, y in _paired_units(en, zh):
+            cx, cy = _union(x), _union(y)
+            if cx == cy:
+                continue
+            contradicted = {p.path for p, units in ((en, x), (zh, y)) if any(u.contradicted for u in units)}
+            changed = (next(iter(stale)) if len(stale) == 1 else
+                       next(iter(contradicted)) if len(contradicted) == 1 else en.path)
+            here, there = (x, y) if changed == en.path else (y, x)
+            other = zh if changed == en.path else en
+            only_here = sorted(_union(here) - _union(there), key=lambda c: (c.before, c.after))
+            only_there = sorted(_union(there) - _union(here), key=lambda c: (c.before, c.after))
+            where = f"{other.path.name}:{there[0].line}" if there else other.path.name
+            says = (f"its pair {where} says {_claims_text(only_there, {}) or 'nothing of that order'}"
+                    + (f", not {_claims_text(only_here, {})}" if only_here else ""))
+            hint = _pair_hint(en.path, en.generated, self.prose_file)
+            first = next((u for u in here if u.contradicted), None)
+            if first is not None:
+                i = first.contradicted[0]
+                e = self.errors[i]
+                self.errors[i] = ProseError(e.file, e.line, f"{e.message}; {says} ({hint} once the sentence is fixed)")
+                continue
+            line = here[0].line if here else 1
+            self.errors.append(ProseError(changed, line, (
+                f"the order this paragraph states differs from the other language: {says}; bring the two "
+                f"languages to the same order, {hint}")))
+
+
+def _union(units: list[_Unit]) -> frozenset[Claim]:
+    return closure({c for u in units for c in u.claims})
+
+
+def _paired_units(en: _Page, zh: _Page) -> list[tuple[list[_Unit], list[_Unit]]]:
+    """Paragraphs paired section by section: by position when the counts agree, else the
+    section as one unit."""
+    sections = sorted({u.section for u in en.units} | {u.section for u in zh.units})
+    out: list[tuple[list[_Unit], list[_Unit]]] = []
+    for n in sections:
+        xs = [u for u in en.units if u.section == n]
+        ys = [u for u in zh.units if u.section == n]
+        if len(xs) == len(ys):
+            out += [([x], [y]) for x, y in zip(xs, ys)]
+        else:
+            out.append((xs, ys))
+    return out
+
+
+def stale_sides(en: Path) -> set[Path]:
+    """The sides whose bytes no longer match the pair's record (none when it is unreadable)."""
+    _, zh, record = pair_paths(en)
+    try:
+        text = record.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    hashes, _ = parse_record(text, (en.name, zh.name))
+    out = set()
+    for side in (en, zh):
+        if side.name in hashes and side.is_file() and blob_hash(side.read_bytes()) != hashes[side.name][0]:
+            out.add(side)
+    return out
+
+
+def check_prose(pages: list[Path], pairs: list[Path], checker: ProseChecker) -> list[ProseError]:
+    """Order claims of every page, and of every pair's two sides."""
+    read: dict[Path, _Page] = {}
+    for path in pages:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # reported by the pair checks
+        read[path] = read_page(path, text, checker.lexicon)
+        checker.check_page(read[path])
+    for en in pairs:
+        zh = pair_paths(en)[1]
+        if en in read and zh in read:
+            checker.check_pair(read[en], read[zh], stale_sides(en))
+    return checker.errors
+

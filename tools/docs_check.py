@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from .catalog_index import INDEX_FILE, CatalogError, CatalogIndex, load_index
-from .docs_prose import ProseChecker, check_prose
+from .docs_prose import ProseChecker, check_prose, shown
 from .flow_model import FLOW_FILE, FlowModel, FlowModelError, load_flow_model
 from .md_structure import Fence, Item, Structure, hard_wrapped, parse
 from .mermaid_flow import label_text, render_mermaid
@@ -200,7 +200,7 @@ def _check_record(r: _Report, record: Path, en: Path, zh: Path) -> None:
             r.error(record, line, f"{side.name} is out of sync — its git blob hash is {actual}, the record holds "
                                   f"{recorded}: the content no longer matches the pair's last confirmed-consistent "
                                   f"state in {record.name} (regenerate the pair, or bring the other side along "
-                                  "and re-record)")
+                                  f"and re-record: `dsh-conformance docs record {shown(en)}`)")
 
 
 def _is_generated(text: str) -> bool:

@@ -84,10 +84,10 @@ def read_page(path: Path, text: str, lexicon: Lexicon) -> _Page:
                      for sen in sentence_claims(para.source, lexicon, lang)]
         units.append(_Unit(section, para.line, sentences))
     for ol in s.ordered_lists:
-        claims = list_claims(list(ol.items), lexicon, lang)
+        claims, mentions = list_claims(list(ol.items), lexicon, lang)
         if claims:
             text_ = " / ".join(i.split("\n")[0] for i in ol.items)
-            sentence = Sentence(0, 0, f"ordered list: {text_}", (), frozenset(claims))
+            sentence = Sentence(0, 0, f"ordered list: {text_}", tuple(mentions), frozenset(claims))
             units.append(_Unit(sum(h < ol.line for h in heads), ol.line, [(ol.line, sentence)]))
     units.sort(key=lambda u: u.line)
     generated = text.startswith("<!--") and GENERATED_MARK in text.split("-->", 1)[0]

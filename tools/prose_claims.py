@@ -184,7 +184,8 @@ def _spans(masked: str, ends: re.Pattern[str], start: int, stop: int) -> list[tu
 
 # ================================================================== order words
 
-MarkerKind = Literal["precedes", "succeeds", "zh-before", "zh-after", "once", "first", "then", "order", "follow"]
+MarkerKind = Literal["precedes", "succeeds", "zh-before", "zh-after", "once", "first", "then", "order", "follow",
+                     "followed"]
 
 
 @dataclass(frozen=True)
@@ -198,9 +199,10 @@ _W = r"(?<![\w-])"
 _E = r"(?![\w-])"
 _LEAD = r"^[\s\x00]*(?:(?:and|but|only|even|just) )?"  # a clause's first word
 EN_MARKERS: list[tuple[re.Pattern[str], MarkerKind]] = [
-    (re.compile(_W + r"(?P<w>before|prior to|precedes?|ahead of|until|followed by)" + _E, re.I), "precedes"),
+    (re.compile(_W + r"(?P<w>before|prior to|precedes?|ahead of|until)" + _E, re.I), "precedes"),
     (re.compile(_W + r"(?P<w>after)" + _E, re.I), "succeeds"),
     (re.compile(_W + r"(?P<w>follows?)" + _E, re.I), "follow"),
+    (re.compile(_W + r"(?P<w>followed by)" + _E, re.I), "followed"),
     (re.compile(_LEAD + r"(?P<w>once)" + _E, re.I), "once"),
     (re.compile(_W + r"(?P<w>first)(?=\s*(?:[,;.:)]|$))", re.I), "first"),
     (re.compile(_LEAD + r"(?P<w>first)" + _E, re.I), "first"),
@@ -275,6 +277,11 @@ def _clause_claims(masked: str, c: _Clause, later: list[_Clause]) -> tuple[set[C
                 claims |= _pairs(right, left)
             else:  # "... and B follow"
                 in_sequence = True
+        elif mk.kind == "followed":
+            if left and right:  # "A followed by B"
+                claims |= _pairs(left, right)
+            else:  # "A, followed by B"
+                in_sequence = True
         elif mk.kind in ("zh-before", "zh-after"):
             before_marker = c.between(c.start, mk.start)
             if not before_marker:
@@ -303,8 +310,9 @@ def _arrow_claims(masked: str, sentence: tuple[int, int], mentions: list[Mention
     groups = [[m.node for m in mentions if cuts[i] <= m.start < cuts[i + 1]] for i in range(len(cuts) - 1)]
     groups[0], groups[-1] = groups[0][-1:], groups[-1][:1]
     chain = [g for g in groups if g]
-    for x, y in zip(chain, chain[1:]):
-        claims |= _pairs(x, y)
+    for i, x in enumerate(chain):
+        for y in chain[i + 1:]:
+            claims |= _pairs(x, y)
     return claims
 
 
@@ -344,14 +352,15 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
     return out
 
 
-def list_claims(items: list[str], lexicon: Lexicon, lang: Lang) -> set[Claim]:
+def list_claims(items: list[str], lexicon: Lexicon, lang: Lang) -> tuple[set[Claim], list[Mention]]:
     """An ordered list's items are a sequence: the first mention of each item, in order."""
-    firsts = []
+    firsts: list[Mention] = []
     for source in items:
         found = lexicon.mentions(source, mask(source), lang)
         if found:
-            firsts.append(found[0].node)
-    return {Claim(x, y) for i, x in enumerate(firsts) for y in firsts[i + 1:] if x != y}
+            firsts.append(found[0])
+    claims = {Claim(x.node, y.node) for i, x in enumerate(firsts) for y in firsts[i + 1:] if x.node != y.node}
+    return claims, firsts
 
 
 def closure(claims: set[Claim] | frozenset[Claim]) -> frozenset[Claim]:
@@ -386,13 +395,17 @@ class OrderGraph:
             self.out.setdefault(e.source, []).append(e)
 
     def path(self, a: str, b: str) -> list[Edge] | None:
-        """The shortest path from ``a`` to ``b`` (breadth first, edges in the model's order)."""
+        """The shortest path from ``a`` to ``b`` on the page's drawn edges, else through the
+        model's extension edges too (breadth first, edges in the model's order)."""
+        return self._path(a, b, drawn_only=True) or self._path(a, b, drawn_only=False)
+
+    def _path(self, a: str, b: str, drawn_only: bool) -> list[Edge] | None:
         back: dict[str, Edge | None] = {a: None}
         todo = deque([a])
         while todo:
             n = todo.popleft()
             for e in self.out.get(n, []):
-                if e.target in back:
+                if e.target in back or (drawn_only and not e.drawn):
                     continue
                 back[e.target] = e
                 if e.target == b:

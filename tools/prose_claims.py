@@ -28,10 +28,11 @@ next step", "the following table", "exactly once".
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import yaml
 
@@ -75,6 +76,9 @@ class Sentence:
     claims: frozenset[Claim]
 
 
+_Span = TypeVar("_Span", "Mention", "Marker")
+
+
 # ================================================================== the lexicon: mentions
 
 @dataclass(frozen=True)
@@ -89,11 +93,19 @@ class Lexicon:
             node = self.names.get(_code_key(m.group(2)))
             if node is not None:
                 out.append(Mention(m.start(), m.end(), node, m.group(0)))
-        for pattern, node in self.phrases[lang]:
-            for m in pattern.finditer(masked):
-                if not any(x.start < m.end() and m.start() < x.end for x in out):
-                    out.append(Mention(m.start(), m.end(), node, m.group(0)))
-        return sorted(out, key=lambda x: x.start)
+        found = [Mention(m.start(), m.end(), node, m.group(0))
+                 for pattern, node in self.phrases[lang] for m in pattern.finditer(masked)]
+        return _without_overlaps(out + found)
+
+
+def _without_overlaps(items: list[_Span]) -> list[_Span]:
+    """Sorted by start; of overlapping items the earlier one (then the one listed first) stays."""
+    order = sorted(range(len(items)), key=lambda i: (items[i].start, i))
+    out: list[_Span] = []
+    for i in order:
+        if not out or items[i].start >= out[-1].end:
+            out.append(items[i])
+    return out
 
 
 def _code_key(span: str) -> str:
@@ -168,14 +180,14 @@ CLAUSE_END = re.compile(r"[,，;；:：]")
 def _spans(masked: str, ends: re.Pattern[str], start: int, stop: int) -> list[tuple[int, int]]:
     """``masked[start:stop]`` cut after each match of ``ends`` outside parentheses; blank
     pieces dropped."""
+    cuts = re.compile(rf"(?P<open>[(（])|(?P<close>[)）])|(?:{ends.pattern})")
     out, at, depth = [], start, 0
-    for i in range(start, stop):
-        ch = masked[i]
-        if ch in "(（":
+    for m in cuts.finditer(masked, start, stop):
+        if m.group("open"):
             depth += 1
-        elif ch in ")）" and depth:
-            depth -= 1
-        elif depth == 0 and (m := ends.match(masked, i)) is not None and m.end() <= stop:
+        elif m.group("close"):
+            depth -= depth > 0
+        elif depth == 0:
             out.append((at, m.end()))
             at = m.end()
     out.append((at, stop))
@@ -229,39 +241,44 @@ INITIAL = re.compile(_LEAD + r"$", re.I)
 def _markers(masked: str, clause: tuple[int, int], lang: Lang) -> list[Marker]:
     a, b = clause
     text = masked[a:b]
-    out: list[Marker] = []
-    for pattern, kind in EN_MARKERS if lang == "en" else ZH_MARKERS:
-        for m in pattern.finditer(text):
-            start, end = a + m.start("w"), a + m.end("w")
-            if not any(x.start < end and start < x.end for x in out):
-                out.append(Marker(start, end, kind))
-    return sorted(out, key=lambda m: m.start)
+    found = [Marker(a + m.start("w"), a + m.end("w"), kind)
+             for pattern, kind in (EN_MARKERS if lang == "en" else ZH_MARKERS) for m in pattern.finditer(text)]
+    return _without_overlaps(found)
 
 
 # ================================================================== claims of a sentence
 
-@dataclass
+@dataclass(eq=False)
 class _Clause:
     start: int
     end: int
     mentions: list[Mention]
     markers: list[Marker]
 
+    def __post_init__(self) -> None:
+        self.starts = [m.start for m in self.mentions]
+
     def between(self, lo: int, hi: int) -> list[str]:
-        return [m.node for m in self.mentions if lo <= m.start and m.end <= hi]
+        return [m.node for m in _within(self.mentions, lo, hi, self.starts) if m.end <= hi]
 
 
 def _pairs(xs: list[str], ys: list[str]) -> set[Claim]:
-    return {Claim(x, y) for x in xs for y in ys if x != y}
+    return {Claim(x, y) for x in set(xs) for y in set(ys) if x != y}
 
 
-def _clause_claims(masked: str, c: _Clause, later: list[_Clause]) -> tuple[set[Claim], bool]:
+def _within(items: list[Mention], lo: int, hi: int, starts: list[int] | None = None) -> list[Mention]:
+    """The mentions (sorted by start) that start in ``[lo, hi)``; ``starts`` are their
+    starts, when the caller keeps them."""
+    starts = starts if starts is not None else [m.start for m in items]
+    return items[bisect_left(starts, lo):bisect_left(starts, hi)]
+
+
+def _clause_claims(masked: str, c: _Clause, following: list[str]) -> tuple[set[Claim], bool]:
     """Claims inside a clause (and into the clauses after it, for "before B, A"), and whether
     the clause is part of a sequence."""
     claims: set[Claim] = set()
     in_sequence = False
     bounds = [c.start] + [m.start for m in c.markers] + [c.end]
-    following = next((x.between(x.start, x.end) for x in later if x.mentions), [])
     for i, mk in enumerate(c.markers):
         left = c.between(bounds[i], mk.start)
         right = c.between(mk.end, bounds[i + 2])
@@ -305,14 +322,20 @@ def _arrow_claims(masked: str, sentence: tuple[int, int], mentions: list[Mention
     arrows = [m.start() + a for m in ARROW.finditer(masked[a:b])]
     if not arrows:
         return set()
-    claims: set[Claim] = set()
     cuts = [a] + arrows + [b]
-    groups = [[m.node for m in mentions if cuts[i] <= m.start < cuts[i + 1]] for i in range(len(cuts) - 1)]
+    starts = [m.start for m in mentions]
+    groups = [[m.node for m in _within(mentions, cuts[i], cuts[i + 1], starts)] for i in range(len(cuts) - 1)]
     groups[0], groups[-1] = groups[0][-1:], groups[-1][:1]
-    chain = [g for g in groups if g]
-    for i, x in enumerate(chain):
-        for y in chain[i + 1:]:
-            claims |= _pairs(x, y)
+    return _sequence([g for g in groups if g])
+
+
+def _sequence(groups: list[list[str]]) -> set[Claim]:
+    """Each group's nodes after every node of the groups before it."""
+    claims: set[Claim] = set()
+    seen: set[str] = set()
+    for g in groups:
+        claims |= _pairs(sorted(seen), g)
+        seen |= set(g)
     return claims
 
 
@@ -320,30 +343,36 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
     """The sentences of a paragraph's inline source and the claims each makes."""
     masked = mask(source)
     mentions = lexicon.mentions(source, masked, lang)
+    starts = [m.start for m in mentions]
     out: list[Sentence] = []
     previous: list[str] = []  # the mentions of the last sentence that had any
     for s_start, s_end in _spans(masked, SENTENCE_END[lang], 0, len(masked)):
-        in_sentence = [m for m in mentions if s_start <= m.start < s_end]
+        in_sentence = _within(mentions, s_start, s_end, starts)
+        sentence_starts = [m.start for m in in_sentence]
         clauses = []
         for c_start, c_end in _spans(masked, CLAUSE_END, s_start, s_end):
-            clauses.append(_Clause(c_start, c_end, [m for m in in_sentence if c_start <= m.start < c_end],
+            clauses.append(_Clause(c_start, c_end, _within(in_sentence, c_start, c_end, sentence_starts),
                                    _markers(masked, (c_start, c_end), lang)))
         claims: set[Claim] = _arrow_claims(masked, (s_start, s_end), in_sentence)
         sequence: list[tuple[bool, _Clause]] = []
+        following: list[list[str]] = []  # per clause: the mentions of the next clause that has any
+        nxt: list[str] = []
+        for c in reversed(clauses):
+            following.append(nxt)
+            nxt = [m.node for m in c.mentions] or nxt
+        following.reverse()
         for i, c in enumerate(clauses):
-            inner, in_seq = _clause_claims(masked, c, clauses[i + 1:])
+            inner, in_seq = _clause_claims(masked, c, following[i])
             claims |= inner
             sequence.append((in_seq, c))
         if any(flag for flag, _ in sequence):
             groups = [c for _, c in sequence if c.mentions]
             leads = [c for c in groups if any(m.kind == "first" for m in c.markers)]
-            ordered = leads + [c for c in groups if c not in leads]
-            for i, x in enumerate(ordered):
-                for y in ordered[i + 1:]:
-                    claims |= _pairs([m.node for m in x.mentions], [m.node for m in y.mentions])
+            ordered = leads + [c for c in groups if not any(m.kind == "first" for m in c.markers)]
+            claims |= _sequence([[m.node for m in c.mentions] for c in ordered])
             # A sentence that opens with "then" follows the last sentence that had mentions.
             opening = groups[0] if groups else None
-            if opening is not None and previous and opening not in leads and any(
+            if opening is not None and previous and not any(m.kind == "first" for m in opening.markers) and any(
                     m.kind in ("then", "follow", "zh-after") for m in clauses[0].markers):
                 claims |= _pairs(previous, [m.node for m in opening.mentions])
         if in_sentence:

@@ -235,6 +235,8 @@ ZH_MARKERS: list[tuple[re.Pattern[str], MarkerKind]] = [
     (re.compile(r"(?P<w>依次|按顺序)"), "order"),
 ]
 ARROW = re.compile(r"→|->|⇒")
+NEGATION = re.compile(_W + r"(?:not|never|cannot|no longer|neither|nor)" + _E + r"|n't\b|不会|不在|并不|从不|从未|不是|没有|未在|绝不"
+                      r"|不得|不能|无法", re.I)
 INITIAL = re.compile(_LEAD + r"$", re.I)
 
 
@@ -283,6 +285,8 @@ def _clause_claims(masked: str, c: _Clause, following: list[str]) -> tuple[set[C
         left = c.between(bounds[i], mk.start)
         right = c.between(mk.end, bounds[i + 2])
         initial = bool(INITIAL.match(masked[c.start:mk.start]))
+        if NEGATION.search(masked, bounds[i], mk.start):
+            continue  # "never runs before B" says no order
         if mk.kind in ("precedes", "succeeds"):
             if initial and right and following:  # "before B, A" / "after B, A"
                 a, b = (following, right) if mk.kind == "precedes" else (right, following)

@@ -252,8 +252,19 @@ def test_errors_exit_1_and_drift_is_reported(tree, capsys):
     _edit(tree, f"{PAGE}.md", "This graph shows", "This graph displays")
     assert main(["docs", "check", "--root", str(tree)]) == 1
     out = capsys.readouterr().out
+    # One edit, one error: the record's "out of sync"; the page's staleness is its consequence.
+    assert f"{tree / 'docs' / PAGE}.md:1: warning: stale; it differs from what `dsh-conformance docs generate` writes now" in out
+    assert "out of sync" in out and "docs check: 1 error(s)" in out
+
+
+def test_a_stale_page_alone_is_an_error(tree, capsys):
+    # An edit no other check sees (a word of the footer) and a re-recorded pair: staleness
+    # is the only error.
+    _edit(tree, f"{PAGE}.md", "Maintenance mode: curated", "Maintenance mode: hand-curated")
+    _rerecord(tree)
+    assert main(["docs", "check", "--root", str(tree)]) == 1
+    out = capsys.readouterr().out
     assert f"{tree / 'docs' / PAGE}.md:1: error: stale; it differs from what `dsh-conformance docs generate` writes now" in out
-    assert "out of sync" in out
 
 
 def test_structure_of_a_small_page():

@@ -131,10 +131,9 @@ def test_a_chinese_only_reordering(tree):
     errors = _errors(tree)
     assert len(errors) == 1, errors
     assert errors[0].startswith(f"{ZH}:8: error: “`tools/post-execute` waterfall（瀑布式事件）首先运行")
-    assert "`tools/post-execute` (post) before 单调守卫 (guards) (the flow model runs them the other way: " \
-           "S27 `guards -->|allow| around`, S42 `around --> post`)" in errors[0]
-    assert "单调守卫 (guards) before `tools/pre-execute` (pre) (the flow model runs them the other way: " \
-           "S26 `pre -->|allow| guards`)" in errors[0]
+    assert "” says 单调守卫 (guards) before `tools/pre-execute` (pre) (the flow model runs them the other way: " \
+           "S26 `pre -->|allow| guards`); `tools/post-execute` (post) before `tools/execute` (around) (the flow model " \
+           "runs them the other way: S42 `around --> post`); " in errors[0]
     assert f"its pair {PAGE}.md:6 says" in errors[0]
 
 
@@ -166,6 +165,18 @@ def test_post_execute_after_tools_result(tree):
     assert errors[0].startswith(f"{EN}:60: error: “`tools/post-execute` runs after `tools/result`, which then")
     assert "`tools/result` (final) before `tools/post-execute` (post) (the flow model runs them the other way: " \
            "S45 `post --> finalize`, S47 `finalize --> final`)" in errors[0]
+
+
+def test_swapped_items_of_the_stage_list(tree):
+    _edit(tree, f"{PAGE}.md", "the `tools/execute` and `tools/post-execute` waterfalls follow",
+          "the `tools/post-execute` and `tools/execute` waterfalls follow")
+    _rerecord(tree / "docs")
+    errors = _errors(tree)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{EN}:6: error: “The `tools/pre-execute` waterfall runs first, monotonic guards run "
+                                "next, and the `tools/post-execute` and `tools/execut…” says `tools/post-execute` (post) "
+                                "before `tools/execute` (around) (the flow model runs them the other way: S42 "
+                                "`around --> post`)"), errors
 
 
 def test_a_side_branch_is_not_before_the_pipeline(tree):
@@ -304,6 +315,7 @@ def test_upstream_pages_make_claims_and_pass(shared):
 @pytest.mark.parametrize("text, lang, claims", [
     ("The `tools/pre-execute` waterfall runs first, monotonic guards run next, and the `tools/execute` waterfall "
      "follows.", "en", {("pre", "guards"), ("pre", "around"), ("guards", "around")}),
+    ("Then `tools/execute` runs after `tools/pre-execute`.", "en", {("pre", "around")}),
     ("Monotonic guards run once `tools/pre-execute` allows.", "en", set()),
     ("Once `tools/pre-execute` allows, the monotonic guards run.", "en", {("pre", "guards")}),
     ("Before `tools/execute`, the monotonic guards run.", "en", {("guards", "around")}),

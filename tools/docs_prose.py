@@ -149,7 +149,9 @@ class ProseChecker:
     def check_page(self, page: _Page) -> None:
         for unit in page.units:
             for line, sentence in unit.sentences:
-                bad = sorted((c for c in sentence.claims if not self.graph.holds(c)), key=lambda c: (c.before, c.after))
+                # The most direct contradictions first: one edge back before a long way round.
+                bad = sorted((c for c in sentence.claims if not self.graph.holds(c)),
+                             key=lambda c: (len(self.graph.path(c.after, c.before) or range(99)), c.before, c.after))
                 if not bad:
                     continue
                 names = _names(sentence)

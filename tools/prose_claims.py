@@ -16,7 +16,8 @@ What counts:
   "A, followed by B", "A until B", "before/after B, A", "once A, B", "A 在 B 之前/之后",
   "A 先于/早于/晚于 B", "一旦 A，B", an arrow chain "A → B → C", and a sequence ("first", "next",
   "then", "follow", "afterward", "finally", "in order"; 首先, 随后, 然后, 接着, 最后, 此后, 依次):
-  the clauses of a sequence are in order, a clause saying "first" leads, and a sentence that
+  the clauses of a sequence are in order (and so are the stages one of them lists, "`X` and
+  `Y` follow"), a clause saying "first" leads, and a sentence that
   opens with "then" (or "afterward", 随后, 在此之后 ...) follows the mentions of the last
   sentence before it that had any;
 - the items of an ordered list are a sequence.
@@ -365,12 +366,18 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
             following.append(nxt)
             nxt = [m.node for m in c.mentions] or nxt
         following.reverse()
+        plain: list[_Clause] = []  # clauses whose order words make no claim inside them
         for i, c in enumerate(clauses):
             inner, in_seq = _clause_claims(masked, c, following[i])
             claims |= inner
             sequence.append((in_seq, c))
+            if not inner:
+                plain.append(c)
         if any(flag for flag, _ in sequence):
             groups = [c for _, c in sequence if c.mentions]
+            # In a sequence, "`tools/execute` and `tools/post-execute` follow" lists them in order.
+            for c in plain:
+                claims |= _sequence([[m.node] for m in c.mentions])
             leads = [c for c in groups if any(m.kind == "first" for m in c.markers)]
             ordered = leads + [c for c in groups if not any(m.kind == "first" for m in c.markers)]
             claims |= _sequence([[m.node for m in c.mentions] for c in ordered])

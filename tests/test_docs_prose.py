@@ -74,7 +74,7 @@ def test_a_changed_meaning_is_caught_after_re_recording(tree):
         f"{EN}:60: error: “`ctx.approval` resolves asks after monotonic guards, and owner policy that must not be "
         "reordered remains a registered g…” says monotonic guards (guards) before `ctx.approval` (approval) (the flow "
         "model runs them the other way: S33 `approval -->|allowed-once| guards`): fix the sentence, "
-        f"{FLOW_HINT}; its pair {PAGE}.zh.md:62 says approval before guards, not guards before approval "
+        f"{FLOW_HINT}; only its pair {PAGE}.zh.md:62 says approval before guards "
         f"({GENERATE_HINT} once the sentence is fixed)"]
 
 
@@ -197,9 +197,8 @@ def test_an_order_the_model_allows_must_still_be_said_in_both_languages(tree):
           "which then observes")
     _rerecord(tree / "docs")
     assert _errors(tree) == [
-        f"{EN}:60: error: the order this paragraph states differs from the other language: its pair "
-        f"{PAGE}.zh.md:62 says finalize before final, not post before final; bring the two languages to the same "
-        f"order, {GENERATE_HINT}"]
+        f"{EN}:60: error: the two languages state different orders: only this paragraph says post before final; "
+        f"only its pair {PAGE}.zh.md:62 says finalize before final; bring them to the same order, {GENERATE_HINT}"]
 
 
 def test_the_side_the_record_says_changed_gets_the_one_error(tree):
@@ -208,15 +207,34 @@ def test_the_side_the_record_says_changed_gets_the_one_error(tree):
     _edit(tree, f"{PAGE}.zh.md", "无损表示的结果。", "无损表示的结果。`tools/post-execute` 在 `tools/result` 之前运行。")
     errors = _errors(tree)
     assert len(errors) == 1, errors
-    assert errors[0].startswith(f"{ZH}:62: error: the order this paragraph states differs from the other language: "
-                                f"its pair {PAGE}.md:60 says nothing of that order, not post before final")
+    assert errors[0].startswith(f"{ZH}:62: error: the two languages state different orders: only this paragraph "
+                                f"says post before final; its pair {PAGE}.md:60 does not say it; bring them to the "
+                                "same order")
     assert errors[0].endswith(f"(and {PAGE}.i18n.yaml:6 holds an older hash of this file)")
 
 
-def test_an_unchanged_meaning_is_not_an_error(tree):
-    _edit(tree, f"{PAGE}.md", "`ctx.approval` resolves asks before monotonic guards",
-          "monotonic guards run after `ctx.approval` resolves asks")
-    _edit(tree, f"{PAGE}.zh.md", "`ctx.approval` 在单调守卫之前处理询问", "单调守卫在 `ctx.approval` 处理询问之后运行")
+INTRO = ("The `tools/pre-execute` waterfall runs first, monotonic guards run next, and the `tools/execute` and "
+         "`tools/post-execute` waterfalls follow; the three waterfalls may transform a call. Definition-owned "
+         "`finalizeContent` and `tools/result` run afterward.")
+
+
+@pytest.mark.parametrize("side, old, new", [
+    ("md", INTRO, "First the `tools/pre-execute` waterfall runs, then the monotonic guards, and then the "
+     "`tools/execute` and `tools/post-execute` waterfalls; the three waterfalls may transform a call. "
+     "Definition-owned `finalizeContent` and `tools/result` run afterward."),
+    ("md", INTRO, "The `tools/pre-execute` waterfall runs before the monotonic guards, which run before the "
+     "`tools/execute` and `tools/post-execute` waterfalls; the three waterfalls may transform a call. After them, "
+     "definition-owned `finalizeContent` and `tools/result` run."),
+    ("md", INTRO, "The pipeline runs `tools/pre-execute` → monotonic guards → `tools/execute` → `tools/post-execute`; "
+     "the three waterfalls may transform a call. Definition-owned `finalizeContent` and `tools/result` run afterward."),
+    ("md", "`ctx.approval` resolves asks before monotonic guards", "monotonic guards run only after `ctx.approval` "
+     "resolves asks"),
+    ("zh.md", "`ctx.approval` 在单调守卫之前处理询问", "单调守卫晚于 `ctx.approval` 处理询问"),
+    ("zh.md", "`ctx.approval` 在单调守卫之前处理询问", "单调守卫在 `ctx.approval` 处理询问之后运行"),
+    ("md", "`tools/result` then observes the immutable", "Then `tools/result` observes the immutable"),
+])
+def test_the_same_order_said_otherwise_is_not_an_error(tree, side, old, new):
+    _edit(tree, f"{PAGE}.{side}", old, new)
     _rerecord(tree / "docs")
     assert _errors(tree) == []
 

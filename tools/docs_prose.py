@@ -7,7 +7,7 @@ languages of a pair held to the same claims (tools/prose_claims.py reads the cla
   the model that order them the other way.
 - Every pair (``foo.md``/``foo.zh.md``): paragraphs are paired section by section (by
   heading), by position when both sides have as many paragraphs in the section, else the
-  section as a whole. A unit whose claims differ (compared as everything they imply) is one
+  section as a whole. A unit where one side claims an order the other does not imply is one
   error, against the side that changed: the side the record's hashes say is out of sync,
   else the side whose claims the model contradicts, else the English source. When the
   changed side's sentence already contradicts the model, that error says the pair differs
@@ -48,10 +48,6 @@ class _Unit:
     line: int
     sentences: list[tuple[int, Sentence]]  # (line, sentence)
     contradicted: list[int] = field(default_factory=list)  # indexes into the page's errors
-
-    @property
-    def claims(self) -> frozenset[Claim]:
-        return closure({c for _, s in self.sentences for c in s.claims})
 
 
 @dataclass
@@ -150,7 +146,7 @@ class ProseChecker:
         for unit in page.units:
             for line, sentence in unit.sentences:
                 # The most direct contradictions first: one edge back before a long way round.
-                bad = sorted((c for c in sentence.claims if not self.graph.holds(c)),
+                bad = sorted((c for c in sentence.checked if not self.graph.holds(c)),
                              key=lambda c: (len(self.graph.path(c.after, c.before) or range(99)), c.before, c.after))
                 if not bad:
                     continue
@@ -163,34 +159,42 @@ class ProseChecker:
 
     def check_pair(self, en: _Page, zh: _Page, stale: set[Path]) -> None:
         for x, y in _paired_units(en, zh):
-            cx, cy = _union(x), _union(y)
-            if cx == cy:
+            if _direct(x) <= _implied(y) and _direct(y) <= _implied(x):
                 continue
             contradicted = {p.path for p, units in ((en, x), (zh, y)) if any(u.contradicted for u in units)}
             changed = (next(iter(stale)) if len(stale) == 1 else
                        next(iter(contradicted)) if len(contradicted) == 1 else en.path)
             here, there = (x, y) if changed == en.path else (y, x)
             other = zh if changed == en.path else en
-            only_here = sorted(_union(here) - _union(there), key=lambda c: (c.before, c.after))
-            only_there = sorted(_union(there) - _union(here), key=lambda c: (c.before, c.after))
+            # What each side says that the other does not imply.
+            only_here = sorted(_direct(here) - _implied(there), key=lambda c: (c.before, c.after))
+            only_there = sorted(_direct(there) - _implied(here), key=lambda c: (c.before, c.after))
             where = f"{other.path.name}:{there[0].line}" if there else other.path.name
-            says = (f"its pair {where} says {_claims_text(only_there, {}) or 'nothing of that order'}"
-                    + (f", not {_claims_text(only_here, {})}" if only_here else ""))
+            said_there = (f"only its pair {where} says {_claims_text(only_there, {})}" if only_there
+                          else f"its pair {where} does not say it")
+            says = (f"only this paragraph says {_claims_text(only_here, {})}; " if only_here else "") + said_there
             hint = _pair_hint(en.path, en.generated, self.prose_file)
             first = next((u for u in here if u.contradicted), None)
             if first is not None:
                 i = first.contradicted[0]
                 e = self.errors[i]
-                self.errors[i] = ProseError(e.file, e.line, f"{e.message}; {says} ({hint} once the sentence is fixed)")
+                self.errors[i] = ProseError(e.file, e.line, f"{e.message}; {said_there} ({hint} once the sentence is "
+                                                            "fixed)")
                 continue
             line = here[0].line if here else 1
             self.errors.append(ProseError(changed, line, (
-                f"the order this paragraph states differs from the other language: {says}; bring the two "
-                f"languages to the same order, {hint}")))
+                f"the two languages state different orders: {says}; bring them to the same order, {hint}")))
 
 
-def _union(units: list[_Unit]) -> frozenset[Claim]:
-    return closure({c for u in units for c in u.claims})
+def _direct(units: list[_Unit]) -> set[Claim]:
+    """What the units claim (not the order in which a clause merely lists stages)."""
+    return {c for u in units for _, s in u.sentences for c in s.claims}
+
+
+def _implied(units: list[_Unit]) -> frozenset[Claim]:
+    """Everything the units' claims and listings imply together: the other language must
+    say nothing beyond it."""
+    return closure({c for u in units for _, s in u.sentences for c in s.checked})
 
 
 def _paired_units(en: _Page, zh: _Page) -> list[tuple[list[_Unit], list[_Unit]]]:

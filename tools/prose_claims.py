@@ -17,7 +17,8 @@ What counts:
   "A 先于/早于/晚于 B", "一旦 A，B", an arrow chain "A → B → C", and a sequence ("first", "next",
   "then", "follow", "afterward", "finally", "in order"; 首先, 随后, 然后, 接着, 最后, 此后, 依次):
   the clauses of a sequence are in order (and so are the stages one of them lists, "`X` and
-  `Y` follow"), a clause saying "first" leads, and a sentence that
+  `Y` follow", though a translation may list them otherwise), a clause saying "first" leads,
+  and a sentence that
   opens with "then" (or "afterward", 随后, 在此之后 ...) follows the mentions of the last
   sentence before it that had any;
 - the items of an ordered list are a sequence.
@@ -75,6 +76,13 @@ class Sentence:
     text: str
     mentions: tuple[Mention, ...]
     claims: frozenset[Claim]
+    # The order in which one clause of a sequence lists stages ("`X` and `Y` follow"): checked
+    # against the model, but a translation may list them otherwise.
+    listed: frozenset[Claim] = frozenset()
+
+    @property
+    def checked(self) -> frozenset[Claim]:
+        return self.claims | self.listed
 
 
 _Span = TypeVar("_Span", "Mention", "Marker")
@@ -212,6 +220,7 @@ _W = r"(?<![\w-])"
 _E = r"(?![\w-])"
 _LEAD = r"^[\s\x00]*(?:(?:and|but|only|even|just) )?"  # a clause's first word
 EN_MARKERS: list[tuple[re.Pattern[str], MarkerKind]] = [
+    (re.compile(_W + r"(?P<w>after (?:that|this|them|these|those|it|which))" + _E, re.I), "then"),
     (re.compile(_W + r"(?P<w>before|prior to|precedes?|ahead of|until)" + _E, re.I), "precedes"),
     (re.compile(_W + r"(?P<w>after)" + _E, re.I), "succeeds"),
     (re.compile(_W + r"(?P<w>follows?)" + _E, re.I), "follow"),
@@ -276,14 +285,18 @@ def _within(items: list[Mention], lo: int, hi: int, starts: list[int] | None = N
     return items[bisect_left(starts, lo):bisect_left(starts, hi)]
 
 
-def _clause_claims(masked: str, c: _Clause, following: list[str]) -> tuple[set[Claim], bool]:
-    """Claims inside a clause (and into the clauses after it, for "before B, A"), and whether
-    the clause is part of a sequence."""
+RELATIVE = re.compile(_LEAD + r"(?:which|that|who|and these|and they)" + _E, re.I)
+
+
+def _clause_claims(masked: str, c: _Clause, following: list[str], preceding: list[str]) -> tuple[set[Claim], bool]:
+    """Claims inside a clause (and into the clauses around it, for "before B, A" and "A,
+    which runs before B"), and whether the clause is part of a sequence."""
     claims: set[Claim] = set()
     in_sequence = False
     bounds = [c.start] + [m.start for m in c.markers] + [c.end]
+    relative = preceding[-1:] if RELATIVE.match(masked[c.start:c.end]) else []
     for i, mk in enumerate(c.markers):
-        left = c.between(bounds[i], mk.start)
+        left = c.between(bounds[i], mk.start) or (relative if i == 0 else [])
         right = c.between(mk.end, bounds[i + 2])
         initial = bool(INITIAL.match(masked[c.start:mk.start]))
         if NEGATION.search(masked, bounds[i], mk.start):
@@ -359,6 +372,7 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
             clauses.append(_Clause(c_start, c_end, _within(in_sentence, c_start, c_end, sentence_starts),
                                    _markers(masked, (c_start, c_end), lang)))
         claims: set[Claim] = _arrow_claims(masked, (s_start, s_end), in_sentence)
+        listed: set[Claim] = set()
         sequence: list[tuple[bool, _Clause]] = []
         following: list[list[str]] = []  # per clause: the mentions of the next clause that has any
         nxt: list[str] = []
@@ -366,9 +380,11 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
             following.append(nxt)
             nxt = [m.node for m in c.mentions] or nxt
         following.reverse()
+        preceding: list[str] = []  # the mentions of the last clause that had any
         plain: list[_Clause] = []  # clauses whose order words make no claim inside them
         for i, c in enumerate(clauses):
-            inner, in_seq = _clause_claims(masked, c, following[i])
+            inner, in_seq = _clause_claims(masked, c, following[i], preceding)
+            preceding = [m.node for m in c.mentions] or preceding
             claims |= inner
             sequence.append((in_seq, c))
             if not inner:
@@ -377,7 +393,7 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
             groups = [c for _, c in sequence if c.mentions]
             # In a sequence, "`tools/execute` and `tools/post-execute` follow" lists them in order.
             for c in plain:
-                claims |= _sequence([[m.node] for m in c.mentions])
+                listed |= _sequence([[m.node] for m in c.mentions])
             leads = [c for c in groups if any(m.kind == "first" for m in c.markers)]
             ordered = leads + [c for c in groups if not any(m.kind == "first" for m in c.markers)]
             claims |= _sequence([[m.node for m in c.mentions] for c in ordered])
@@ -388,7 +404,8 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
                 claims |= _pairs(previous, [m.node for m in opening.mentions])
         if in_sentence:
             previous = [m.node for m in in_sentence]
-        out.append(Sentence(s_start, s_end, source[s_start:s_end].strip(), tuple(in_sentence), frozenset(claims)))
+        out.append(Sentence(s_start, s_end, source[s_start:s_end].strip(), tuple(in_sentence), frozenset(claims),
+                            frozenset(listed - claims)))
     return out
 
 

@@ -218,7 +218,7 @@ class Marker:
 
 _W = r"(?<![\w-])"
 _E = r"(?![\w-])"
-_LEAD = r"^[\s\x00]*(?:(?:and|but|only|even|just) )?"  # a clause's first word
+_LEAD = r"[\s\x00]*(?:(?:and|but|only|even|just) )?"  # before a clause's first word (matched at its start)
 EN_MARKERS: list[tuple[re.Pattern[str], MarkerKind]] = [
     (re.compile(_W + r"(?P<w>after (?:that|this|them|these|those|it|which))" + _E, re.I), "then"),
     (re.compile(_W + r"(?P<w>before|prior to|precedes?|ahead of|until)" + _E, re.I), "precedes"),
@@ -247,15 +247,30 @@ ZH_MARKERS: list[tuple[re.Pattern[str], MarkerKind]] = [
 ARROW = re.compile(r"→|->|⇒")
 NEGATION = re.compile(_W + r"(?:not|never|cannot|no longer|neither|nor)" + _E + r"|n't\b|不会|不在|并不|从不|从未|不是|没有|未在|绝不"
                       r"|不得|不能|无法", re.I)
-INITIAL = re.compile(_LEAD + r"$", re.I)
+INITIAL = re.compile(_LEAD, re.I)
 
 
-def _markers(masked: str, clause: tuple[int, int], lang: Lang) -> list[Marker]:
-    a, b = clause
-    text = masked[a:b]
-    found = [Marker(a + m.start("w"), a + m.end("w"), kind)
-             for pattern, kind in (EN_MARKERS if lang == "en" else ZH_MARKERS) for m in pattern.finditer(text)]
-    return _without_overlaps(found)
+class _MarkerIndex:
+    """The order words of a paragraph: those that may stand anywhere found in one scan, those
+    that open a clause (``_LEAD``) tried at each clause's start."""
+
+    def __init__(self, masked: str, lang: Lang) -> None:
+        self.masked = masked
+        table = EN_MARKERS if lang == "en" else ZH_MARKERS
+        self.leading = [(p, k) for p, k in table if p.pattern.startswith(_LEAD)]
+        self.order = {id(p): i for i, (p, _) in enumerate(table)}
+        found = [(m.start("w"), self.order[id(p)], Marker(m.start("w"), m.end("w"), k))
+                 for p, k in table if p.pattern and not p.pattern.startswith(_LEAD) for m in p.finditer(masked)]
+        found.sort(key=lambda x: (x[0], x[1]))
+        self.found = found
+        self.starts = [x[0] for x in found]
+
+    def clause(self, a: int, b: int) -> list[Marker]:
+        inside = self.found[bisect_left(self.starts, a):bisect_left(self.starts, b)]
+        lead = [(m.start("w"), self.order[id(p)], Marker(m.start("w"), m.end("w"), k))
+                for p, k in self.leading if (m := p.match(self.masked, a, b)) is not None]
+        ranked = sorted(inside + lead, key=lambda x: (x[0], x[1]))
+        return _without_overlaps([x[2] for x in ranked if x[2].end <= b])
 
 
 # ================================================================== claims of a sentence
@@ -294,11 +309,11 @@ def _clause_claims(masked: str, c: _Clause, following: list[str], preceding: lis
     claims: set[Claim] = set()
     in_sequence = False
     bounds = [c.start] + [m.start for m in c.markers] + [c.end]
-    relative = preceding[-1:] if RELATIVE.match(masked[c.start:c.end]) else []
+    relative = preceding[-1:] if RELATIVE.match(masked, c.start, c.end) else []
     for i, mk in enumerate(c.markers):
         left = c.between(bounds[i], mk.start) or (relative if i == 0 else [])
         right = c.between(mk.end, bounds[i + 2])
-        initial = bool(INITIAL.match(masked[c.start:mk.start]))
+        initial = bool(INITIAL.fullmatch(masked, c.start, mk.start))
         if NEGATION.search(masked, bounds[i], mk.start):
             continue  # "never runs before B" says no order
         if mk.kind in ("precedes", "succeeds"):
@@ -362,6 +377,7 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
     masked = mask(source)
     mentions = lexicon.mentions(source, masked, lang)
     starts = [m.start for m in mentions]
+    markers = _MarkerIndex(masked, lang)
     out: list[Sentence] = []
     previous: list[str] = []  # the mentions of the last sentence that had any
     for s_start, s_end in _spans(masked, SENTENCE_END[lang], 0, len(masked)):
@@ -370,7 +386,7 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
         clauses = []
         for c_start, c_end in _spans(masked, CLAUSE_END, s_start, s_end):
             clauses.append(_Clause(c_start, c_end, _within(in_sentence, c_start, c_end, sentence_starts),
-                                   _markers(masked, (c_start, c_end), lang)))
+                                   markers.clause(c_start, c_end)))
         claims: set[Claim] = _arrow_claims(masked, (s_start, s_end), in_sentence)
         listed: set[Claim] = set()
         sequence: list[tuple[bool, _Clause]] = []

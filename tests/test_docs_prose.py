@@ -146,14 +146,17 @@ def test_a_chinese_only_inversion_of_before(tree):
     assert "单调守卫 (guards) before `ctx.approval` (approval) (the flow model runs them the other way: S33 " in errors[0]
 
 
-def test_guards_run_before_approval(tree):
-    _edit(tree, f"{PAGE}.md", "`ctx.approval` resolves asks before monotonic guards",
-          "monotonic guards run before the approval prompt resolves asks")
+@pytest.mark.parametrize("new, said", [
+    ("monotonic guards run before the approval prompt resolves asks", "monotonic guards (guards) before approval "
+     "prompt (approval)"),
+    ("guards run before approval resolves asks", "guards (guards) before approval (approval)"),
+])
+def test_guards_run_before_approval(tree, new, said):
+    _edit(tree, f"{PAGE}.md", "`ctx.approval` resolves asks before monotonic guards", new)
     _rerecord(tree / "docs")
     errors = _errors(tree)
     assert len(errors) == 1, errors
-    assert "says monotonic guards (guards) before approval prompt (approval) (the flow model runs them the other " \
-           "way: S33 `approval -->|allowed-once| guards`)" in errors[0]
+    assert f"says {said} (the flow model runs them the other way: S33 `approval -->|allowed-once| guards`)" in errors[0]
 
 
 def test_post_execute_after_tools_result(tree):
@@ -357,6 +360,9 @@ def test_upstream_pages_make_claims_and_pass(shared):
     ("`tools/execute` 先于 `tools/post-execute`；`tools/result` 晚于 `finalizeContent`。", "zh",
      {("around", "post"), ("finalize", "final")}),
     ("文件系统守卫、`tools/execute` 和 `tools/result` 都会运行。", "zh", set()),
+    ("Guards run before approval.", "en", {("guards", "approval")}),
+    ("守卫在审批之前运行。", "zh", {("guards", "approval")}),
+    ("Filesystem guards run before approval policy and `tools/execute`.", "en", set()),
 ])
 def test_claims_read_from_a_sentence(text, lang, claims):
     assert _claims(text, lang) == claims

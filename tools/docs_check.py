@@ -1,7 +1,7 @@
 """``dsh-conformance docs check``: the pipeline page against its pair, its flow model and the
 catalogs, for our docs or any DSH-style docs tree (upstream's included).
 
-Three groups of checks, each finding an error or a warning at ``file:line``:
+Four groups of checks, each finding an error or a warning at ``file:line``:
 
 1. Pairs (every ``*.zh.md`` and ``*.i18n.yaml`` of the tree): the three files exist, the
    record's format and its git blob hashes, the Chinese language switcher, link locale,
@@ -18,6 +18,10 @@ Three groups of checks, each finding an error or a warning at ``file:line``:
    persistence, event, tool catalogs), the name is also found there with the same badge or
    mode; and label wording agrees with the kinds ("waterfall", "synchronous notification",
    "Session event:", a group of "session events", "Tool-owned").
+
+4. Prose order (tools/docs_prose.py): every page's order claims ("A before B", "first A, then
+   B", "A 在 B 之前", arrow chains, ordered lists) against the flow model's graph, and the two
+   sides of each pair held to the same claims, whatever their record says.
 
 A wording disagreement that the flow model acknowledges (with the reason) is a warning.
 """

@@ -7,6 +7,7 @@ to fix it. The real pages (ours and upstream's) pass."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -299,6 +300,45 @@ def test_swapped_items_of_an_ordered_stage_list(tree):
                                 "(post) before `tools/execute` (around)")
     assert "its pair stages.zh.md:7 says around before post" in errors[0]
     assert "then re-record the pair: `dsh-conformance docs record " in errors[0]
+
+
+def test_sections_with_other_paragraph_counts_are_compared_as_a_whole(tree):
+    docs = tree / "docs"
+    (docs / "guide").mkdir()
+    en = "# Flow\n\nEnglish | [中文](flow.zh.md)\n\n## Order\n\n`tools/execute` runs before `tools/post-execute`.\n"
+    zh = ("# 流程\n\n[English](flow.md) | 中文\n\n## 顺序\n\n说明如下。\n\n`tools/execute` 先于 "
+          "`tools/post-execute`。\n")
+    (docs / "guide/flow.md").write_text(en, encoding="utf-8")
+    (docs / "guide/flow.zh.md").write_text(zh, encoding="utf-8")
+    _rerecord(docs / "guide", "flow")
+    assert _errors(tree) == []  # one paragraph against two: the section says the same
+    (docs / "guide/flow.zh.md").write_text(zh.replace("`tools/execute` 先于", "`tools/execute` 和"), encoding="utf-8")
+    _rerecord(docs / "guide", "flow")
+    errors = _errors(tree)
+    assert len(errors) == 1 and errors[0].startswith(
+        "ROOT/docs/guide/flow.md:7: error: the two languages state different orders: only this paragraph says "
+        "around before post; its pair flow.zh.md:7 does not say it"), errors
+
+
+def test_a_re_recorded_edit_is_reported_against_the_side_git_sees_changed(tree):
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    docs = tree / "docs"
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=docs, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "pages")
+    # The Chinese side says an order the English does not: both hold under the model, the
+    # record is re-recorded, and git says which side was edited.
+    _edit(tree, f"{PAGE}.zh.md", "无损表示的结果。", "无损表示的结果。`tools/post-execute` 先于 `tools/result`。")
+    _rerecord(docs)
+    errors = _errors(tree)
+    assert len(errors) == 1 and errors[0].startswith(f"{ZH}:62: error: the two languages state different orders: "
+                                                     "only this paragraph says post before final"), errors
 
 
 def test_a_page_without_a_pair_is_checked_too(tree):

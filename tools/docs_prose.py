@@ -9,7 +9,8 @@ languages of a pair held to the same claims (tools/prose_claims.py reads the cla
   heading), by position when both sides have as many paragraphs in the section, else the
   section as a whole. A unit where one side claims an order the other does not imply is one
   error, against the side that changed: the side the record's hashes say is out of sync,
-  else the side whose claims the model contradicts, else the English source. When the
+  else the side whose claims the model contradicts, else the side git sees edited since the
+  last commit, else the English source. When the
   changed side's sentence already contradicts the model, that error says the pair differs
   too, so that one edit gives one error.
 
@@ -20,6 +21,7 @@ with where an installed suite keeps it.
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,8 +164,9 @@ class ProseChecker:
             if _direct(x) <= _implied(y) and _direct(y) <= _implied(x):
                 continue
             contradicted = {p.path for p, units in ((en, x), (zh, y)) if any(u.contradicted for u in units)}
-            changed = (next(iter(stale)) if len(stale) == 1 else
-                       next(iter(contradicted)) if len(contradicted) == 1 else en.path)
+            edited = set() if stale or contradicted else uncommitted({en.path, zh.path})
+            changed = next(iter(stale if len(stale) == 1 else contradicted if len(contradicted) == 1 else
+                                edited if len(edited) == 1 else {en.path}))
             here, there = (x, y) if changed == en.path else (y, x)
             other = zh if changed == en.path else en
             # What each side says that the other does not imply.
@@ -210,6 +213,21 @@ def _paired_units(en: _Page, zh: _Page) -> list[tuple[list[_Unit], list[_Unit]]]
         else:
             out.append((xs, ys))
     return out
+
+
+def uncommitted(paths: set[Path]) -> set[Path]:
+    """Which of the files differ from their last commit, when they are in a git work tree
+    (none when git or the repository is not there)."""
+    folder = next(iter(paths)).parent
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--no-renames", "-z", "--",
+                               *(p.name for p in sorted(paths))], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    if done.returncode != 0:
+        return set()
+    changed = {entry[3:].decode("utf-8", "replace") for entry in done.stdout.split(b"\0") if len(entry) > 3}
+    return {p for p in paths if any(name == p.name or name.endswith("/" + p.name) for name in changed)}
 
 
 def stale_sides(en: Path) -> set[Path]:

@@ -118,9 +118,9 @@ def _quote(text: str) -> str:
 
 
 def _claims_text(claims: list[Claim], names: dict[str, str], limit: int = 3) -> str:
-    shown = [f"{names.get(c.before, c.before)} before {names.get(c.after, c.after)}" for c in claims[:limit]]
+    parts = [f"{names.get(c.before, c.before)} before {names.get(c.after, c.after)}" for c in claims[:limit]]
     more = f" (+{len(claims) - limit} more)" if len(claims) > limit else ""
-    return ", ".join(shown) + more
+    return ", ".join(parts) + more
 
 
 def _names(sentence: Sentence) -> dict[str, str]:

@@ -261,7 +261,9 @@ def test_upstream_stage_chain_swapped(shared, tmp_path, capsys):
                                       "(around-dispatch wrappers)"), encoding="utf-8")
     errors = _errors(root)
     assert len(errors) == 1, errors
-    assert errors[0].startswith("ROOT/docs/subsystems/tools.md:172: error: “`ctx.tools.execute()` accepts")
+    # A long sentence is quoted from where the claim is made.
+    assert errors[0].startswith("ROOT/docs/subsystems/tools.md:172: error: “…registered monotonic guards → "
+                                "`tools/post-execute` (inspect/replace the result) → `tools/execute`"), errors
     assert "`tools/post-execute` (post) before `tools/execute` (around) (the flow model runs them the other way: " \
            "S42 `around --> post`)" in errors[0]
     assert main(["docs", "check", "--root", str(root)]) == 1

@@ -112,9 +112,24 @@ def _pair_hint(en: Path, generated: bool, prose_file: Path | None) -> str:
     return f"then re-record the pair: `{RECORD_COMMAND} {shown(en)}`"
 
 
-def _quote(text: str) -> str:
+def _quote(text: str, focus: int = 0) -> str:
+    """The sentence, or, when long, the part of it from a little before ``focus`` (where the
+    claim is made)."""
     flat = " ".join(text.split())
-    return "“" + (flat if len(flat) <= QUOTE_MAX else flat[: QUOTE_MAX - 1] + "…") + "”"
+    if len(flat) <= QUOTE_MAX:
+        return f"“{flat}”"
+    focus = len(" ".join(text[:focus].split()))
+    start = 0 if focus + 40 <= QUOTE_MAX else max(0, min(focus - 20, len(flat) - QUOTE_MAX + 1))
+    start = flat.rfind(" ", 0, start) + 1 if start else 0  # from the start of a word
+    head = "…" if start else ""
+    return "“" + head + flat[start: start + QUOTE_MAX - 1 - len(head)] + ("…" if start + QUOTE_MAX - 1 < len(flat) else "") + "”"
+
+
+def _focus(sentence: Sentence, claims: list[Claim]) -> int:
+    """Where in the sentence's text the first of ``claims`` names its first stage."""
+    nodes = {n for c in claims for n in (c.before, c.after)}
+    spots = [sentence.text.find(m.text) for m in sentence.mentions if m.node in nodes]
+    return min((i for i in spots if i >= 0), default=0)
 
 
 def _claims_text(claims: list[Claim], names: dict[str, str], limit: int = 3) -> str:
@@ -157,7 +172,8 @@ class ProseChecker:
                 more = f"; and {len(bad) - 3} more such claim(s)" if len(bad) > 3 else ""
                 unit.contradicted.append(len(self.errors))
                 self.errors.append(ProseError(page.path, line, (
-                    f"{_quote(sentence.text)} says {said}{more}: fix the sentence, {_flow_hint(self.flow_file)}")))
+                    f"{_quote(sentence.text, _focus(sentence, bad[:1]))} says {said}{more}: fix the sentence, "
+                    f"{_flow_hint(self.flow_file)}")))
 
     def check_pair(self, en: _Page, zh: _Page, stale: set[Path]) -> None:
         for x, y in _paired_units(en, zh):

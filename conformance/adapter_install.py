@@ -20,6 +20,8 @@ directory of their own, holding a copy of the adapter's sources beside a generat
 - ``tree-<digest of the path>/``: ``node_modules/@deepseek-ai/<name>`` links to the packages
   of the tree (their built ``lib/`` output), checked on every run and renewed when the
   tree's packages moved; links point into the tree, so its current build is what runs.
+  Building the tree (``dsh-conformance tree``) keeps its ``build-state.json`` there
+  (``conformance.tree``).
 
 Two runs that need the same directory at once (two terminals, xdist workers, CI jobs on one
 cache) take turns: each holds an exclusive lock on ``locks/<directory>.lock`` in the cache
@@ -336,10 +338,21 @@ def tree_dir(path: str, source: Path = ADAPTER, log: object = sys.stderr) -> Pat
             unbuilt.append(f"{name} ({_shown(where, root)}) has no {entry.removeprefix('./')}")
     if unbuilt:
         raise AdapterInstallError(f"the tree {root} is not built: {'; '.join(unbuilt)}; build its lib/ output first")
-    home = cache_root() / f"tree-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}"
+    home = tree_home(root)
     with _turn(home, log):
         _link_tree(root, packages, home, source)
     return home
+
+
+def tree_home(root: Path) -> Path:
+    """The cache directory of the tree at ``root`` (its links, its build state)."""
+    return cache_root() / f"tree-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}"
+
+
+def linked_packages(home: Path) -> dict[str, Path]:
+    """The packages a tree's cache directory links to: name -> where they lie in the tree."""
+    links = home / "node_modules" / SCOPE
+    return {f"{SCOPE}/{p.name}": p.resolve() for p in sorted(links.iterdir()) if p.is_symlink()} if links.is_dir() else {}
 
 
 def _link_tree(root: Path, packages: dict[str, Path], home: Path, source: Path) -> None:

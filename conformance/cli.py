@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import shlex
 import signal
@@ -42,7 +43,9 @@ from .progress import Progress
 from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
                      corpus_items, expected_traces)
 
-from .adapter_install import AdapterInstallError, AdapterSpecError, CannotDrive, adapter_dir, check, tree_dir, version_dir
+from .adapter_install import (AdapterInstallError, AdapterSpecError, CannotDrive, adapter_dir, check, linked_packages,
+                              tree_dir, version_dir)
+from .tree import StaleBuild, build_tree, check_fresh, installed_packages, provenance
 from .resources import ADAPTER, EXPECTATIONS
 
 
@@ -64,7 +67,7 @@ class Interrupted(KeyboardInterrupt):
 # ------------------------------------------------------------------------- IUTs
 
 def make_iut(spec: str | None, timeout: float, validate: bool,
-             start_timeout: float = DEFAULT_START_TIMEOUT) -> ProcessIUT | InProcessIUT:
+             start_timeout: float = DEFAULT_START_TIMEOUT, build: bool = False) -> ProcessIUT | InProcessIUT:
     """``None``/``oracle``: the embedded oracle over the protocol; ``dsh``: the real DSH
     package through the Node adapter; ``py:MODULE``: a Python IUT in-process (the module
     has ``started()`` and ``answer(seq, scenario)``); anything else: a command line. A spec
@@ -74,7 +77,7 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
     if spec == "oracle-inprocess":
         return embedded_oracle(validate, timeout)
     if spec == "dsh" or spec.startswith(("dsh@", "dsh:")):
-        return _dsh_iut(spec, timeout, validate, start_timeout)
+        return _dsh_iut(spec, timeout, validate, start_timeout, build)
     if spec.startswith("py:"):
         return _python_iut(spec, timeout, validate, start_timeout)
     if not spec.strip():
@@ -86,12 +89,14 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
     return ProcessIUT(argv, timeout, validate, start_timeout=start_timeout)
 
 
-def _dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> ProcessIUT:
+def _dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float, build: bool = False) -> ProcessIUT:
     """The real package through the Node adapter: ``dsh`` the pinned release, ``dsh@VERSION``
     a published version (its package set installed once per version), ``dsh:PATH`` a DSH
     working tree's built packages (``conformance.adapter_install``)."""
     env: dict[str, str] = {}
     try:
+        if build and not spec.startswith("dsh:"):
+            raise UsageError(f"--build builds a DSH working tree: it goes with --impl dsh:PATH, not --impl {spec}")
         if spec == "dsh":
             home = adapter_dir()
         elif spec.startswith("dsh@"):
@@ -101,13 +106,20 @@ def _dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float) ->
         else:
             if not spec[4:]:
                 raise UsageError("--impl dsh:: name a directory, as in dsh:../deepseek-harness")
+            root = Path(spec[4:]).expanduser().resolve()
+            if build:
+                build_tree(str(root))
             home = tree_dir(spec[4:])
-            env["DSH_ADAPTER_SOURCE"] = f"tree {Path(spec[4:]).resolve().name}"
+            check_fresh(root)  # P1..P128 judged on old code is no verdict on the tree: refused, exit 3
+            env["DSH_ADAPTER_SOURCE"] = f"tree {root.name}"
+            env["DSH_ADAPTER_TREE"] = json.dumps(provenance(root, linked_packages(home)))
         if spec != "dsh":  # the pinned set is known to be drivable
             check(home, env)  # one the adapter cannot drive: its one line, exit 3
+        if not spec.startswith("dsh:"):
+            env["DSH_ADAPTER_TREE"] = json.dumps({"packages": installed_packages(home)})
     except AdapterSpecError as e:
         raise UsageError(str(e)) from None
-    except CannotDrive as e:
+    except (CannotDrive, StaleBuild) as e:
         raise IUTFailure("start", str(e)) from None
     except AdapterInstallError as e:
         raise IUTFailure("start", f"the DSH adapter cannot be installed: {e}") from None
@@ -201,7 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     expected = expected_traces(items, cases)  # a case the oracle cannot run is a bad input file, found before any work
     for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
         print(f"warning: {warning}", file=sys.stderr)
-    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout)
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
     with contextlib.ExitStack() as stack:
         for lock in locks:
             stack.enter_context(lock)
@@ -314,7 +326,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ScenarioRunError as e:
         raise ScenarioFileError(str(path), "$", str(e)) from None
     profiles, required = _profiles(args)
-    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout)
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
     with contextlib.ExitStack() as stack:
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         iut.start()
@@ -591,6 +603,8 @@ def parser() -> argparse.ArgumentParser:
                      help="declare the implementation broken after N consecutive timeouts or crashes: the cases "
                           f"left are recorded as not run, exit 3 (default {DEFAULT_GIVE_UP_AFTER}; 0: never)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
+    run.add_argument("--build", action="store_true", help="with --impl dsh:PATH: install and build what the adapter "
+                     "needs of the tree first, only what changed (as `dsh-conformance tree` does)")
     run.set_defaults(func=cmd_run)
 
     replay = sub.add_parser("replay", help="re-run one case file and print the first divergence")
@@ -645,8 +659,11 @@ def parser() -> argparse.ArgumentParser:
 
     from . import badges, mutate, run_diff
 
+    from . import tree_command
+
     badges.register(sub)
     run_diff.register(sub)
+    tree_command.register(sub)
     mutate.register(sub)
     docs_cli.register(sub)
     return p

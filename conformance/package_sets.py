@@ -106,4 +106,42 @@ def resolve(version: str, pinned: Mapping[str, str], versions_of: Callable[[str]
     return out
 
 
-__all__ = ["NotPublished", "PackageSet", "TOOLS", "lockstep_version", "release_line", "resolve", "semver_key"]
+_COMPARATOR = re.compile(r"^(\^|~|>=|<=|>|<|=)?v?(\d+|[xX*])(?:\.(\d+|[xX*]))?(?:\.(\d+|[xX*]))?(-[0-9A-Za-z.-]+)?$")
+
+
+def satisfies(version: str, spec: str) -> bool:
+    """Whether ``version`` is in the npm range ``spec`` (as ``engines`` ranges are written:
+    ``||`` of space-separated comparators ``^ ~ >= <= > < =`` and x-ranges; no hyphen ranges).
+    Prerelease versions compare by precedence only."""
+    key = semver_key(version)[:3]
+    return any(all(_holds(key, c) for c in part.split()) for part in spec.split("||") if part.strip())
+
+
+def _holds(key: tuple[Any, ...], comparator: str) -> bool:
+    m = _COMPARATOR.match(comparator.strip())
+    if m is None:
+        raise ValueError(f"not an npm range comparator: {comparator!r}")
+    op, parts = m.group(1) or "", [g for g in m.group(2, 3, 4)]
+    given = [int(p) for p in parts if p is not None and p.isdigit()]
+    wild = len(given) < 3
+    low = tuple(given + [0] * (3 - len(given)))
+    if op in ("", "=") and wild:
+        return key[:len(given)] == tuple(given)
+    if op in ("", "="):
+        return key == low
+    if op == "^":
+        first = next((i for i, v in enumerate(given) if v != 0), len(given) - 1 if given else 0)
+        high = list(given[:first + 1])
+        high[-1] += 1
+        return low <= key < tuple(high + [0] * (3 - len(high)))
+    if op == "~":
+        cut = given[:2] if len(given) >= 2 else given[:1]
+        high = list(cut)
+        high[-1] += 1
+        return low <= key < tuple(high + [0] * (3 - len(high)))
+    return {">=": key >= low, "<=": key <= low if not wild else key[:len(given)] <= tuple(given),
+            ">": key > low if not wild else key[:len(given)] > tuple(given), "<": key < low}[op]
+
+
+__all__ = ["NotPublished", "PackageSet", "TOOLS", "lockstep_version", "release_line", "resolve", "satisfies",
+           "semver_key"]

@@ -15,6 +15,12 @@ change did. Two reports are compared:
 - the divergences (first divergences and broken invariants of failing cases) that are new
   in the new run, and those that vanished.
 
+For a maintainer the text view leads with what to act on (``conformance.diff_groups``): the
+packages that differ between the runs, the regressing cases grouped by first divergence (one
+group per root cause, with its rules, its count and one replay command), the rules now
+failing, and the side effects (rules only no longer judged) apart; ``--full`` adds the case
+by case lists. The generated half of each run is one case, ``generated (seed S)``.
+
 Rendered as text, Markdown or JSON. ``diff`` exits 1 when anything regressed, else 0.
 """
 
@@ -27,8 +33,11 @@ from typing import Any
 
 from dsh_conformance.oracle import jsontext
 
+from .diff_groups import (Group, blame_order, generated_key, generated_verdict, group_regressions, newly_failing,
+                          package_changes, side_effects, tree_line)
 from .outputs import check_writable, write_atomic
 from .report import INCONCLUSIVE, CaseRecord, Report, read_report, rule_outcomes
+from .report_html import replay_command
 from .rules import rules
 
 NO_CASE = "no case"
@@ -80,7 +89,7 @@ class Divergence:
         if self.where.startswith("invariant"):
             return f"{self.where}: {one(self.actual)}"
         below, expected, actual = first_difference(self.expected, self.actual)
-        return (f"at {self.where}{below} (rules {', '.join(self.rules) or '-'}): expected {one(expected)}, "
+        return (f"at {self.where}{below} (rules {', '.join(blame_order(self.rules)) or '-'}): expected {one(expected)}, "
                 f"actual {one(actual)}")
 
 
@@ -121,6 +130,9 @@ class RunDiff:
     only_old: list[str] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)  # the regressing cases by root cause
+    side_effects: list[Change] = field(default_factory=list)  # rules only gone from pass to not judged
+    packages: list[str] = field(default_factory=list)  # lines: the packages that differ
 
     @property
     def regressions(self) -> int:
@@ -128,7 +140,8 @@ class RunDiff:
 
     def counts(self) -> dict[str, int]:
         changes = (*self.rules, *self.cases)
-        return {"regressions": self.regressions, "improvements": sum(c.kind == "improvement" for c in changes),
+        return {"regressions": self.regressions - len(self.side_effects), "side effects": len(self.side_effects),
+                "groups": len(self.groups), "improvements": sum(c.kind == "improvement" for c in changes),
                 "changes": sum(c.kind == "change" for c in changes), "rules changed": len(self.rules),
                 "cases changed": len(self.cases), "traces changed": len(self.traces),
                 "new divergences": len(self.new_divergences), "vanished divergences": len(self.vanished_divergences)}
@@ -161,19 +174,27 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
         if a != b:
             out.rules.append(Change(rid, a, b, kind(a, b), titles.get(rid, "")))
 
-    a_cases = {c.id: c for c in old.cases}
-    b_cases = {c.id: c for c in new.cases}
+    out.packages = package_changes(old, new)
+    a_cases, b_cases = _by_id(old), _by_id(new)
+    failing: list[tuple[CaseRecord, str]] = []
     for cid, b in b_cases.items():
         a = a_cases.get(cid)
         if a is None:
             out.only_new.append(cid)
             if RANK.get(b.outcome.value, 2) == 0:
                 out.cases.append(Change(cid, "(not in OLD)", b.outcome.value, "regression", _detail(b)))
+                failing.append((b, f"(not in OLD) -> {b.outcome.value}"))
             out.new_divergences += divergences_of(b)
             continue
         if a.outcome != b.outcome:
-            out.cases.append(Change(cid, a.outcome.value, b.outcome.value, kind(a.outcome.value, b.outcome.value),
-                                    _detail(b if RANK.get(b.outcome.value, 2) < 3 else a)))
+            move = kind(a.outcome.value, b.outcome.value)
+            detail = _detail(b if RANK.get(b.outcome.value, 2) < 3 else a)
+            fresh = newly_failing(a, b) if RANK.get(a.outcome.value, 2) == 1 and RANK.get(b.outcome.value, 2) == 0 else []
+            if fresh:  # expected-fail -> fail: what it fails at now, not the known divergence
+                detail = f"now fails {', '.join(fresh)}: {detail}"
+            out.cases.append(Change(cid, a.outcome.value, b.outcome.value, move, detail))
+            if move == "regression" and RANK.get(b.outcome.value, 2) < 2:
+                failing.append((b, f"{a.outcome.value} -> {b.outcome.value}"))
         elif a.trace_digest and b.trace_digest and a.trace_digest != b.trace_digest:
             out.traces.append(Change(cid, a.trace_digest, b.trace_digest, "change", a.outcome.value))
         old_div = {d.key(): d for d in divergences_of(a)}
@@ -186,10 +207,19 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
             if RANK.get(a.outcome.value, 2) == 0:
                 out.cases.append(Change(cid, a.outcome.value, "(not in NEW)", "improvement", _detail(a)))
             out.vanished_divergences += divergences_of(a)
+    out.groups = group_regressions(failing, first_difference)
+    out.side_effects = side_effects(out.rules)
     out.rules.sort(key=lambda c: _ORDER[c.kind])  # stable: the spec's order within a kind
     out.cases.sort(key=lambda c: (_ORDER[c.kind], c.what))
     out.traces.sort(key=lambda c: c.what)
     return out
+
+
+def _by_id(r: Report) -> dict[str, CaseRecord]:
+    """A report's cases by id; the property run's verdict under ``generated (seed S)``, the
+    same in both runs whether it passed (``generated-seed-S``) or shrank a counterexample."""
+    verdict = generated_verdict(r)
+    return {(generated_key(r) if c is verdict else c.id): c for c in r.cases}
 
 
 def _first_line(text: str | None) -> str:
@@ -204,14 +234,73 @@ def _detail(c: CaseRecord) -> str:
 
 # ------------------------------------------------------------------ views
 
-def render_text(d: RunDiff) -> str:
-    lines = [f"OLD {_name(d.old)}  ({d.old.path}, {len(d.old.cases)} cases)",
-             f"NEW {_name(d.new)}  ({d.new.path}, {len(d.new.cases)} cases)", ""]
-    lines += [f"note: {n}" for n in d.notes] + ([""] if d.notes else [])
+def _summary(d: RunDiff) -> str:
     c = d.counts()
-    lines.append(f"{c['regressions']} regressions, {c['improvements']} improvements, {c['changes']} other changes; "
-                 f"{c['traces changed']} traces changed with the same outcome; {c['new divergences']} new and "
-                 f"{c['vanished divergences']} vanished divergences")
+    return (f"{c['regressions']} regressions, {c['improvements']} improvements, {c['changes']} other changes, "
+            f"{c['side effects']} side effects; {c['traces changed']} traces changed with the same outcome; "
+            f"{c['new divergences']} new and {c['vanished divergences']} vanished divergences")
+
+
+def _replay(d: RunDiff, g: Group) -> str:
+    return replay_command(d.new, g.example)
+
+
+def _group_lines(d: RunDiff, n: int, g: Group) -> list[str]:
+    ids = [c.id for c in g.cases]
+    shown = ", ".join(ids[:6]) + (f", ... (+{len(ids) - 6})" if len(ids) > 6 else "")
+    moves = sorted(set(g.moves.values()))
+    return [f"  [{n}] {len(ids)} case{'s' if len(ids) != 1 else ''} ({', '.join(moves)}), rules "
+            f"{', '.join(g.rules) or '-'}: at {g.where}",
+            f"      {g.example.id} {_detail(g.example)[:220]}",
+            f"      replay: {_replay(d, g)}",
+            f"      cases: {shown}"]
+
+
+def render_text(d: RunDiff, full: bool = False) -> str:
+    """The diff for a maintainer: what to act on first, in a screen; ``full`` adds the case by
+    case lists."""
+    lines = [f"OLD {_name(d.old)}  ({d.old.path}, {len(d.old.cases)} cases)",
+             f"NEW {_name(d.new)}  ({d.new.path}, {len(d.new.cases)} cases)"]
+    lines += [f"    {t}" for t in (tree_line(d.old), tree_line(d.new)) if t]
+    lines.append("")
+    if d.packages:
+        lines += ["Packages that differ:"] + [f"  {ln}" for ln in d.packages] + [""]
+    lines += [f"note: {n}" for n in d.notes] + ([""] if d.notes else [])
+    lines.append(_summary(d))
+    if d.groups:
+        count = sum(len(g.cases) for g in d.groups)
+        lines += ["", f"Regressions by first divergence ({count} cases, {len(d.groups)} root "
+                      f"cause{'s' if len(d.groups) != 1 else ''}):"]
+        for n, g in enumerate(d.groups, 1):
+            lines += _group_lines(d, n, g)
+    side = {ch.what for ch in d.side_effects}
+    failing_rules = [ch for ch in d.rules if ch.kind == "regression" and ch.what not in side]
+    if failing_rules:
+        lines += ["", "Rules that regressed: " + ", ".join(f"{ch.what} ({ch.old} -> {ch.new})" for ch in failing_rules)]
+    if d.side_effects:
+        lines += ["", f"Side effects, not regressions of their own ({len(d.side_effects)} rules only no longer judged: "
+                      "the cases citing them fail first at a rule above): "
+                      + ", ".join(f"{ch.what} -> {ch.new}" for ch in d.side_effects)]
+    others = [ch for ch in d.rules if ch.kind != "regression"]
+    if others:
+        lines += ["", "Rules that improved or changed:"]
+        lines += [f"  {ch.kind:<11} {ch.what:<5} {ch.old:>14} -> {ch.new:<14} {ch.detail}" for ch in others]
+    if full:
+        lines += _full_lines(d)
+    else:
+        rest = [ch for ch in d.cases if ch.kind != "regression"]
+        if rest:
+            lines += ["", "Cases that improved or changed:"]
+            lines += [f"  {ch.kind:<11} {ch.what}: {ch.old} -> {ch.new}" for ch in rest[:10]]
+            lines += [f"  ... and {len(rest) - 10} more (--full)"] if len(rest) > 10 else []
+        if d.traces:
+            lines += ["", f"{len(d.traces)} cases whose trace changed with the same outcome: "
+                          + ", ".join(ch.what for ch in d.traces[:8]) + (" ... (--full)" if len(d.traces) > 8 else "")]
+    return "\n".join(lines) + "\n"
+
+
+def _full_lines(d: RunDiff) -> list[str]:
+    lines = []
     if d.rules:
         lines += ["", "Rules whose outcome changed:"]
         lines += [f"  {ch.kind:<11} {ch.what:<5} {ch.old:>14} -> {ch.new:<14} {ch.detail}" for ch in d.rules]
@@ -231,7 +320,7 @@ def render_text(d: RunDiff) -> str:
     for title, ids in (("Cases only in OLD", d.only_old), ("Cases only in NEW", d.only_new)):
         if ids:
             lines += ["", f"{title}: {', '.join(ids)}"]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _md(text: str) -> str:
@@ -244,6 +333,14 @@ def render_markdown(d: RunDiff) -> str:
            f"- OLD: {_md(_name(d.old))} (`{d.old.path}`, {len(d.old.cases)} cases)",
            f"- NEW: {_md(_name(d.new))} (`{d.new.path}`, {len(d.new.cases)} cases)", ""]
     out += [f"> note: {_md(n)}" for n in d.notes] + ([""] if d.notes else [])
+    if d.packages:
+        out += ["Packages that differ:", ""] + [f"- {_md(ln)}" for ln in d.packages] + [""]
+    if d.groups:
+        out += ["## Regressions by first divergence", "", "| | cases | rules | where | replay |", "|---|---|---|---|---|"]
+        out += [f"| {n} | {len(g.cases)} | {', '.join(g.rules)} | `{_md(g.where)}` | `{_md(_replay(d, g))}` |"
+                for n, g in enumerate(d.groups, 1)] + [""]
+    if d.side_effects:
+        out += [f"Side effects (rules only no longer judged): {', '.join(ch.what for ch in d.side_effects)}", ""]
     out.append(f"**{c['regressions']} regressions**, {c['improvements']} improvements, {c['changes']} other changes; "
                f"{c['traces changed']} traces changed with the same outcome; {c['new divergences']} new and "
                f"{c['vanished divergences']} vanished divergences.")
@@ -273,6 +370,9 @@ def render_json(d: RunDiff) -> str:
         "new": {"path": d.new.path, "implementation": d.new.header.implementation, "cases": len(d.new.cases)},
         "notes": d.notes,
         "counts": d.counts(),
+        "packages": d.packages,
+        "groups": [g.to_json(_replay(d, g), _detail(g.example)) for g in d.groups],
+        "sideEffects": [c.to_json() for c in d.side_effects],
         "rules": [c.to_json() for c in d.rules],
         "cases": [c.to_json() for c in d.cases],
         "traces": [{"id": c.what, "outcome": c.detail, "old": c.old, "new": c.new} for c in d.traces],
@@ -288,7 +388,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "--output")
     d = diff_reports(read_report(args.old), read_report(args.new))
-    text = {"text": render_text, "md": render_markdown, "json": render_json}[args.format](d)
+    text = render_text(d, args.full) if args.format == "text" else \
+        {"md": render_markdown, "json": render_json}[args.format](d)
     if args.output:
         write_atomic(args.output, text)
     else:
@@ -303,6 +404,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("new", metavar="NEW.jsonl", help="the report of the later run (the working tree, say)")
     p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the output format (default text)")
     p.add_argument("-o", "--output", help="write the diff here (default: standard output)")
+    p.add_argument("--full", action="store_true", help="text: also every changed case, trace and divergence, one by one")
     p.set_defaults(func=cmd_diff)
 
 

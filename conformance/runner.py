@@ -380,8 +380,13 @@ class Runner:
         if self.failures_dir is None:
             return None
         self.failures_dir.mkdir(parents=True, exist_ok=True)
+        text = jsontext.dumps(doc, indent=1) + "\n"
         path = self.failures_dir / f"{case_id}.json"
-        write_atomic(path, jsontext.dumps(doc, indent=1) + "\n")
+        n = 1
+        while path.exists() and path.read_text(encoding="utf-8") != text:  # another run's: never overwritten
+            n += 1
+            path = self.failures_dir / f"{case_id}-{n}.json"
+        write_atomic(path, text)
         self.saved.append((what, str(path)))
         return portable_path(path)
 

@@ -70,7 +70,7 @@ def test_a_diff_of_two_reports(tmp_path):
     assert [(x.case, x.where) for x in d.vanished_divergences] == [("c", "results[c1]"), ("d", "events[1]"),
                                                                   ("gone", "results[c1]")]
     assert d.only_old == ["gone"] and d.only_new == ["fresh"] and d.regressions == 4  # two cases, two rules
-    text = render_text(d)
+    text = render_text(d, full=True)
     assert text.index("regression  a: pass -> fail") < text.index("improvement c: fail -> pass")
     assert "c at results[c1].y[1] (rules P3): expected 2, actual 3" in text  # where inside the value they part
     assert "b (pass): sha256:b1 -> sha256:b2" in text

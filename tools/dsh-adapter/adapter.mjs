@@ -54,6 +54,9 @@ function handshake() {
       adapter: `${self.name} ${self.version}`,
       node: process.version,
       ...(process.env.DSH_ADAPTER_SOURCE ? { source: process.env.DSH_ADAPTER_SOURCE } : {}),
+      // What was run, from the suite's side: the packages' versions and built-code digests, and for
+      // a working tree its commit and dirty flag (conformance/tree.py).
+      ...(process.env.DSH_ADAPTER_TREE ? { build: JSON.parse(process.env.DSH_ADAPTER_TREE) } : {}),
       packages: others,
     },
     profiles: PROFILES,

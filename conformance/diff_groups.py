@@ -1,0 +1,159 @@
+"""What a maintainer reads first in a diff: regressions grouped by root cause.
+
+One planted bug in the pipeline fails a hundred cases at one place; listed case by case it
+is a page of noise. So the regressing cases are grouped by their **first divergence**: the
+place in the trace where the two traces part, with the call ids and step indexes taken out
+(``observations[c1][9].value.frozen`` and ``observations[c2][4].value.frozen`` are one
+place, ``observations[*][*].value.frozen``), and the rules that divergence is put down to.
+A case that fails on broken invariants only is grouped by the first of them. Each group
+shows its rules, how many cases, the case its line comes from (the one whose scenario is
+smallest) and one replay command.
+
+Beside the groups:
+
+- **side effects**: rules that only went from ``pass`` to not judged (``inconclusive``, ``no
+  case``) are not regressions of their own: the cases citing them now fail at another rule
+  first. They are listed apart, in a line;
+- **newly failing rules** of a case that went ``expected-fail`` -> ``fail``: the expectation
+  was for a known divergence; what the case fails at now is named (``now fails P99``);
+- **the generated half** of a run (the property run: ``generated-seed-<seed>`` when it
+  passed, the shrunk counterexample's content id ``prop-...`` when it did not) is one case
+  across the two runs, keyed ``generated (seed S)``;
+- **the stage-order rule first**: when P1 (the stage order) is among a divergence's rules,
+  the order of the stages is what differs, and P1 leads the list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .report import CaseRecord, Report
+
+STAGE_ORDER = "P1"
+_IDS = re.compile(r"\[[^\]]*\]")
+NOT_JUDGED = {"skip", "not-scored", "not-run", "inconclusive", "no case"}
+
+
+def blame_order(rules: list[str]) -> list[str]:
+    """The rules of a divergence, P1 first when the stage order is among them (the rest as given)."""
+    return [STAGE_ORDER, *(r for r in rules if r != STAGE_ORDER)] if STAGE_ORDER in rules else list(rules)
+
+
+def place(where: str) -> str:
+    """A trace place without its call ids and indexes: the same place in any case."""
+    return _IDS.sub("[*]", where)
+
+
+Locate = Callable[[Any, Any], tuple[str, Any, Any]]  # where inside two values they part (run_diff.first_difference)
+
+
+def root_cause(c: CaseRecord, locate: Locate) -> tuple[str, tuple[str, ...]]:
+    """What a failing case's failure rests on: (a place, its rules)."""
+    if c.divergence:
+        d = c.divergence
+        below, _, _ = locate(d.get("expected"), d.get("actual"))
+        return place(str(d.get("where")) + below), tuple(blame_order(list(d.get("rules") or [])))
+    if c.violations:
+        rule = str(c.violations[0].get("rule", ""))
+        return f"invariant {rule}", (rule,)
+    return f"no divergence: {(c.message or c.outcome.value).splitlines()[0][:80]}", tuple(blame_order(c.failing_rules))
+
+
+def _size(c: CaseRecord) -> int:
+    return len(json.dumps(c.scenario, sort_keys=True)) if c.scenario else 0
+
+
+@dataclass
+class Group:
+    """The regressing cases sharing one root cause."""
+
+    where: str
+    rules: list[str]
+    cases: list[CaseRecord] = field(default_factory=list)
+    moves: dict[str, str] = field(default_factory=dict)  # case id -> "old -> new"
+
+    @property
+    def example(self) -> CaseRecord:
+        return min(self.cases, key=lambda c: (_size(c), c.id))
+
+    def to_json(self, replay: str, detail: str) -> dict[str, Any]:
+        return {"where": self.where, "rules": self.rules, "cases": [c.id for c in self.cases],
+                "example": self.example.id, "detail": detail, "replay": replay}
+
+
+def group_regressions(failing: list[tuple[CaseRecord, str]], locate: Locate) -> list[Group]:
+    """Group (new case record, "old -> new") pairs by root cause, biggest group first, then
+    a group about the stage order, then by place."""
+    groups: dict[tuple[str, tuple[str, ...]], Group] = {}
+    for rec, move in failing:
+        where, rules = root_cause(rec, locate)
+        g = groups.setdefault((where, rules), Group(where, list(rules)))
+        g.cases.append(rec)
+        g.moves[rec.id] = move
+    return sorted(groups.values(), key=lambda g: (-len(g.cases), STAGE_ORDER not in g.rules, g.where))
+
+
+def newly_failing(old: CaseRecord, new: CaseRecord) -> list[str]:
+    """The rules ``new`` fails at that ``old``, a known failure, did not."""
+    before = set(old.failing_rules) | {d for d in (old.divergence or {}).get("rules", [])}
+    now = new.failing_rules or list((new.divergence or {}).get("rules") or [])
+    return blame_order([r for r in now if r not in before])
+
+
+def generated_key(report: Report) -> str:
+    return f"generated (seed {report.header.seed})"
+
+
+def generated_verdict(report: Report) -> CaseRecord | None:
+    """The property run's verdict: the last property record (the drawn scenarios that errored
+    come before it)."""
+    found = [c for c in report.cases if c.source == "property"]
+    return found[-1] if found else None
+
+
+def side_effects(rule_changes: list[Any]) -> list[Any]:
+    """Rule changes that are only a move from pass to not judged."""
+    return [ch for ch in rule_changes if ch.old == "pass" and ch.new in NOT_JUDGED]
+
+
+def package_changes(old: Report, new: Report) -> list[str]:
+    """The packages that differ between two runs, in lines: versions grouped by their move,
+    then the packages whose version is the same and whose built code is not."""
+    a = _packages(old)
+    b = _packages(new)
+    if not a and not b:
+        return []
+    by_move: dict[tuple[str, str], list[str]] = {}
+    code = []
+    for name in sorted(set(a) | set(b)):
+        va, vb = (a.get(name) or {}).get("version"), (b.get(name) or {}).get("version")
+        short = name.removeprefix("@deepseek-ai/")
+        if va != vb:
+            by_move.setdefault((va or "absent", vb or "absent"), []).append(short)
+        elif (a.get(name) or {}).get("digest") != (b.get(name) or {}).get("digest") and name in a and name in b:
+            code.append(f"{short} {vb}: built code {a[name].get('digest')} -> {b[name].get('digest')}")
+    lines = [f"{va} -> {vb}: {', '.join(names)}" for (va, vb), names in sorted(by_move.items(), key=lambda kv: kv[1])]
+    return lines + code
+
+
+def _packages(r: Report) -> dict[str, Any]:
+    build = r.header.implementation.get("build") or {}
+    return dict(build.get("packages") or {})
+
+
+def tree_line(r: Report) -> str | None:
+    """The tree a run was made on: path, commit, dirty."""
+    build = r.header.implementation.get("build") or {}
+    if "commit" not in build:
+        return None
+    commit = (build.get("commit") or "no git")[:10]
+    dirty = "dirty: " + ", ".join(build.get("changed") or []) if build.get("dirty") else "clean"
+    return f"tree {build.get('path')} at {commit} ({dirty})"
+
+
+__all__ = ["Group", "blame_order", "generated_key", "generated_verdict", "group_regressions", "newly_failing",
+           "package_changes", "place", "root_cause", "side_effects", "tree_line"]

@@ -1,0 +1,125 @@
+"""``dsh-conformance tree PATH``: the maintainer's loop in one command.
+
+Builds what the adapter needs of the DSH checkout at PATH (``conformance.tree``: the tree's
+Node and package manager, only the adapter's packages, only what changed), runs the suite on
+it, and prints the diff against a baseline: by default the pinned release (rc.8), whose run
+is kept in the per-user cache (``baselines/``) and reused while the suite, its adapter, the
+expectations and the run's options are the same. The tree's report is kept beside its build
+state (``tree-<digest>/tree.jsonl``, the previous one as ``tree.previous.jsonl``), each run's
+counterexamples in a directory of its own. Exit: the diff's (1 when anything regressed), 2
+for bad input, 3 when the tree cannot be built or run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .adapter_install import AdapterInstallError, AdapterSpecError, cache_root, lock_digest, tree_home
+from .report import read_report
+from .resources import ADAPTER
+from .run_diff import diff_reports, render_json, render_markdown, render_text
+from .tree import build_tree
+
+EXIT_BROKEN = 3
+
+
+class _Stop(Exception):
+    def __init__(self, code: int, text: str) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+def _run(impl: str, report: Path, failures: Path, args: argparse.Namespace) -> None:
+    """One suite run through the CLI (its table is not printed: the diff says what matters)."""
+    cmd = [sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", impl, "--report", str(report),
+           "--failures", str(failures), "--examples", str(args.examples), "--seed", str(args.seed), "--quiet"]
+    if args.expectations:
+        cmd += ["--expectations", args.expectations]
+    print(f"dsh-conformance: {shlex.join(['dsh-conformance', *cmd[3:]])}", file=sys.stderr, flush=True)
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
+    if done.returncode not in (0, 1) or not report.is_file():
+        raise _Stop(done.returncode if done.returncode in (2, 3) else EXIT_BROKEN,
+                    f"the run on {impl} did not finish (exit {done.returncode}); see its message above")
+
+
+def _baseline(args: argparse.Namespace) -> Path:
+    """The report to compare against: a file given, or the baseline run, made once per key."""
+    if args.against.endswith(".jsonl"):
+        path = Path(args.against)
+        if not path.is_file():
+            raise _Stop(2, f"--against {args.against}: no such report")
+        return path
+    if not args.against.startswith("dsh") or args.against.startswith("dsh:"):
+        raise _Stop(2, f"--against {args.against}: a report (.jsonl), dsh or dsh@VERSION")
+    expectations = Path(args.expectations).read_bytes() if args.expectations and Path(args.expectations).is_file() \
+        else (args.expectations or "").encode()
+    key = hashlib.sha256("\0".join([__version__, lock_digest(ADAPTER), args.against, str(args.examples),
+                                    str(args.seed)]).encode() + expectations
+                         + b"".join(p.read_bytes() for p in sorted(ADAPTER.glob("**/*.mjs"))
+                                    if "node_modules" not in p.parts)).hexdigest()[:16]
+    home = cache_root() / "baselines"
+    path = home / f"{args.against}-{key}.jsonl"
+    if path.is_file():
+        print(f"dsh-conformance: the baseline {args.against} was run before with these options: {path}",
+              file=sys.stderr)
+        return path
+    home.mkdir(parents=True, exist_ok=True)
+    _run(args.against, path.with_suffix(".partial"), home / f"failures-{key}", args)
+    path.with_suffix(".partial").rename(path)
+    return path
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    root = Path(args.path).expanduser().resolve()
+    try:
+        if not args.no_build:
+            build_tree(str(root))
+        baseline = _baseline(args)
+        home = tree_home(root)
+        home.mkdir(parents=True, exist_ok=True)
+        report = Path(args.report) if args.report else home / "tree.jsonl"
+        if report.is_file() and not args.report:
+            report.replace(home / "tree.previous.jsonl")
+        _run(f"dsh:{root}", report, home / "failures" / time.strftime("%Y%m%dT%H%M%S"), args)
+    except _Stop as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.code
+    except AdapterSpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except AdapterInstallError as e:
+        print(f"error: the tree cannot be built: {e}", file=sys.stderr)
+        return EXIT_BROKEN
+    d = diff_reports(read_report(str(baseline)), read_report(str(report)))
+    text = render_text(d, args.full) if args.format == "text" else \
+        {"md": render_markdown, "json": render_json}[args.format](d)
+    sys.stdout.write(text)
+    print(f"dsh-conformance: the tree's report: {report}; the baseline's: {baseline}", file=sys.stderr)
+    return 1 if d.regressions else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tree", help="build a DSH checkout's packages (only what changed), run the suite on them and "
+                       "print the diff against the pinned release; exit 1 when anything regressed")
+    p.add_argument("path", metavar="PATH", help="the DSH checkout (the monorepo's root)")
+    p.add_argument("--against", default="dsh", metavar="IMPL|REPORT",
+                   help="the baseline: dsh (the pinned release, default), dsh@VERSION, or a report file (.jsonl)")
+    p.add_argument("--expectations", default="dsh-tools-0.1.0-rc.8",
+                   help="the expectations of both runs (default: the pinned release's, dsh-tools-0.1.0-rc.8)")
+    p.add_argument("--examples", type=int, default=100, help="generated scenarios per run (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
+    p.add_argument("--report", help="write the tree's report here (default: the tree's cache directory)")
+    p.add_argument("--no-build", action="store_true", help="run the tree as it is built (a stale build is refused)")
+    p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the diff's format (default text)")
+    p.add_argument("--full", action="store_true", help="text: also every changed case, one by one")
+    p.set_defaults(func=cmd_tree)
+
+
+__all__ = ["cmd_tree", "register"]

@@ -75,25 +75,27 @@ class Group:
     rules: list[str]
     cases: list[CaseRecord] = field(default_factory=list)
     moves: dict[str, str] = field(default_factory=dict)  # case id -> "old -> new"
+    details: dict[str, str] = field(default_factory=dict)  # case id -> what its new outcome rests on
 
     @property
     def example(self) -> CaseRecord:
         return min(self.cases, key=lambda c: (_size(c), c.id))
 
-    def to_json(self, replay: str, detail: str) -> dict[str, Any]:
+    def to_json(self, replay: str) -> dict[str, Any]:
         return {"where": self.where, "rules": self.rules, "cases": [c.id for c in self.cases],
-                "example": self.example.id, "detail": detail, "replay": replay}
+                "example": self.example.id, "detail": self.details.get(self.example.id, ""), "replay": replay}
 
 
-def group_regressions(failing: list[tuple[CaseRecord, str]], locate: Locate) -> list[Group]:
-    """Group (new case record, "old -> new") pairs by root cause, biggest group first, then
-    a group about the stage order, then by place."""
+def group_regressions(failing: list[tuple[CaseRecord, str, str]], locate: Locate) -> list[Group]:
+    """Group (new case record, "old -> new", detail) triples by root cause, biggest group
+    first, then a group about the stage order, then by place."""
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
-    for rec, move in failing:
+    for rec, move, detail in failing:
         where, rules = root_cause(rec, locate)
         g = groups.setdefault((where, rules), Group(where, list(rules)))
         g.cases.append(rec)
         g.moves[rec.id] = move
+        g.details[rec.id] = detail
     return sorted(groups.values(), key=lambda g: (-len(g.cases), STAGE_ORDER not in g.rules, g.where))
 
 

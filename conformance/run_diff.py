@@ -176,14 +176,14 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
 
     out.packages = package_changes(old, new)
     a_cases, b_cases = _by_id(old), _by_id(new)
-    failing: list[tuple[CaseRecord, str]] = []
+    failing: list[tuple[CaseRecord, str, str]] = []
     for cid, b in b_cases.items():
         a = a_cases.get(cid)
         if a is None:
             out.only_new.append(cid)
             if RANK.get(b.outcome.value, 2) == 0:
                 out.cases.append(Change(cid, "(not in OLD)", b.outcome.value, "regression", _detail(b)))
-                failing.append((b, f"(not in OLD) -> {b.outcome.value}"))
+                failing.append((b, f"(not in OLD) -> {b.outcome.value}", _detail(b)))
             out.new_divergences += divergences_of(b)
             continue
         if a.outcome != b.outcome:
@@ -192,9 +192,11 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
             fresh = newly_failing(a, b) if RANK.get(a.outcome.value, 2) == 1 and RANK.get(b.outcome.value, 2) == 0 else []
             if fresh:  # expected-fail -> fail: what it fails at now, not the known divergence
                 detail = f"now fails {', '.join(fresh)}: {detail}"
+            if b.id != cid:  # the generated case: its counterexample's content id
+                detail = f"counterexample {b.id}: {detail}"
             out.cases.append(Change(cid, a.outcome.value, b.outcome.value, move, detail))
             if move == "regression" and RANK.get(b.outcome.value, 2) < 2:
-                failing.append((b, f"{a.outcome.value} -> {b.outcome.value}"))
+                failing.append((b, f"{a.outcome.value} -> {b.outcome.value}", detail))
         elif a.trace_digest and b.trace_digest and a.trace_digest != b.trace_digest:
             out.traces.append(Change(cid, a.trace_digest, b.trace_digest, "change", a.outcome.value))
         old_div = {d.key(): d for d in divergences_of(a)}
@@ -236,8 +238,11 @@ def _detail(c: CaseRecord) -> str:
 
 def _summary(d: RunDiff) -> str:
     c = d.counts()
-    return (f"{c['regressions']} regressions, {c['improvements']} improvements, {c['changes']} other changes, "
-            f"{c['side effects']} side effects; {c['traces changed']} traces changed with the same outcome; "
+    cases = sum(ch.kind == "regression" for ch in d.cases)
+    parts = f" ({cases} cases in {c['groups']} groups, {c['regressions'] - cases} rules; {c['side effects']} side " \
+            "effects apart)" if c["regressions"] or c["side effects"] else ""
+    return (f"{c['regressions']} regressions{parts}, {c['improvements']} improvements, {c['changes']} other changes; "
+            f"{c['traces changed']} traces changed with the same outcome; "
             f"{c['new divergences']} new and {c['vanished divergences']} vanished divergences")
 
 
@@ -251,7 +256,7 @@ def _group_lines(d: RunDiff, n: int, g: Group) -> list[str]:
     moves = sorted(set(g.moves.values()))
     return [f"  [{n}] {len(ids)} case{'s' if len(ids) != 1 else ''} ({', '.join(moves)}), rules "
             f"{', '.join(g.rules) or '-'}: at {g.where}",
-            f"      {g.example.id} {_detail(g.example)[:220]}",
+            f"      {g.example.id} {g.details.get(g.example.id, '')[:220]}",
             f"      replay: {_replay(d, g)}",
             f"      cases: {shown}"]
 
@@ -269,7 +274,7 @@ def render_text(d: RunDiff, full: bool = False) -> str:
     lines.append(_summary(d))
     if d.groups:
         count = sum(len(g.cases) for g in d.groups)
-        lines += ["", f"Regressions by first divergence ({count} cases, {len(d.groups)} root "
+        lines += ["", f"Regressions by first divergence ({count} case{'s' if count != 1 else ''}, {len(d.groups)} root "
                       f"cause{'s' if len(d.groups) != 1 else ''}):"]
         for n, g in enumerate(d.groups, 1):
             lines += _group_lines(d, n, g)
@@ -278,7 +283,8 @@ def render_text(d: RunDiff, full: bool = False) -> str:
     if failing_rules:
         lines += ["", "Rules that regressed: " + ", ".join(f"{ch.what} ({ch.old} -> {ch.new})" for ch in failing_rules)]
     if d.side_effects:
-        lines += ["", f"Side effects, not regressions of their own ({len(d.side_effects)} rules only no longer judged: "
+        n = len(d.side_effects)
+        lines += ["", f"Side effects, not regressions of their own ({n} rule{'s' if n != 1 else ''} only no longer judged: "
                       "the cases citing them fail first at a rule above): "
                       + ", ".join(f"{ch.what} -> {ch.new}" for ch in d.side_effects)]
     others = [ch for ch in d.rules if ch.kind != "regression"]
@@ -371,7 +377,7 @@ def render_json(d: RunDiff) -> str:
         "notes": d.notes,
         "counts": d.counts(),
         "packages": d.packages,
-        "groups": [g.to_json(_replay(d, g), _detail(g.example)) for g in d.groups],
+        "groups": [g.to_json(_replay(d, g)) for g in d.groups],
         "sideEffects": [c.to_json() for c in d.side_effects],
         "rules": [c.to_json() for c in d.rules],
         "cases": [c.to_json() for c in d.cases],

@@ -122,7 +122,7 @@ def test_a_working_tree_runs_and_diff_shows_a_maintainers_change(tree, tmp_path)
     changed = cli("run", "--impl", f"dsh:{work}", "--cases", cases, "--examples", "0", "--report",
                   tmp_path / "patched.jsonl", cache=cache)
     assert changed.returncode == 1, changed.stdout[-2000:]  # the tree's current build is what runs
-    diff = cli("diff", tmp_path / "release.jsonl", tmp_path / "patched.jsonl", cache=cache)
+    diff = cli("diff", tmp_path / "release.jsonl", tmp_path / "patched.jsonl", "--full", cache=cache)
     assert diff.returncode == 1, diff.stdout
     assert "regression  pre-deny-skips-body: pass -> fail" in diff.stdout
     assert 'expected "Error: ' in diff.stdout and 'actual "Denied: ' in diff.stdout
@@ -133,7 +133,7 @@ def test_a_working_tree_runs_and_diff_shows_a_maintainers_change(tree, tmp_path)
     assert doc["counts"]["regressions"] >= 1 and doc["newDivergences"]
     assert {"id": "pre-deny-skips-body", "old": "pass", "new": "fail", "kind": "regression"}.items() <= \
         next(c for c in doc["cases"] if c["id"] == "pre-deny-skips-body").items()
-    back = cli("diff", tmp_path / "patched.jsonl", tmp_path / "release.jsonl", cache=cache)
+    back = cli("diff", tmp_path / "patched.jsonl", tmp_path / "release.jsonl", "--full", cache=cache)
     assert back.returncode == 0 and "improvement pre-deny-skips-body: fail -> pass" in back.stdout
     assert "Vanished divergences:" in back.stdout
 

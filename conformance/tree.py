@@ -338,8 +338,10 @@ def _install(root: Path, packages: dict[str, Path], manager: list[str], env: dic
         cmd = [*manager, "install", "--frozen-lockfile", "--reporter=append-only", *filters, "--filter", "{.}"]
     else:
         cmd = [*manager, "ci", "--no-audit", "--no-fund"]
-    _say(log, f"installing the tree's dependencies for the {len(packages)} packages of the set ({' '.join(cmd[1:3])}, "
-              "filtered; a minute or so the first time)")
+    shown = "pnpm install --frozen-lockfile, filtered to them and the workspace root" if "pnpm.mjs" in manager[-1] \
+        else "npm ci"
+    _say(log, f"installing the tree's dependencies for the {len(packages)} packages of the set ({shown}; "
+              "a minute or two the first time)")
     _run(cmd, root, env, log, f"{Path(cmd[0]).name} install in {root}")
     state["lock"] = lock
 

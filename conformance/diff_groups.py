@@ -19,8 +19,9 @@ Beside the groups:
 - **the generated half** of a run (the property run: ``generated-seed-<seed>`` when it
   passed, the shrunk counterexample's content id ``prop-...`` when it did not) is one case
   across the two runs, keyed ``generated (seed S)``;
-- **the stage-order rule first**: when P1 (the stage order) is among a divergence's rules,
-  the order of the stages is what differs, and P1 leads the list.
+- **the stage-order rule first**: when two trace items part at their stage (the trace has
+  ``pre`` where ``guard`` was expected), the order of the stages is what differs, and P1
+  leads the divergence's rules when it is among them.
 """
 
 from __future__ import annotations
@@ -38,9 +39,20 @@ _IDS = re.compile(r"\[[^\]]*\]")
 NOT_JUDGED = {"skip", "not-scored", "not-run", "inconclusive", "no case"}
 
 
-def blame_order(rules: list[str]) -> list[str]:
-    """The rules of a divergence, P1 first when the stage order is among them (the rest as given)."""
-    return [STAGE_ORDER, *(r for r in rules if r != STAGE_ORDER)] if STAGE_ORDER in rules else list(rules)
+def blame_order(rules: list[str], stage_differs: bool = True) -> list[str]:
+    """The rules of a divergence, P1 first when the order of the stages is what differs
+    (the rest as given)."""
+    if not stage_differs or STAGE_ORDER not in rules:
+        return list(rules)
+    return [STAGE_ORDER, *(r for r in rules if r != STAGE_ORDER)]
+
+
+def stage_differs(below: str, expected: Any, actual: Any) -> bool:
+    """Whether two trace items part at their stage (``pre`` where ``guard`` came): the order
+    of the stages is what differs, not a value inside one."""
+    if below.endswith(".stage"):
+        return True
+    return isinstance(expected, dict) and isinstance(actual, dict) and expected.get("stage") != actual.get("stage")
 
 
 def place(where: str) -> str:
@@ -55,12 +67,13 @@ def root_cause(c: CaseRecord, locate: Locate) -> tuple[str, tuple[str, ...]]:
     """What a failing case's failure rests on: (a place, its rules)."""
     if c.divergence:
         d = c.divergence
-        below, _, _ = locate(d.get("expected"), d.get("actual"))
-        return place(str(d.get("where")) + below), tuple(blame_order(list(d.get("rules") or [])))
+        below, e, a = locate(d.get("expected"), d.get("actual"))
+        return place(str(d.get("where")) + below), tuple(blame_order(list(d.get("rules") or []),
+                                                                     stage_differs(below, e, a)))
     if c.violations:
         rule = str(c.violations[0].get("rule", ""))
         return f"invariant {rule}", (rule,)
-    return f"no divergence: {(c.message or c.outcome.value).splitlines()[0][:80]}", tuple(blame_order(c.failing_rules))
+    return f"no divergence: {(c.message or c.outcome.value).splitlines()[0][:80]}", tuple(c.failing_rules)
 
 
 def _size(c: CaseRecord) -> int:
@@ -103,7 +116,7 @@ def newly_failing(old: CaseRecord, new: CaseRecord) -> list[str]:
     """The rules ``new`` fails at that ``old``, a known failure, did not."""
     before = set(old.failing_rules) | {d for d in (old.divergence or {}).get("rules", [])}
     now = new.failing_rules or list((new.divergence or {}).get("rules") or [])
-    return blame_order([r for r in now if r not in before])
+    return [r for r in now if r not in before]
 
 
 def generated_key(report: Report) -> str:
@@ -157,5 +170,5 @@ def tree_line(r: Report) -> str | None:
     return f"tree {build.get('path')} at {commit} ({dirty})"
 
 
-__all__ = ["Group", "blame_order", "generated_key", "generated_verdict", "group_regressions", "newly_failing",
+__all__ = ["Group", "blame_order", "stage_differs", "generated_key", "generated_verdict", "group_regressions", "newly_failing",
            "package_changes", "place", "root_cause", "side_effects", "tree_line"]

@@ -34,7 +34,7 @@ from typing import Any
 from dsh_conformance.oracle import jsontext
 
 from .diff_groups import (Group, blame_order, generated_key, generated_verdict, group_regressions, newly_failing,
-                          package_changes, side_effects, tree_line)
+                          package_changes, side_effects, stage_differs, tree_line)
 from .outputs import check_writable, write_atomic
 from .report import INCONCLUSIVE, CaseRecord, Report, read_report, rule_outcomes
 from .report_html import replay_command
@@ -89,7 +89,8 @@ class Divergence:
         if self.where.startswith("invariant"):
             return f"{self.where}: {one(self.actual)}"
         below, expected, actual = first_difference(self.expected, self.actual)
-        return (f"at {self.where}{below} (rules {', '.join(blame_order(self.rules)) or '-'}): expected {one(expected)}, "
+        rules = blame_order(self.rules, stage_differs(below, expected, actual))
+        return (f"at {self.where}{below} (rules {', '.join(rules) or '-'}): expected {one(expected)}, "
                 f"actual {one(actual)}")
 
 

@@ -77,9 +77,20 @@ def test_one_group_per_root_cause_with_its_replay_and_side_effects_apart(tmp_pat
     assert doc["sideEffects"][0]["id"] == "P30"
 
 
-def test_the_stage_order_rule_leads_a_blame_list():
+def test_the_stage_order_rule_leads_a_blame_list_when_the_stages_differ(tmp_path):
     assert blame_order(["P3", "P46", "P5", "P9", "P1", "P2", "P7"]) == ["P1", "P3", "P46", "P5", "P9", "P2", "P7"]
-    assert blame_order(["P3", "P46"]) == ["P3", "P46"]
+    assert blame_order(["P3", "P1"], stage_differs=False) == ["P3", "P1"] and blame_order(["P3", "P46"]) == ["P3", "P46"]
+    blame = ["P3", "P46", "P5", "P9", "P1", "P2", "P7"]
+    old = write(tmp_path / "old.jsonl", [ok("order", blame), ok("value", blame)])
+    new = write(tmp_path / "new.jsonl", [  # guards run before pre-execute / a value inside one item
+        failing("order", "observations[c1][2]", blame, {"stage": "pre", "who": "p"}, {"stage": "guard", "who": "g"}),
+        failing("value", "observations[c1][2]", blame, {"stage": "pre", "value": 1}, {"stage": "pre", "value": 2})])
+    d = diff_reports(read_report(old), read_report(new))
+    assert {g.where: g.rules[:2] for g in d.groups} == {"observations[*][*].stage": ["P1", "P3"],
+                                                       "observations[*][*].value": ["P3", "P46"]}
+    text = render_text(d, full=True)
+    assert "order at observations[c1][2].stage (rules P1, P3, P46, P5, P9, P2, P7)" in text
+    assert "value at observations[c1][2].value (rules P3, P46, P5, P9, P1, P2, P7)" in text
     assert place("observations[c1][9].value.items[3]") == "observations[*][*].value.items[*]"
 
 

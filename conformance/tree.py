@@ -109,9 +109,9 @@ def runtime_digest(package: Path) -> str | None:
 def stale_reason(package: Path, recorded: str | None = None) -> str | None:
     """Why the built output of ``package`` is not its sources' (None: it is, or there is
     nothing to compare). ``recorded`` is the source digest the output was last built from."""
-    sources = source_files(package)
-    if not (package / "src").is_dir():
+    if not buildable(package):
         return None
+    sources = source_files(package)
     built = runtime_files(package)
     if not built:
         return "not built (no lib/*.js)"
@@ -138,9 +138,15 @@ def _save_state(home: Path, state: dict[str, Any]) -> None:
     (home / STATE).write_text(json.dumps(state, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def buildable(package: Path) -> bool:
+    """A package the tree builds: sources and a TypeScript project (a published package may
+    ship its ``src/`` but never its tsconfig)."""
+    return (package / "src").is_dir() and (package / "tsconfig.json").is_file()
+
+
 def set_packages(root: Path, source: Path = ADAPTER) -> dict[str, Path]:
-    """The packages of the adapter's set that the tree holds with sources of their own."""
-    return {n: p for n, p in tree_packages(root, set(pinned_set(source))).items() if (p / "src").is_dir()}
+    """The packages of the adapter's set that the tree builds from sources of its own."""
+    return {n: p for n, p in tree_packages(root, set(pinned_set(source))).items() if buildable(p)}
 
 
 def check_fresh(root: Path, source: Path = ADAPTER) -> None:
@@ -148,7 +154,10 @@ def check_fresh(root: Path, source: Path = ADAPTER) -> None:
     recorded = _state(tree_home(root)).get("packages", {})
     stale = []
     for name, where in sorted(set_packages(root, source).items()):
-        why = stale_reason(where, (recorded.get(name) or {}).get("source"))
+        was = recorded.get(name) or {}
+        # The recorded sources say what the output was built from while the output is still
+        # the one built here; after a build of the maintainer's own, only the times can tell.
+        why = stale_reason(where, was.get("source") if was.get("built") == runtime_digest(where) else None)
         if why:
             stale.append(f"{name} ({where.relative_to(root)}): {why}")
     if stale:
@@ -329,8 +338,7 @@ def _lock_digest(root: Path) -> str | None:
 def _install(root: Path, packages: dict[str, Path], manager: list[str], env: dict[str, str], state: dict[str, Any],
              log: object) -> None:
     lock = _lock_digest(root)
-    installed = (root / "node_modules" / ".modules.yaml").is_file() or (root / "node_modules" / ".package-lock.json").is_file()
-    if installed and state.get("lock") in (None, lock):
+    if (root / "node_modules").is_dir() and state.get("lock") in (None, lock):
         state["lock"] = lock
         return  # the maintainer's own install, or ours of this lock
     if "pnpm.mjs" in manager[-1]:
@@ -383,9 +391,10 @@ def build_tree(path: str, log: object = sys.stderr, source: Path = ADAPTER) -> d
     if not root.is_dir():
         raise AdapterSpecError(f"{path}: no such directory")
     packages = set_packages(root, source)
-    if not packages:
-        raise AdapterSpecError(f"{path}: none of the adapter's packages is there with sources (a package.json "
-                               "named so with a src/ beside it); nothing to build")
+    if not packages:  # a directory of built packages: run as it is
+        _say(log, f"no package of the adapter's set has sources under {root} (a package.json of that name with "
+                  "src/ and tsconfig.json beside it): nothing to build, its built packages run as they are")
+        return {}
     home = tree_home(root)
     home.mkdir(parents=True, exist_ok=True)
     with _turn(home, log):

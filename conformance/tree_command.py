@@ -23,7 +23,7 @@ from pathlib import Path
 from . import __version__
 from .adapter_install import AdapterInstallError, AdapterSpecError, cache_root, lock_digest, tree_home
 from .report import read_report
-from .resources import ADAPTER
+from .resources import ADAPTER, CASES, ORACLE
 from .run_diff import diff_reports, render_json, render_markdown, render_text
 from .tree import build_tree
 
@@ -42,11 +42,22 @@ def _run(impl: str, report: Path, failures: Path, args: argparse.Namespace) -> N
            "--failures", str(failures), "--examples", str(args.examples), "--seed", str(args.seed), "--quiet"]
     if args.expectations:
         cmd += ["--expectations", args.expectations]
+    if args.cases:
+        cmd += ["--cases", args.cases]
     print(f"dsh-conformance: {shlex.join(['dsh-conformance', *cmd[3:]])}", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
     if done.returncode not in (0, 1) or not report.is_file():
         raise _Stop(done.returncode if done.returncode in (2, 3) else EXIT_BROKEN,
                     f"the run on {impl} did not finish (exit {done.returncode}); see its message above")
+
+
+def _files_digest(root: Path, pattern: str) -> bytes:
+    """What a baseline run depends on in a directory (the adapter, the corpus, the oracle)."""
+    h = hashlib.sha256()
+    for p in sorted(root.glob(pattern)):
+        if p.is_file() and "node_modules" not in p.parts and "__pycache__" not in p.parts:
+            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    return h.digest()
 
 
 def _baseline(args: argparse.Namespace) -> Path:
@@ -62,8 +73,8 @@ def _baseline(args: argparse.Namespace) -> Path:
         else (args.expectations or "").encode()
     key = hashlib.sha256("\0".join([__version__, lock_digest(ADAPTER), args.against, str(args.examples),
                                     str(args.seed)]).encode() + expectations
-                         + b"".join(p.read_bytes() for p in sorted(ADAPTER.glob("**/*.mjs"))
-                                    if "node_modules" not in p.parts)).hexdigest()[:16]
+                         + _files_digest(ADAPTER, "**/*.mjs") + _files_digest(Path(args.cases or CASES), "**/*")
+                         + _files_digest(ORACLE, "**/*.py")).hexdigest()[:16]
     home = cache_root() / "baselines"
     path = home / f"{args.against}-{key}.jsonl"
     if path.is_file():
@@ -115,6 +126,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the expectations of both runs (default: the pinned release's, dsh-tools-0.1.0-rc.8)")
     p.add_argument("--examples", type=int, default=100, help="generated scenarios per run (default 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
+    p.add_argument("--cases", help="the corpus directory of both runs (default: the built-in corpus)")
     p.add_argument("--report", help="write the tree's report here (default: the tree's cache directory)")
     p.add_argument("--no-build", action="store_true", help="run the tree as it is built (a stale build is refused)")
     p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the diff's format (default text)")

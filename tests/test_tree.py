@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from dsh_conformance.package_sets import satisfies
-from dsh_conformance.tree import plan, provenance, runtime_digest, source_digest, stale_reason, wanted_major
+from dsh_conformance.adapter_install import tree_home
+from dsh_conformance.tree import (StaleBuild, check_fresh, plan, provenance, runtime_digest, source_digest, stale_reason,
+                                  wanted_major)
 
 from .conftest import corpus_subset
 from .dsh_trees import assemble_tree, patch
@@ -55,9 +57,11 @@ def _work(tree: Path, where: Path) -> Path:
 
 
 def _before(sources: Path, built: Path) -> None:
-    """Sources written before the build: older than every file of ``built``."""
+    """Sources written before the build: ``sources`` (``src/``) and the package's configs
+    older than every file of ``built``."""
     t = min(p.stat().st_mtime for p in built.rglob("*") if p.is_file()) - 10
-    for p in [sources, *sources.rglob("*")]:
+    configs = [sources.parent / n for n in ("package.json", "tsconfig.json") if (sources.parent / n).is_file()]
+    for p in [sources, *sources.rglob("*"), *configs]:
         os.utime(p, (t, t))
 
 
@@ -84,6 +88,7 @@ def test_only_the_packages_whose_sources_changed_are_planned(tmp_path):
         (pkg / "src" / "index.ts").write_text(f"export const {name} = 1\n")
         (pkg / "lib" / "index.js").write_text(f"export const {name} = 1\n")
         (pkg / "package.json").write_text(json.dumps({"name": name}))
+        (pkg / "tsconfig.json").write_text("{}")
         packages[name] = pkg
     state = {"packages": {n: {"source": source_digest(p), "built": runtime_digest(p)} for n, p in packages.items()}}
     assert plan(tmp_path, packages, state) == {}
@@ -100,13 +105,38 @@ def test_only_the_packages_whose_sources_changed_are_planned(tmp_path):
     assert stale_reason(packages["b"], state["packages"]["b"]["source"]) == "its sources changed since it was last built"
 
 
+def test_freshness_uses_the_record_while_the_output_is_the_one_built_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSH_CONFORMANCE_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "dsh"
+    pkg = root / "packages" / "core" / "tools"
+    (pkg / "src").mkdir(parents=True)
+    (pkg / "lib").mkdir()
+    (pkg / "package.json").write_text(json.dumps({"name": "@deepseek-ai/dsh-tools", "version": "1"}))
+    (pkg / "tsconfig.json").write_text("{}")
+    (pkg / "src" / "index.ts").write_text("export const a = 1\n")
+    (pkg / "lib" / "index.js").write_text("export const a = 1\n")
+    _before(pkg / "src", pkg / "lib")
+    check_fresh(root)  # built after its sources: fresh
+    home = tree_home(root.resolve())
+    home.mkdir(parents=True)
+    (home / "build-state.json").write_text(json.dumps({"packages": {"@deepseek-ai/dsh-tools": {
+        "source": source_digest(pkg), "built": runtime_digest(pkg)}}}))
+    (pkg / "src" / "index.ts").write_text("export const a = 2\n")  # changed, then given an old time
+    _before(pkg / "src", pkg / "lib")
+    with pytest.raises(StaleBuild, match=r"dsh-tools \(packages/core/tools\): its sources changed since it was last built"):
+        check_fresh(root.resolve())
+    (pkg / "lib" / "index.js").write_text("export const a = 2\n")  # the maintainer's own build
+    check_fresh(root.resolve())
+
+
 def test_a_stale_build_is_refused_and_the_header_says_what_ran(tree, tmp_path):
     cases = corpus_subset(tmp_path, CASES)
     cache = tmp_path / "cache"
     work = _work(tree, tmp_path)
     tools = work / "packages" / "dsh-tools"
-    (tools / "src").mkdir()
+    (tools / "src").mkdir(exist_ok=True)
     (tools / "src" / "index.ts").write_text("// the sources of the built lib/\n")
+    (tools / "tsconfig.json").write_text("{}\n")
     _before(tools / "src", tools / "lib")  # built after its sources were written
     git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
@@ -150,6 +180,28 @@ def test_a_stale_build_is_refused_and_the_header_says_what_ran(tree, tmp_path):
     # --build goes with a tree only.
     wrong = cli("run", "--impl", "dsh", "--build", "--cases", cases, "--examples", "0", cache=cache)
     assert wrong.returncode == 2 and "--build builds a DSH working tree" in wrong.stderr
+
+
+def test_the_tree_command_on_built_packages_runs_and_diffs(tree, tmp_path):
+    """``tree`` on a directory of built packages (nothing to build): the baseline is run once
+    and kept, the tree's run diffs clean; after a change one group with its replay, exit 1."""
+    cases = corpus_subset(tmp_path, CASES)
+    cache = tmp_path / "cache"
+    work = _work(tree, tmp_path)
+    first = cli("tree", work, "--cases", cases, "--examples", "0", cache=cache)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "nothing to build" in first.stderr and "0 regressions, 0 improvements" in first.stdout
+    patch(work, "dsh-tools", "text: `Error: ${denialReason}`", "text: `Denied: ${denialReason}`")
+    second = cli("tree", work, "--cases", cases, "--examples", "0", cache=cache)
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert "the baseline dsh was run before with these options" in second.stderr
+    assert "Regressions by first divergence (2 cases, 1 root cause):" in second.stdout
+    assert second.stdout.count("replay: dsh-conformance replay ") == 1
+    # The same version as the release, other built code: the package that differs is named.
+    assert "dsh-tools 0.1.0-rc.8: built code " in second.stdout.split("Packages that differ:")[1]
+    assert (next(cache.glob("tree-*")) / "tree.previous.jsonl").is_file()
+    bad = cli("tree", tmp_path / "nowhere", cache=cache)
+    assert bad.returncode == 2 and "no such directory" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_the_published_set_records_its_packages(tmp_path):

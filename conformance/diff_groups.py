@@ -135,9 +135,10 @@ def side_effects(rule_changes: list[Any]) -> list[Any]:
     return [ch for ch in rule_changes if ch.old == "pass" and ch.new in NOT_JUDGED]
 
 
-def package_changes(old: Report, new: Report) -> list[str]:
-    """The packages that differ between two runs, in lines: versions grouped by their move,
-    then the packages whose version is the same and whose built code is not."""
+def package_changes(old: Report, new: Report, most: int | None = None) -> list[str]:
+    """The packages that differ between two runs, in lines: versions grouped by their move
+    (at most ``most`` names a line, then how many more), then the packages whose version is
+    the same and whose built code is not."""
     a = _packages(old)
     b = _packages(new)
     if not a and not b:
@@ -151,7 +152,11 @@ def package_changes(old: Report, new: Report) -> list[str]:
             by_move.setdefault((va or "absent", vb or "absent"), []).append(short)
         elif (a.get(name) or {}).get("digest") != (b.get(name) or {}).get("digest") and name in a and name in b:
             code.append(f"{short} {vb}: built code {a[name].get('digest')} -> {b[name].get('digest')}")
-    lines = [f"{va} -> {vb}: {', '.join(names)}" for (va, vb), names in sorted(by_move.items(), key=lambda kv: kv[1])]
+    def listed(names: list[str]) -> str:
+        if most is None or len(names) <= most:
+            return ", ".join(names)
+        return f"{len(names)} packages: {', '.join(names[:most])}, ... (+{len(names) - most}, --full)"
+    lines = [f"{va} -> {vb}: {listed(names)}" for (va, vb), names in sorted(by_move.items(), key=lambda kv: kv[1])]
     return lines + code
 
 

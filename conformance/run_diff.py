@@ -253,7 +253,7 @@ def _replay(d: RunDiff, g: Group) -> str:
 
 def _group_lines(d: RunDiff, n: int, g: Group) -> list[str]:
     ids = [c.id for c in g.cases]
-    shown = ", ".join(ids[:6]) + (f", ... (+{len(ids) - 6})" if len(ids) > 6 else "")
+    shown = ", ".join(ids[:4]) + (f", ... (+{len(ids) - 4}, --full)" if len(ids) > 4 else "")
     moves = sorted(set(g.moves.values()))
     return [f"  [{n}] {len(ids)} case{'s' if len(ids) != 1 else ''} ({', '.join(moves)}), rules "
             f"{', '.join(g.rules) or '-'}: at {g.where}",
@@ -270,7 +270,8 @@ def render_text(d: RunDiff, full: bool = False) -> str:
     lines += [f"    {t}" for t in (tree_line(d.old), tree_line(d.new)) if t]
     lines.append("")
     if d.packages:
-        lines += ["Packages that differ:"] + [f"  {ln}" for ln in d.packages] + [""]
+        shown = d.packages if full else package_changes(d.old, d.new, most=6)
+        lines += ["Packages that differ:"] + [f"  {ln}" for ln in shown] + [""]
     lines += [f"note: {n}" for n in d.notes] + ([""] if d.notes else [])
     lines.append(_summary(d))
     if d.groups:

@@ -144,19 +144,27 @@ def package_changes(old: Report, new: Report, most: int | None = None) -> list[s
     if not a and not b:
         return []
     by_move: dict[tuple[str, str], list[str]] = {}
+    same: dict[tuple[str, str], int] = {}
     code = []
     for name in sorted(set(a) | set(b)):
         va, vb = (a.get(name) or {}).get("version"), (b.get(name) or {}).get("version")
         short = name.removeprefix("@deepseek-ai/")
         if va != vb:
-            by_move.setdefault((va or "absent", vb or "absent"), []).append(short)
+            move = (va or "absent", vb or "absent")
+            by_move.setdefault(move, []).append(short)
+            da, db = (a.get(name) or {}).get("digest"), (b.get(name) or {}).get("digest")
+            same[move] = same.get(move, 0) + (da is not None and da == db)
         elif (a.get(name) or {}).get("digest") != (b.get(name) or {}).get("digest") and name in a and name in b:
             code.append(f"{short} {vb}: built code {a[name].get('digest')} -> {b[name].get('digest')}")
     def listed(names: list[str]) -> str:
         if most is None or len(names) <= most:
             return ", ".join(names)
         return f"{len(names)} packages: {', '.join(names[:most])}, ... (+{len(names) - most}, --full)"
-    lines = [f"{va} -> {vb}: {listed(names)}" for (va, vb), names in sorted(by_move.items(), key=lambda kv: kv[1])]
+    def alike(move: tuple[str, str]) -> str:  # a version bump over the same built code is no change of code
+        n = same.get(move, 0)
+        return "" if not n else " (the same built code)" if n == len(by_move[move]) else f" ({n} with the same built code)"
+    lines = [f"{va} -> {vb}: {listed(names)}{alike((va, vb))}"
+             for (va, vb), names in sorted(by_move.items(), key=lambda kv: kv[1])]
     return lines + code
 
 

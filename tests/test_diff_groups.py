@@ -107,14 +107,17 @@ def test_an_expected_failure_that_now_fails_names_the_rule_it_fails_at(tmp_path)
 def test_packages_that_differ_are_shown(tmp_path):
     rc8 = {"@deepseek-ai/cordis": {"version": "4.0.4", "digest": "sha256:c1"},
            "@deepseek-ai/dsh-tools": {"version": "0.1.0-rc.8", "digest": "sha256:t1"},
-           "@deepseek-ai/dsh-llm": {"version": "0.1.0-rc.8", "digest": "sha256:l1"}}
+           "@deepseek-ai/dsh-llm": {"version": "0.1.0-rc.8", "digest": "sha256:l1"},
+           "@deepseek-ai/dsh-agent": {"version": "0.1.0-rc.8", "digest": "sha256:a1"}}
     tree = {"@deepseek-ai/cordis": {"version": "4.0.1", "digest": "sha256:c2"},
             "@deepseek-ai/dsh-tools": {"version": "0.1.0-rc.8", "digest": "sha256:t2"},
-            "@deepseek-ai/dsh-llm": {"version": "0.1.0-rc.8", "digest": "sha256:l1"}}
+            "@deepseek-ai/dsh-llm": {"version": "0.1.0-rc.8", "digest": "sha256:l1"},
+            "@deepseek-ai/dsh-agent": {"version": "0.1.1-rc.2", "digest": "sha256:a1"}}
     d = diff_reports(read_report(write(tmp_path / "a.jsonl", [ok("a", ["P1"])], rc8)),
                      read_report(write(tmp_path / "b.jsonl", [ok("a", ["P1"])], tree)))
-    assert d.packages == ["4.0.4 -> 4.0.1: cordis", "dsh-tools 0.1.0-rc.8: built code sha256:t1 -> sha256:t2"]
-    assert "Packages that differ:\n  4.0.4 -> 4.0.1: cordis\n" in render_text(d)
+    assert d.packages == ["4.0.4 -> 4.0.1: cordis", "0.1.0-rc.8 -> 0.1.1-rc.2: dsh-agent (the same built code)",
+                          "dsh-tools 0.1.0-rc.8: built code sha256:t1 -> sha256:t2"]
+    assert "  4.0.4 -> 4.0.1: cordis\n" in render_text(d).split("Packages that differ:\n")[1]
 
 
 # ------------------------------------------------------------------ real runs of the generated half

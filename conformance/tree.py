@@ -44,7 +44,6 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +61,6 @@ BUILD_TIMEOUT = 1800  # seconds for one tool of the build (tsc of the set takes 
 
 class StaleBuild(AdapterInstallError):
     """A package's sources are newer than its built output: running it would test old code."""
-
-
-@dataclass
-class Toolchain:
-    """The Node and package manager the tree's commands run with."""
-
-    node: str  # the node binary
-    env: dict[str, str]  # the environment of the tree's commands (PATH with that node first)
-    manager: list[str]  # argv prefix of the package manager
-    said: list[str] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ digests

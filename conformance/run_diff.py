@@ -341,6 +341,7 @@ def render_markdown(d: RunDiff) -> str:
            f"- OLD: {_md(_name(d.old))} (`{d.old.path}`, {len(d.old.cases)} cases)",
            f"- NEW: {_md(_name(d.new))} (`{d.new.path}`, {len(d.new.cases)} cases)", ""]
     out += [f"> note: {_md(n)}" for n in d.notes] + ([""] if d.notes else [])
+    out[-1:-1] = [f"- {_md(t)}" for t in (tree_line(d.old), tree_line(d.new)) if t]
     if d.packages:
         out += ["Packages that differ:", ""] + [f"- {_md(ln)}" for ln in d.packages] + [""]
     if d.groups:

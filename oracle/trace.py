@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .schema_doc import schema_document
 from . import jsontext
 from .jsvalue import clone as _clone
 
@@ -225,6 +226,4 @@ def parse_trace(data: Any) -> Trace:
 
 
 def trace_json_schema() -> dict[str, Any]:
-    from .schema_doc import schema_document
-
     return schema_document(_ADAPTER, "trace.schema.json")

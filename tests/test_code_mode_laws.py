@@ -1,4 +1,4 @@
-"""The Code Mode laws (conformance.code_mode_laws) catch real wrong implementations: each
+"""The Code Mode laws (conformance.laws.code_mode) catch real wrong implementations: each
 fake of tests/fakes/code_mode_fake.py breaks one law on a corpus case that exercises it,
 and the suite fails that case with the law's rule among its broken invariants."""
 
@@ -49,7 +49,7 @@ def test_a_code_mode_law_catches_the_fake(tmp_path, mode, case, rule):
 @pytest.mark.parametrize("case", sorted({b[1] for b in BREAKS}))
 def test_the_oracle_breaks_no_code_mode_law_there(case):
     from dsh_conformance.corpus import CASES, load_case
-    from dsh_conformance.invariants import check
+    from dsh_conformance.laws import check
     from dsh_conformance.oracle import run_scenario
 
     c = load_case(CASES / f"{case}.json")

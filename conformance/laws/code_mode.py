@@ -5,7 +5,8 @@ The laws read what an implementation reports: the ``run_code`` program's observa
 (stage ``program``: the bindings, each binding call and how it settled, the run's end), each
 sub-call's lane (its call id is ``<run_code call>:code:<n>``), the final results (sub-calls'
 too), the bridge's session events with ``at`` (where an event falls among the
-observations) and the scenario. They register with ``conformance.invariants.law``.
+observations) and the scenario. They are marked with ``conformance.laws.framework.law`` and listed in
+``conformance.laws.LAWS``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 
 from dsh_conformance.oracle.code_mode import render
 from dsh_conformance.oracle.jsvalue import Thrown, same_value, to_string
-from dsh_conformance.oracle.texts import code_run_failed
+from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS, code_run_failed
 from dsh_conformance.oracle.trace import Observation
 
-from .invariants import ABSENT, UNKNOWN, View, Violation, law
+from .framework import ABSENT, UNKNOWN, View, Violation, law
 
 RUN_OVER = "run_code run is over ("
 REJECTED_AT_CALL = ("tool arguments must be lossless JSON",)  # P118.2; P118.1 ends in "not dispatched"
@@ -504,9 +505,6 @@ def turn_conclusion_from_sub_calls(v: View) -> Iterator[Violation]:
                       if isinstance(r := v.result(cid), dict) and not r.get("isError") and r.get("concludesTurn") is True]
         if concluding and res.get("concludesTurn") is not True:
             yield Violation("P127", f"run_code {parent}: sub-call {concluding[0]} concluded the turn, yet run_code's success does not")
-
-
-from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS  # noqa: E402
 
 
 @law

@@ -247,20 +247,27 @@ def sub_call_identity(v: View) -> Iterator[Violation]:
                 break
 
 
+START_STAGES = ("entry", "pre-execute", "approval", "guards")
+"""P121: "A start is the start event, entry, pre-execute, approval and guards." (The start
+event is a session event; the observations a start shows are of these stages.)"""
+
+
 def _segments(v: View, cid: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None, tuple[int, int] | None]:
-    """A sub-call's start (its first stage up to dispatch), its dispatch and its commit, as
-    spans of observation positions."""
+    """A sub-call's start (its start stages, P121), its dispatch and its commit, as spans of
+    observation positions. A start ends with the last observation of its own stages: a
+    sub-call that never dispatches (denied, not granted, failed before dispatch) is not
+    still starting while it waits for its commit."""
     own = [(i, o) for i, o in positions(v, cid) if o.stage not in ("classify", "code-dispatch-log")]
     if not own:
         return None, None, None
-    s = own[0][0]
     d = first(v, cid, "execute", "start")
     d_end = next((i for i, o in own if o.who is None and o.stage == "execute" and o.what in ("end", "throw")), None)
     p = first(v, cid, "post-execute", "start")
     r = first(v, cid, "result", "start")
     commit_from = p if p is not None else r
-    start_to = (d if d is not None else (commit_from if commit_from is not None else own[-1][0] + 1)) - 1
-    start = (s, start_to)
+    before = d if d is not None else commit_from
+    starting = [i for i, o in own if o.stage in START_STAGES and (before is None or i < before)]
+    start = (starting[0], starting[-1]) if starting else None
     dispatch = (d, d_end if d_end is not None else d) if d is not None else None
     commit = (commit_from, r) if commit_from is not None and r is not None else None
     return start, dispatch, commit
@@ -321,7 +328,8 @@ def exclusive_and_pooled_sub_calls(v: View) -> Iterator[Violation]:
         for k, sp in spans.items():
             if names[k] is None or _static_mode(v, names[k]) != "exclusive" or sp[1] is None:
                 continue
-            begin, end = sp[0][0], (sp[2][1] if sp[2] is not None else sp[1][1])
+            begin = sp[0][0] if sp[0] is not None else sp[1][0]
+            end = sp[2][1] if sp[2] is not None else sp[1][1]
             others = [kk for (b, kk) in bodies if kk != k and b[0] <= end and b[1] >= begin]
             later = [kk for kk, s2 in spans.items() if kk > k and s2[0] is not None and begin < s2[0][0] < end]
             if others or later:

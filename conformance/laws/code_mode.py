@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.oracle.code_mode import render
-from dsh_conformance.oracle.jsvalue import Thrown, same_value, to_string
+from dsh_conformance.oracle.jsvalue import Thrown, json_text, same_value, to_string, token
 from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS, code_run_failed
 from dsh_conformance.oracle.trace import Observation
 
@@ -543,10 +542,51 @@ def run_value_and_content(v: View) -> Iterator[Violation]:
         value: dict[str, Any] = {"logs": outcome.get("logs", [])}
         if "value" in outcome:
             value["result"] = outcome["value"]
-        if res.get("isError") or not same_value(res.get("value"), value) or not same_value(res.get("content"), render(value)):
+        if res.get("isError") or not same_value(res.get("value"), value) or not same_value(res.get("content"), p128_content(value)):
             yield Violation("P128", f"run_code {parent}: its outcome is not the run's value {{logs, result?}} and its rendering")
 
 
 def _aborted_outcome(res: dict[str, Any]) -> bool:
     info = (res.get("error") or {}).get("info") if isinstance(res.get("error"), dict) else None
     return isinstance(info, dict) and info.get("name") == "AbortError"
+
+
+# ---------------------------------------------------------------------------- P128's content, from its statement
+
+NO_OUTPUT = "(run_code completed with no output)"
+INDENT = 2  # JSON.stringify(value, null, 2)
+MAX_INDENT = 10  # "a container whose children would be indented by more than 10 spaces"
+
+
+def p128_content(value: dict[str, Any]) -> list[dict[str, Any]]:
+    """P128's content for a run's value ``{logs, result?}``, written from the rule's text and
+    not with the oracle's ``code_mode.render``, so that a wrong render is caught: one text
+    block, the non-empty parts among the logs joined by "\n" and the rendered result,
+    joined by "\n"; when both are empty, the fixed no-output text."""
+    parts = ["\n".join(value["logs"])]
+    if "result" in value:
+        result = value["result"]
+        parts.append(result if isinstance(result, str) else _stringify_2(result, 0))
+    text = "\n".join(part for part in parts if part)
+    return [{"type": "text", "text": text or NO_OUTPUT}]
+
+
+def _stringify_2(v: Any, depth: int) -> str:
+    """``JSON.stringify(v, null, 2)`` at nesting ``depth``, except that a container whose
+    children would be indented by more than 10 spaces (depth >= 5) is written without
+    white space, with everything inside it (``JSON.stringify(v)``, compact). Leaves are
+    written by ``JSON.stringify`` (``oracle.jsvalue.json_text``, cross-checked against node)."""
+    entries = v.get("entries", {}) if token(v) == "object" else v  # an escaped "$js" key is data
+    if not isinstance(v, list) and not (isinstance(entries, dict) and (token(v) is None or token(v) == "object")):
+        return json_text(v) or ""
+    if (depth + 1) * INDENT > MAX_INDENT:
+        return json_text(v) or ""
+    pad, inner = " " * (depth * INDENT), " " * ((depth + 1) * INDENT)
+    if isinstance(v, list):
+        if not v:
+            return "[]"
+        return "[\n" + ",\n".join(inner + _stringify_2(x, depth + 1) for x in v) + "\n" + pad + "]"
+    if not entries:
+        return "{}"
+    items = [inner + (json_text(k) or "") + ": " + _stringify_2(x, depth + 1) for k, x in entries.items()]
+    return "{\n" + ",\n".join(items) + "\n" + pad + "}"

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from dsh_conformance.oracle import transitions
+from dsh_conformance.oracle.decisions import GRANTED, OUTCOMES, PRE_REASONS
 from dsh_conformance.oracle.jsvalue import Thrown, is_lossless, to_string
 from dsh_conformance.oracle.scenario import Behavior, Scenario, ShippedApproval
 from dsh_conformance.oracle.trace import Observation
@@ -27,13 +29,11 @@ def pre_route(d: Any) -> str:
     if props is None:
         return "malformed"
     kind = props.get("kind")
+    rule = PRE_REASONS.get(kind) if isinstance(kind, str) else None
     reason = props.get("reason", UNDEFINED)
-    if kind == "allow":
-        return "allow"
-    if kind == "deny" and isinstance(reason, str):
-        return "deny"
-    if kind == "ask" and (reason == UNDEFINED or isinstance(reason, str)):
-        return "ask"
+    if rule == "ignored" or (rule is not None and isinstance(reason, str)) or (
+            rule == "absent-or-string" and reason == UNDEFINED):
+        return kind
     return "malformed"
 
 
@@ -87,7 +87,24 @@ def route(ct: CallTrace) -> Route:
 
 def _allowed(r: Route) -> bool:
     """Whether the gate let the call through to the guards (P44)."""
-    return r.pre == "allow" or (r.pre == "ask" and r.outcome == "allowed-once")
+    return r.pre == "allow" or (r.pre == "ask" and r.outcome == GRANTED)
+
+
+# The observations of each stage of P2's table a law can see run (the body runs inside
+# tools/execute).
+OBSERVED = {transitions.PRE_EXECUTE: ("pre-execute",), transitions.APPROVAL: ("approval",),
+            transitions.GUARDS: ("guards",), transitions.EXECUTE: ("execute", "body"),
+            transitions.POST_EXECUTE: ("post-execute",)}
+
+
+def not_after(source: str, outcome: str) -> tuple[str, ...]:
+    """P2: the stages that must not run once ``source`` ended with ``outcome``: those the
+    table's transition does not lead to, other than the ones the call passed on its way."""
+    ahead = transitions.reachable(transitions.after(source, outcome))
+    if transitions.DENIED in ahead:
+        ahead |= {transitions.POST_EXECUTE}  # a denial is post-execute
+    behind = transitions.upstream(source)
+    return tuple(o for stage, observed in OBSERVED.items() if stage not in ahead and stage not in behind for o in observed)
 
 
 @law
@@ -113,22 +130,22 @@ def gate_transitions(v: View) -> Iterator[Violation]:
 
         if r.pre in ("throw", "malformed"):
             why = "a pre-execute throw" if r.pre == "throw" else "a malformed pre-execute decision"
-            yield from forbid(("approval", "guards", "execute", "body", "post-execute"), "P34", why)
+            yield from forbid(not_after(transitions.PRE_EXECUTE, "throw"), "P34", why)
             continue
         if r.pre == "deny":
-            yield from forbid(("approval", "guards", "execute", "body"), "P3", "a pre-execute deny")
+            yield from forbid(not_after(transitions.PRE_EXECUTE, "deny"), "P3", "a pre-execute deny")
             if not post:
                 yield Violation("P32", f"call {cid}: a pre-execute deny did not reach post-execute")
             continue
         if r.pre == "ask":
-            if r.approval_throw or (r.requested and r.outcome is not ABSENT and r.outcome not in (
-                    "allowed-once", "rejected", "cancelled", "unavailable")):
-                yield from forbid(("guards", "execute", "body", "post-execute"), "P40",
+            if r.approval_throw or (r.requested and r.outcome is not ABSENT and r.outcome not in OUTCOMES):
+                yield from forbid(not_after(transitions.APPROVAL, "throw"), "P40",
                                   "an approval throw or an outcome outside the vocabulary")
                 continue
-            if not r.requested or r.outcome in ("rejected", "cancelled", "unavailable"):
+            if not r.requested or (r.outcome in OUTCOMES and r.outcome != GRANTED):
                 rule = "P37" if not r.requested else "P40"
-                yield from forbid(("guards", "execute", "body"), "P3", "an approval that did not grant")
+                yield from forbid(not_after(transitions.APPROVAL, "no-service" if not r.requested else r.outcome), "P3",
+                                  "an approval that did not grant")
                 if not post:
                     yield Violation(rule, f"call {cid}: an ungranted ask did not reach post-execute")
                 continue
@@ -140,12 +157,12 @@ def gate_transitions(v: View) -> Iterator[Violation]:
             rule = "P49" if r.guard_throw else "P46"
             if later_guards:
                 yield Violation("P45", f"call {cid}: guard {later_guards[0]} ran after the pass was decided")
-            yield from forbid(("execute", "body"), rule, "a guard " + ("throw" if r.guard_throw else "denial"))
-            to_post = not r.guard_throw and _denial_goes_to_post(r.guard_denial)
-            if post != to_post:
-                yield Violation("P49" if r.guard_throw else "P47",
-                                f"call {cid}: a guard {'throw' if r.guard_throw else 'denial'} "
-                                f"{'reached' if post else 'did not reach'} post-execute")
+            if r.guard_throw:  # P2: to final, post-execute included among what must not run
+                yield from forbid(not_after(transitions.GUARDS, "throw"), rule, "a guard throw")
+                continue
+            yield from forbid(not_after(transitions.GUARDS, "deny"), rule, "a guard denial")
+            if post != _denial_goes_to_post(r.guard_denial):  # P47: to post-execute only when it materializes
+                yield Violation("P47", f"call {cid}: a guard denial {'reached' if post else 'did not reach'} post-execute")
             continue
         if executes and not _allowed(r):
             yield Violation("P54", f"call {cid}: tools/execute ran without an allow or a granted ask")

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from . import approval, code_mode, texts
 from .decisions import POST_KINDS, PRE_REASONS
-from .jsvalue import (clone, UNDEFINED, JsValue, NotLossless, Thrown, deref, error_field, get, has_own, info_of, is_object,
-                      is_undefined, js_error, js_string, json_text, message_of, message_value, read, snapshot, to_string,
+from .jsvalue import (clone, UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object,
+                      is_undefined, js_error, json_text, message_of, message_value, read, snapshot, to_string,
                       token, truthy, type_error)
 from .record import Input, Record
 from .schema_check import schema_violations

@@ -16,8 +16,8 @@ from .jsvalue import JsValue, Thrown, clone, js_error, token
 
 # Tokens that stand for primitives (spec 3.11): never objects, so always frozen.
 PRIMITIVE_TOKENS = frozenset({"undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol"})
-from .scenario_checks import effective_mode
-from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
+from .scenario import Agent, Guard, Listener, Program, Scenario, Tool
+from .scenario_checks import RUN_CODE, effective_mode
 from .scheduler import Deferred, Scheduler, Signal
 from .tool_definitions import RUN_CODE_TOOL
 from .trace import Trace, event, observation, portable

@@ -15,7 +15,7 @@ from .registry import Runaway, World
 from .scenario import Call, DirectRun, Scenario, ScenarioError
 from .script import Invocation, perform_sync
 from .value_refs import definitions
-from .scenario import scenario_values
+from .scenario_checks import scenario_values
 from .scheduler import ABORT_REASON, Deadlock
 from .trace import Trace, call_result
 from .viewer import present

@@ -15,7 +15,6 @@ The pydantic models below are the single source of the scenario's JSON Schema
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -23,8 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
 
 from .jsonio import InputLimitError, check_limits, load_file
 from .schema_doc import schema_document
-from .scenario_checks import (CODE_DISPATCH_LOG, FS_INTENTS, RUN_CODE, ScenarioError, check_references,
-                              effective_mode, scenario_values)
+from .scenario_checks import CODE_DISPATCH_LOG, FS_INTENTS, ScenarioError, check_references
 from .session_events import TodoWriteData
 
 SCENARIO_FORMAT = "dsh-conformance/scenario/v1"

@@ -17,7 +17,6 @@ Every observation names the rules behind it, so reports can group verdicts by ru
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter

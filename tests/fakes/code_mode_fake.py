@@ -7,7 +7,6 @@ one oracle-independent law of ``conformance.laws.code_mode``.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import deque
 

@@ -22,13 +22,12 @@ from .script import Invocation, perform
 Waterfall = Callable[..., Awaitable[JsValue]]
 """The pipeline's ``waterfall(w, event, rec, args, terminal, rules, agent=...)`` (P5, P6)."""
 
-_DENIALS: dict[str, Callable[[str], str]] = {
+DENIAL_REASONS: dict[str, Callable[[str], str]] = {
     "rejected": texts.approval_rejected,
     "unavailable": texts.approval_unavailable,
     "cancelled": texts.approval_cancelled,
 }
 """P41: the denial reason of each outcome of the vocabulary that does not grant."""
-assert set(_DENIALS) == set(OUTCOMES) - {GRANTED}, "every outcome but the grant denies (P40)"
 
 
 async def ask(w: World, rec: Record, reason: JsValue, waterfall: Waterfall) -> tuple[str, JsValue, bool]:
@@ -62,8 +61,8 @@ async def ask(w: World, rec: Record, reason: JsValue, waterfall: Waterfall) -> t
     w.obs(rec.callId, "approval", "outcome", None, outcome, ("P40",))
     if outcome == GRANTED:  # P40
         return "allow", UNDEFINED, False
-    if isinstance(outcome, str) and outcome in _DENIALS:  # P41: each denying outcome's reason
-        return "deny", _DENIALS[outcome](rec.name), outcome == "cancelled"
+    if isinstance(outcome, str) and outcome in DENIAL_REASONS:  # P41: each denying outcome's reason
+        return "deny", DENIAL_REASONS[outcome](rec.name), outcome == "cancelled"
     # P41: JSON.stringify(o) ?? String(o). A throw of JSON.stringify itself (a BigInt)
     # propagates as that throw; a symbol has no JSON text and renders as Symbol(desc).
     rendered = json_text(outcome)

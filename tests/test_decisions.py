@@ -220,3 +220,10 @@ def test_the_vocabularies_are_the_decision_models():
     assert kinds(d.Allow, d.Deny, d.Ask) == d.PRE_KINDS == tuple(d.PRE_REASONS)
     assert kinds(d.Accept, d.Block) == d.POST_KINDS
     assert typing.get_args(d.ApprovalOutcome) == d.OUTCOMES and d.GRANTED in d.OUTCOMES
+
+
+@pytest.mark.rules("P40", "P41")
+def test_every_outcome_but_the_grant_has_its_denial_reason():
+    from dsh_conformance.oracle import approval, decisions
+
+    assert set(approval.DENIAL_REASONS) == set(decisions.OUTCOMES) - {decisions.GRANTED}

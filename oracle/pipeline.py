@@ -4,6 +4,11 @@ Each stage is one function named after the spec's letter; each branch cites the 
 implements. A stage returns a ``Route``: where the call goes next and with what result.
 The staged scheduler of section 3.6 falls out directly: ``prepare`` = entry + gate,
 ``dispatch``, ``finalize`` = post + finish; ``execute`` runs them back to back.
+
+The gate's approval step (G3) is ``oracle.approval``, handed this module's waterfall; a
+body's filesystem intents reach ``body_waterfall`` through its ``Invocation`` (P71); the
+run_code bridge drives its sub-calls through ``STAGES`` (P120). The decision vocabularies
+are the tables of ``oracle.decisions``.
 """
 
 from __future__ import annotations

@@ -22,12 +22,14 @@ from .script import Invocation, perform
 Waterfall = Callable[..., Awaitable[JsValue]]
 """The pipeline's ``waterfall(w, event, rec, args, terminal, rules, agent=...)`` (P5, P6)."""
 
-DENIAL_REASONS: dict[str, Callable[[str], str]] = {
-    "rejected": texts.approval_rejected,
-    "unavailable": texts.approval_unavailable,
-    "cancelled": texts.approval_cancelled,
+ROUTES: dict[str, tuple[str, Callable[[str], str] | None]] = {
+    GRANTED: ("allow", None),
+    "rejected": ("deny", texts.approval_rejected),
+    "unavailable": ("deny", texts.approval_unavailable),
+    "cancelled": ("deny", texts.approval_cancelled),
 }
-"""P41: the denial reason of each outcome of the vocabulary that does not grant."""
+"""P40, P41: where each outcome of the vocabulary (``decisions.OUTCOMES``) sends the call,
+with the denial reason of each outcome that does not grant."""
 
 
 async def ask(w: World, rec: Record, reason: JsValue, waterfall: Waterfall) -> tuple[str, JsValue, bool]:
@@ -59,14 +61,18 @@ async def ask(w: World, rec: Record, reason: JsValue, waterfall: Waterfall) -> t
         w.obs(rec.callId, "approval", "throw", None, t.value, ("P40",))
         raise
     w.obs(rec.callId, "approval", "outcome", None, outcome, ("P40",))
-    if outcome == GRANTED:  # P40
-        return "allow", UNDEFINED, False
-    if isinstance(outcome, str) and outcome in DENIAL_REASONS:  # P41: each denying outcome's reason
-        return "deny", DENIAL_REASONS[outcome](rec.name), outcome == "cancelled"
-    # P41: JSON.stringify(o) ?? String(o). A throw of JSON.stringify itself (a BigInt)
-    # propagates as that throw; a symbol has no JSON text and renders as Symbol(desc).
-    rendered = json_text(outcome)
-    raise Thrown(js_error(texts.approval_unreachable(rendered if rendered is not None else js_string(outcome))))
+    route = ROUTES.get(outcome) if isinstance(outcome, str) else None
+    if route is not None:  # P40, P41
+        kind, denial = route
+        return kind, UNDEFINED if denial is None else denial(rec.name), outcome == "cancelled"
+    raise Thrown(js_error(texts.approval_unreachable(_rendered(outcome))))
+
+
+def _rendered(outcome: JsValue) -> str:
+    """P41: ``JSON.stringify(o) ?? String(o)``. A throw of JSON.stringify itself (a BigInt)
+    propagates as that throw; a symbol has no JSON text and renders as Symbol(desc)."""
+    text = json_text(outcome)
+    return text if text is not None else js_string(outcome)
 
 
 async def shipped_approval(w: World, rec: Record, request: dict[str, Any], signal: Any, waterfall: Waterfall) -> str:

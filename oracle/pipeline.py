@@ -315,19 +315,13 @@ async def _allow() -> JsValue:
 
 
 def _well_formed_pre(d: JsValue) -> tuple[str | None, JsValue]:
-    """P31: (kind, reason) of a well-formed decision, or (None, ...) when it is not."""
-    if not is_object(d) or isinstance(d, list):
-        return None, UNDEFINED
+    """P31: (kind, reason) of a well-formed decision, or (None, ...) when it is not. What is
+    not an object (a primitive, an array, a function) has no ``kind``: it reads undefined."""
     kind = get(d, "kind")
     rule = PRE_REASONS.get(kind) if isinstance(kind, str) else None
-    if rule is None:
-        return None, UNDEFINED
-    if rule == "ignored":  # an allow's reason is never read
-        return kind, UNDEFINED
-    reason = get(d, "reason")
-    if isinstance(reason, str) or (rule == "absent-or-string" and is_undefined(reason)):
-        return kind, reason
-    return None, UNDEFINED
+    reason = get(d, "reason") if rule in ("string", "absent-or-string") else UNDEFINED  # an allow's is never read
+    well_formed = rule == "ignored" or isinstance(reason, str) or (rule == "absent-or-string" and is_undefined(reason))
+    return (kind, reason) if well_formed else (None, UNDEFINED)
 
 
 def _denial(w: World, rec: Record, reason: JsValue) -> dict[str, Any]:

@@ -203,7 +203,7 @@ def _check_value(value: Any, path: str, getter_ids: set[str]) -> None:
 def effective_mode(s: Scenario, agent: str | None) -> str:
     """P28: the nearest scope's declared mode, else the deployment's."""
     parents = {a.id: a for a in s.agents}
-    while agent is not None and agent in parents:
+    while agent is not None:  # every agent named is one of the scenario's (checked first)
         if parents[agent].mode is not None:
             return parents[agent].mode
         agent = parents[agent].parent

@@ -226,4 +226,5 @@ def test_the_vocabularies_are_the_decision_models():
 def test_every_outcome_but_the_grant_has_its_denial_reason():
     from dsh_conformance.oracle import approval, decisions
 
-    assert set(approval.DENIAL_REASONS) == set(decisions.OUTCOMES) - {decisions.GRANTED}
+    assert set(approval.ROUTES) == set(decisions.OUTCOMES)
+    assert [o for o, (kind, reason) in approval.ROUTES.items() if kind == "allow" or reason is None] == [decisions.GRANTED]

@@ -36,32 +36,19 @@ class Violation:
 
 
 UNDEFINED = {"$js": "undefined"}
-
-
 ABSENT = object()  # "this call's record arguments cannot be predicted" (never the case today)
 UNKNOWN = object()  # a value the portable trace does not show
-
 
 # Stage ranks of P1: pre-execute, approval, guards, tools/execute (with the body),
 # post-execute, finalizeContent, tools/result.
 RANK = {"pre-execute": 1, "approval": 2, "guards": 3, "execute": 4, "body": 4, "post-execute": 5,
         "finalize": 6, "result": 7}
-
-
 STAGE_NAME = {1: "pre-execute", 2: "approval", 3: "guards", 4: "tools/execute", 5: "post-execute",
               6: "finalizeContent", 7: "tools/result"}
-
-
 UI_STAGES = ("presentCall", "presentResult")  # a client's projections, outside the pipeline (P14)
-
-
 # What follows a sub-call's tools/result and is still its own (P122): its dispatch log.
 AFTER_RESULT = ("result", *UI_STAGES, "code-dispatch-log")
-
-
 BODY_WORK = ("fs-intent", "tool-event")  # what a body dispatches or appends while it runs (P71)
-
-
 IDENTITY_FIELDS = ("callId", "rootCallId", "name", "agent", "parent", "arguments", "token")
 
 

@@ -2,7 +2,7 @@
 
 For each case the runner computes the oracle's trace in-process, asks the IUT for its
 own, compares the two under the case's profiles (``conformance.compare``), checks the
-oracle-independent invariants on the IUT's trace (``conformance.invariants``), and applies
+oracle-independent invariants on the IUT's trace (``conformance.laws``), and applies
 the expectations. Every decided case is written to the report at once. A crashed or hung
 IUT is restarted and the run goes on, until ``give_up_after`` consecutive timeouts or
 crashes declare it broken: the cases left are then recorded as ``not-run``.
@@ -48,7 +48,7 @@ JUDGED = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.XFAIL})
 
 
 def _invariants(scenario: Scenario, trace: Trace) -> list[dict[str, str]]:
-    from .invariants import check
+    from .laws import check
 
     return [{"rule": v.rule, "message": v.message} for v in check(scenario, trace)]
 

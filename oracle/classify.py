@@ -16,8 +16,7 @@ def classify(w: World, inp: Input) -> str:
     The definition is the one visible to the call's agent, unless the call collapses (P28):
     a model-direct call in ``code`` mode. A nested call (``parent`` set) never collapses."""
     tool = w.view(inp.agent, inp.name)
-    collapsed = (tool is not None and inp.parent is None and w.mode(inp.agent) == "code"
-                 and inp.name != "run_code")
+    collapsed = tool is not None and w.collapses(inp.agent, inp.name, inp.parent is not None)
     verdict = "exclusive"
     if tool is not None and not collapsed and tool.concurrencySafe is not None:
         if not (tool.define and schema_violations(tool.parameters, inp.arguments, "arguments")):

@@ -33,7 +33,7 @@ from typing import Any
 
 from . import texts
 from .classify import classify
-from .jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless, js_error, message_of, number_to_string,
+from .jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless, js_error, json_string, message_of, number_to_string,
                       snapshot, to_string, token)
 from .program import RunRequest, run_program
 from .record import Input, Record
@@ -348,7 +348,7 @@ def render_json(v: JsValue, depth: int = 0, compact: bool = False) -> str:
     """``JSON.stringify(v, null, 2)``, except that a container whose children would be
     indented by more than ten spaces is written without white space, with all it holds."""
     if isinstance(v, str):
-        return _json_string(v)
+        return json_string(v)
     if v is None or isinstance(v, bool):
         return json.dumps(v)
     if isinstance(v, (int, float)):
@@ -365,30 +365,8 @@ def render_json(v: JsValue, depth: int = 0, compact: bool = False) -> str:
         return "{}"
     keys = list(entries)  # a snapshot's own keys are already in JavaScript order
     if compact:
-        return "{" + ",".join(_json_string(k) + ":" + render_json(entries[k], depth + 1, True) for k in keys) + "}"
-    return "{\n" + ",\n".join(inner + _json_string(k) + ": " + render_json(entries[k], depth + 1) for k in keys) + "\n" + pad + "}"
-
-
-def _json_string(s: str) -> str:
-    """``JSON.stringify`` of a string (well-formed: lone surrogates are escaped)."""
-    out = ['"']
-    for ch in s:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch in _SHORT:
-            out.append(_SHORT[ch])
-        elif o < 0x20 or 0xD800 <= o <= 0xDFFF:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-_SHORT = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+        return "{" + ",".join(json_string(k) + ":" + render_json(entries[k], depth + 1, True) for k in keys) + "}"
+    return "{\n" + ",\n".join(inner + json_string(k) + ": " + render_json(entries[k], depth + 1) for k in keys) + "\n" + pad + "}"
 
 
 def is_run_code(tool: Any) -> bool:

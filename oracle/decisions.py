@@ -1,9 +1,11 @@
 """What participants decide (spec section 3.6): pre-execute and post-execute decisions, the
 approval request and outcome, and a guard's verdict.
 
-The vocabularies ``PRE_KINDS`` and ``OUTCOMES`` are defined here and read by the pipeline
-(oracle/pipeline.py): the ``Literal`` types below are built from them, so the generated
-schema (catalogs/decisions.schema.json) and the oracle's branches cannot drift apart.
+The vocabularies are tables defined here: the pipeline reads them (``PRE_REASONS`` and
+``POST_KINDS`` in oracle/pipeline.py, ``OUTCOMES`` and ``GRANTED`` in oracle/approval.py), so
+do the laws (conformance/laws/), and the ``Literal`` types below are built from them, so the
+generated schema (catalogs/decisions.schema.json), the oracle's branches and the laws cannot
+drift apart.
 """
 
 from __future__ import annotations
@@ -14,10 +16,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .results import ContentBlock, UserMessage
 
-PRE_KINDS = ("allow", "deny", "ask")
+ReasonRule = Literal["ignored", "string", "absent-or-string"]
+
+PRE_REASONS: dict[str, ReasonRule] = {"allow": "ignored", "deny": "string", "ask": "absent-or-string"}
+"""P31: the kinds of a well-formed pre-execute decision, each with what its ``reason`` must
+be: an allow's is not read, a deny's is a string, an ask's is absent or a string."""
+PRE_KINDS = tuple(PRE_REASONS)
 """The kinds of a well-formed pre-execute decision (P31); the classes below name each one."""
+POST_KINDS = ("accept", "block")
+"""The kinds of a well-formed post-execute decision (P78)."""
 OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
 """The closed vocabulary of approval outcomes (P40)."""
+GRANTED = "allowed-once"
+"""The one outcome that grants (P40); every other outcome of the vocabulary denies."""
 
 
 class _Decision(BaseModel):

@@ -466,7 +466,7 @@ def json_text(v: JsValue) -> str | None:
     return _stringify(v, ())
 
 
-def _quote(s: str) -> str:
+def json_string(s: str) -> str:
     """JSON.stringify of a string: Python's escapes for quotes, backslashes and control
     characters are JavaScript's, and a lone surrogate is written as its ``\\udXXX`` escape
     (well-formed JSON.stringify, ES2019)."""
@@ -483,7 +483,7 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
     if v is False:
         return "false"
     if isinstance(v, str):
-        return _quote(v)
+        return json_string(v)
     if _is_number(v):
         if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
             return "null"
@@ -519,7 +519,7 @@ def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
     for k in js_keys(entries):
         text = _stringify(entries[k], stack + (id(entries),))
         if text is not None:
-            parts.append(_quote(k) + ":" + text)
+            parts.append(json_string(k) + ":" + text)
     return "{" + ",".join(parts) + "}"
 
 

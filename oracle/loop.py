@@ -11,91 +11,21 @@ gives every unstarted call a synthetic pair (P107).
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import texts
 from .classify import classify
-from .jsvalue import clone, JsValue, Thrown, canonical_number, get, js_error
+from .arguments import parse_arguments
+from .inbox import cancel, splice_append
+from .jsvalue import clone, Thrown
 from .pipeline import Route, dispatch, finalize, prepare
 from .record import Input, Record
 from .registry import World
 from .scenario import LoopRun
-from .scheduler import Task
+from .scheduler import ABORT_REASON, Task
 from .trace import call_result
-from .script import ABORT_REASON
-
-NEG_ZERO = {"$js": "-0"}
-
-
-# ---------------------------------------------------------------------------- P16
-
-def parse_arguments(raw: str) -> JsValue:
-    """P16: ``JSON.parse`` with JavaScript's number semantics; "" is ``{}``; else the raw text."""
-    if raw == "":
-        return {}
-    try:
-        return json_parse(raw)
-    except ValueError:
-        return raw
-
-
-def json_parse(raw: str) -> JsValue:
-    """``JSON.parse(raw)`` with JavaScript's number semantics; raises ValueError where it throws."""
-    return _DECODER.decode(raw)
-
-
-def _reject(name: str) -> Any:
-    raise ValueError(name)
-
-
-def _int(text: str) -> JsValue:
-    if text.startswith("-") and int(text) == 0:
-        return NEG_ZERO
-    try:
-        return canonical_number(float(int(text)) if abs(int(text)) > 2**53 else int(text))
-    except OverflowError:
-        return {"$js": "-Infinity" if text.startswith("-") else "Infinity"}
-
-
-def _float(text: str) -> JsValue:
-    f = float(text)
-    if math.isinf(f):
-        return {"$js": "-Infinity" if f < 0 else "Infinity"}
-    if f == 0 and math.copysign(1, f) < 0:
-        return NEG_ZERO
-    return canonical_number(f)
-
-
-def _object(pairs: list[tuple[str, Any]]) -> JsValue:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        out[k] = v  # the last of duplicate keys wins, in the first key's position (as in JS)
-    if "$js" in out:
-        return {"$js": "object", "entries": out}  # a model's literal "$js" key is data, not a token
-    return out
-
-
-# One decoder for every call's arguments (``json.loads`` with hooks makes one per text).
-_DECODER = json.JSONDecoder(parse_constant=_reject, parse_int=_int, parse_float=_float, object_pairs_hook=_object)
-
-
-# ---------------------------------------------------------------------------- the inbox
-
-def splice_append(w: World, message: JsValue, target: str = "next-step") -> None:
-    """Append one message to a pending queue, recorded as ``agent/inbox/spliced`` (P109).
-    A message id that is already pending in either queue throws (P113)."""
-    agent = w.loop_agent
-    assert agent is not None
-    mid = get(message, "id")
-    if any(get(m, "id") == mid for m in (*w.inbox, *w.inbox_next_turn)):
-        raise Thrown(js_error(f'message "{mid}" is already pending'))
-    queue = w.inbox if target == "next-step" else w.inbox_next_turn
-    w.append_event(agent, "agent/inbox/spliced", {"target": target, "start": len(queue), "inserted": [message]})
-    queue.append(message)
-
+from .turns import after_tool_step
 
 # ---------------------------------------------------------------------------- events
 
@@ -165,8 +95,6 @@ async def run_loop(w: World, run: LoopRun) -> None:
     w.append_event(agent, "step/end", {"turn": 1, "step": 1})
     if timer is not None:
         w.sched.cancel(timer)  # the caller's timer outlives no turn of the tool step
-    from .turns import after_tool_step  # step boundaries and later turns (P106, P110, P112)
-
     await after_tool_step(w, run, st, ended)
 
 
@@ -183,22 +111,6 @@ def _cancel_at(w: World, run: LoopRun) -> Any:
         cancel(w, at.keepInbox, reason)
     timer.on_settle(fire)
     return timer
-
-
-def cancel(w: World, keep_inbox: bool, reason: JsValue) -> None:
-    """The agent's ``cancel(reason, {keepInbox})``: without ``keepInbox`` both queues are
-    cleared first, next-step before next-turn, each clearing one ``agent/inbox/spliced``
-    with outcome ``canceled`` (P112); then the step's signal aborts."""
-    agent = w.loop_agent
-    assert agent is not None
-    if not keep_inbox:
-        for target, queue in (("next-step", w.inbox), ("next-turn", w.inbox_next_turn)):
-            if queue:
-                w.append_event(agent, "agent/inbox/spliced", {"target": target, "start": 0, "removedCount": len(queue),
-                                                              "inserted": [], "outcome": "canceled"})
-                queue.clear()
-        w.wake_requested = False
-    w.signal("step").abort(reason)
 
 
 async def batch(w: World, run: LoopRun, st: Step) -> None:

@@ -4,6 +4,11 @@ Each stage is one function named after the spec's letter; each branch cites the 
 implements. A stage returns a ``Route``: where the call goes next and with what result.
 The staged scheduler of section 3.6 falls out directly: ``prepare`` = entry + gate,
 ``dispatch``, ``finalize`` = post + finish; ``execute`` runs them back to back.
+
+The gate's approval step (G3) is ``oracle.approval``, handed this module's waterfall; a
+body's filesystem intents reach ``body_waterfall`` through its ``Invocation`` (P71); the
+run_code bridge drives its sub-calls through ``STAGES`` (P120). The decision vocabularies
+are the tables of ``oracle.decisions``.
 """
 
 from __future__ import annotations
@@ -12,16 +17,16 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 
-from . import code_mode, texts
-from .decisions import OUTCOMES, PRE_KINDS
-from .jsvalue import (clone, UNDEFINED, JsValue, NotLossless, Thrown, deref, error_field, get, has_own, info_of, is_object,
-                      is_undefined, js_error, js_string, json_text, message_of, message_value, read, snapshot, to_string,
+from . import approval, code_mode, texts
+from .decisions import POST_KINDS, PRE_REASONS
+from .jsvalue import (clone, UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object,
+                      is_undefined, js_error, json_text, message_of, message_value, read, snapshot, to_string,
                       token, truthy, type_error)
 from .record import Input, Record
 from .schema_check import schema_violations
 from .registry import World
-from .scenario import DELEGATE, Behavior, Call, CustomApproval, Listener, Tool
-from .scheduler import fuse
+from .scenario import DELEGATE, Behavior, Call, Listener, ScenarioError, Tool
+from .scheduler import ABORT_REASON, fuse
 from .trace import ANY
 from .script import NOTHING, Invocation, perform, perform_sync
 
@@ -208,8 +213,7 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
     """E1-E4. Returns the record and a final route, or None to go on to the gate."""
     caller = inp.signal
     visible = w.view(inp.agent, inp.name)  # E1 / P26: the definition visible at entry
-    collapsed = (visible is not None and inp.parent is None and w.mode(inp.agent) == "code"
-                 and inp.name != "run_code")  # P28
+    collapsed = visible is not None and w.collapses(inp.agent, inp.name, inp.parent is not None)  # P28
     rec = Record(token=w.mint_token(), callId=inp.callId,
                  rootCallId=inp.rootCallId if inp.rootCallId is not None else inp.callId,  # P23
                  name=inp.name, agent=inp.agent, parent=inp.parent, arguments=UNDEFINED,
@@ -283,7 +287,7 @@ async def _gate(w: World, rec: Record) -> Route:
     # G3: approval, only after an ask (P36..P41)
     cancelled = False
     if kind == "ask":
-        kind, reason, cancelled = await _ask(w, rec, reason)
+        kind, reason, cancelled = await approval.ask(w, rec, reason, waterfall)
         # G4: P42
         if cancelled and rec.caller.aborted:
             return _post(w, rec, own_record(w, w.freeze(abort_bd()), rec), ("P42",))
@@ -311,19 +315,13 @@ async def _allow() -> JsValue:
 
 
 def _well_formed_pre(d: JsValue) -> tuple[str | None, JsValue]:
-    """P31: (kind, reason) of a well-formed decision, or (None, ...) when it is not."""
-    if not is_object(d) or isinstance(d, list):
-        return None, UNDEFINED
+    """P31: (kind, reason) of a well-formed decision, or (None, ...) when it is not. What is
+    not an object (a primitive, an array, a function) has no ``kind``: it reads undefined."""
     kind = get(d, "kind")
-    if kind == "allow":
-        return "allow", UNDEFINED
-    if kind == "deny":
-        reason = get(d, "reason")
-        return ("deny", reason) if isinstance(reason, str) else (None, UNDEFINED)
-    if kind == "ask":
-        reason = get(d, "reason")
-        return ("ask", reason) if (is_undefined(reason) or isinstance(reason, str)) else (None, UNDEFINED)
-    return None, UNDEFINED
+    rule = PRE_REASONS.get(kind) if isinstance(kind, str) else None
+    reason = get(d, "reason") if rule in ("string", "absent-or-string") else UNDEFINED  # an allow's is never read
+    well_formed = rule == "ignored" or isinstance(reason, str) or (rule == "absent-or-string" and is_undefined(reason))
+    return (kind, reason) if well_formed else (None, UNDEFINED)
 
 
 def _denial(w: World, rec: Record, reason: JsValue) -> dict[str, Any]:
@@ -331,91 +329,6 @@ def _denial(w: World, rec: Record, reason: JsValue) -> dict[str, Any]:
     candidate = {"content": [{"type": "text", "text": "Error: " + to_string(reason)}],
                  "isError": True, "error": {"message": reason}}
     return own_record(w, materialize(w, candidate), rec)
-
-
-async def _ask(w: World, rec: Record, reason: JsValue) -> tuple[str, JsValue, bool]:
-    """G3: resolve an ask into allow or deny (P36, P37, P38, P40, P41). Throws are G-throws."""
-    approval = w.scenario.approval
-    if approval is None:  # P37, P38
-        text = reason if isinstance(reason, str) else texts.approval_not_supported(rec.name)
-        w.obs(rec.callId, "approval", "deny", None, "no-service", ("P37", "P38"))
-        return "deny", text, False
-    if rec.agent is None:  # P37, P38
-        w.obs(rec.callId, "approval", "deny", None, "no-agent", ("P37", "P38"))
-        return "deny", texts.approval_no_agent(rec.name), False
-    request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.callId}
-    if isinstance(reason, str):
-        request["reason"] = reason  # P39
-    signal = rec.signal  # P39: the record's signal at this moment
-    w.obs(rec.callId, "approval", "start", None, None, ("P36",))
-    w.obs(rec.callId, "approval", "request", None, request, ("P36", "P39"))
-    try:
-        if isinstance(approval, CustomApproval):
-            inv = Invocation(who="approval", stage="approval", record=rec, rules=("P40",),
-                             request=request, request_signal=signal)
-            outcome = await perform(w, inv, approval.script)
-        else:
-            outcome = await shipped_approval(w, rec, request, signal)
-    except Thrown as t:
-        w.obs(rec.callId, "approval", "throw", None, t.value, ("P40",))
-        raise
-    w.obs(rec.callId, "approval", "outcome", None, outcome, ("P40",))
-    match outcome:  # P40, P41
-        case "allowed-once":
-            return "allow", UNDEFINED, False
-        case "rejected":
-            return "deny", texts.approval_rejected(rec.name), False
-        case "unavailable":
-            return "deny", texts.approval_unavailable(rec.name), False
-        case "cancelled":
-            return "deny", texts.approval_cancelled(rec.name), True
-    # P41: JSON.stringify(o) ?? String(o). A throw of JSON.stringify itself (a BigInt)
-    # propagates as that throw; a symbol has no JSON text and renders as Symbol(desc).
-    rendered = json_text(outcome)
-    raise Thrown(js_error(texts.approval_unreachable(rendered if rendered is not None else js_string(outcome))))
-
-
-async def shipped_approval(w: World, rec: Record, request: dict[str, Any], signal: Any) -> str:
-    """P43: the shipped service, with its audit pair around the decision."""
-    agent = w.agents[request["agent"]]
-    if not agent.spec.openTurn:
-        raise Thrown(js_error(texts.NO_OPEN_TURN))
-    w.approvals += 1
-    approval_id = f"approval-{w.approvals}"
-    asked = {"id": approval_id, "toolName": request["toolName"], "callId": request["callId"]}
-    if "reason" in request:
-        asked["reason"] = request["reason"]
-    w.append_event(agent.id, "approval/asked", asked)
-    policy = getattr(w.scenario.approval, "policy", "ask")
-    if signal.aborted:
-        outcome = "cancelled"
-    elif policy == "never":
-        outcome = "rejected"
-    else:
-        outcome = await _answer(w, rec, request, signal)
-    w.append_event(agent.id, "approval/decided", {"id": approval_id, "outcome": outcome})
-    return outcome
-
-
-async def _answer(w: World, rec: Record, request: dict[str, Any], signal: Any) -> str:
-    async def unavailable() -> JsValue:
-        return "unavailable"
-
-    async def ask() -> JsValue:
-        try:
-            o = await waterfall(w, "approval/request", rec,
-                                {"request": request, "request_signal": signal}, unavailable,
-                                ("P43",), agent=request["agent"])
-        except Thrown:
-            return "unavailable"
-        return o if isinstance(o, str) and o in OUTCOMES else "unavailable"
-
-    task = w.sched.spawn(ask())
-    first = await w.sched.any_of(task, signal.on_abort)
-    if first == 1:  # P43.5: the abort came first; any later answer is discarded
-        w.obs(rec.callId, "approval", "abandon", None, None, ("P43",))
-        return "cancelled"
-    return task.value
 
 
 def _guards(w: World, rec: Record) -> JsValue:
@@ -500,12 +413,13 @@ async def terminal(w: World, rec: Record) -> dict[str, Any]:
 
 
 def _collapses(w: World, rec: Record) -> bool:
-    return rec.parent is None and w.mode(rec.agent) == "code" and rec.name != "run_code"
+    return w.collapses(rec.agent, rec.name, rec.parent is not None)
 
 
 async def body(w: World, rec: Record, tool: Tool) -> JsValue:
     """P58: the body, awaited to completion. ``defineTool`` validates arguments first (P75)."""
-    inv = Invocation(who=tool.ref, stage="body", record=rec, rules=("P55", "P58"), args=rec.arguments)
+    inv = Invocation(who=tool.ref, stage="body", record=rec, rules=("P55", "P58"), args=rec.arguments,
+                     fs_intent=body_waterfall)
     if tool.define:
         violations = schema_violations(tool.parameters, rec.arguments, "arguments")
         if violations:
@@ -614,7 +528,7 @@ async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any
     w.obs(rec.callId, "post-execute", "end", None, p, ("P77", "P78"))
     # Q2: P78, P79
     try:
-        well_formed = is_object(p) and not isinstance(p, list) and get(p, "kind") in ("accept", "block")
+        well_formed = is_object(p) and not isinstance(p, list) and get(p, "kind") in POST_KINDS
     except Thrown as t:
         raise PostThrow(t.value, "P79") from None
     if not well_formed:
@@ -747,8 +661,6 @@ def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
                 # An Error whose message is not lossless (undefined, say): its canonical
                 # failure cannot be materialized, and P95/P96 do not say what then (rc.8's
                 # execute() rejects). Not a verdict: the scenario leaves the spec.
-                from .scenario import ScenarioError
-
                 raise ScenarioError(f"call {rec.callId}", "finalizeContent threw a value whose canonical failure is "
                                     "not lossless JSON; the spec does not say what the outcome is then") from None
         w.obs(rec.callId, "finalize", "end", None, f, ("P94",))
@@ -800,8 +712,7 @@ async def execute(w: World, inp: Input) -> dict[str, Any]:
 def call_input(w: World, call: Call) -> Input:
     signal = w.signal(f"caller:{call.callId}")
     if call.aborted:
-        signal.abort({"$js": "error", "class": "DOMException", "name": "AbortError",
-                      "message": "This operation was aborted"})
+        signal.abort(ABORT_REASON)
     # P23: an input field run by a getter is read once, where entry reads it: rootCallId and
     # name before the definition is looked up, arguments as the snapshot reads it (E1, E2).
     root: Any = call.rootCallId

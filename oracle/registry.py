@@ -16,7 +16,8 @@ from .jsvalue import JsValue, Thrown, clone, js_error, token
 
 # Tokens that stand for primitives (spec 3.11): never objects, so always frozen.
 PRIMITIVE_TOKENS = frozenset({"undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol"})
-from .scenario import RUN_CODE, Agent, Guard, Listener, Program, Scenario, Tool
+from .scenario import Agent, Guard, Listener, Program, Scenario, Tool
+from .scenario_checks import RUN_CODE, effective_mode
 from .scheduler import Deferred, Scheduler, Signal
 from .tool_definitions import RUN_CODE_TOOL
 from .trace import Trace, event, observation, portable
@@ -186,11 +187,12 @@ class World:
 
     def mode(self, agent: str | None) -> str:
         """Effective presentation mode: the nearest scope's declaration, else the deployment's."""
-        for a in self.chain(agent):
-            m = self.agents[a].spec.mode
-            if m is not None:
-                return m
-        return self.scenario.mode
+        return effective_mode(self.scenario, agent)
+
+    def collapses(self, agent: str | None, name: str, nested: bool) -> bool:
+        """P28: a model-direct call (not nested in ``run_code``) of an agent presenting in
+        ``code`` mode, to any tool but ``run_code`` itself, collapses: it never runs."""
+        return not nested and self.mode(agent) == "code" and name != RUN_CODE
 
     def view(self, agent: str | None, name: str) -> Tool | None:
         """P56: the definition ``name`` resolves to for ``agent`` now."""

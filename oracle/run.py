@@ -13,10 +13,10 @@ from .loop import run_loop
 from .pipeline import call_input, execute
 from .registry import Runaway, World
 from .scenario import Call, DirectRun, Scenario, ScenarioError
-from .script import ABORT_REASON, Invocation, perform_sync
+from .script import Invocation, perform_sync
 from .value_refs import definitions
-from .scenario import scenario_values
-from .scheduler import Deadlock
+from .scenario_checks import scenario_values
+from .scheduler import ABORT_REASON, Deadlock
 from .trace import Trace, call_result
 from .viewer import present
 

@@ -18,6 +18,12 @@ from typing import Any
 from .jsvalue import JsValue, Thrown
 
 
+ABORT_REASON = {"$js": "error", "class": "DOMException", "name": "AbortError",
+                "message": "This operation was aborted"}
+"""What ``AbortController.abort()`` without a reason aborts with (a DOMException
+AbortError): the caller's abort, a ``cancel()`` and an ``abort`` step without a reason."""
+
+
 class Deadlock(Exception):
     """Every task waits and nothing can wake them: the scenario never settles."""
 

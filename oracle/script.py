@@ -15,15 +15,18 @@ from typing import Any
 from . import texts
 from .jsvalue import (clone, HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, read, to_string,
                       token, type_error)
+from .arguments import parse_arguments
+from .inbox import cancel, splice_append
 from .record import IDENTITY, Record
 from .registry import World
 from .scenario import Behavior, ScenarioError
-from .scheduler import Signal
+from .scheduler import ABORT_REASON, Signal
 
 NOTHING = object()
 
-ABORT_REASON = {"$js": "error", "class": "DOMException", "name": "AbortError",
-                "message": "This operation was aborted"}
+FsIntent = Callable[[World, Record, str, JsValue], Awaitable[JsValue]]
+"""A body's filesystem intent (P71): runs the named waterfall (``fs/write-intent``,
+``fs/edit-intent``) for the record with the target; the pipeline hands it to a body."""
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Invocation:
     saved_signal: Signal | None = None
     last_next: Any = NOTHING
     call_id: str | None = None  # the call it runs for, where the record does not say (a UI projection)
+    fs_intent: FsIntent | None = None  # a body's: how its dispatch steps run their waterfall (P71)
 
     @property
     def call(self) -> str | None:
@@ -154,7 +158,6 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 if w.loop_agent is None:
                     raise ScenarioError(f"participant {inv.who}", f"'{step.do}' needs a loop run")
                 w.obs(inv.call, inv.stage, "inject", inv.who, step.message, ("P111", "P112"))
-                from .loop import splice_append  # the loop owns the inbox
                 # steer() wakes the agent: once the step is aborted, waking input cannot join
                 # the aborted activity and goes to the next turn instead (P112).
                 late = step.do == "steer" and w.signal("step").aborted
@@ -173,7 +176,6 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
             case "cancel":
                 if w.loop_agent is None:
                     raise ScenarioError(f"participant {inv.who}", "'cancel' needs a loop run")
-                from .loop import cancel  # the loop owns the agent and its inbox
                 w.obs(inv.call, inv.stage, "cancel", inv.who, {"keepInbox": step.keepInbox}, inv.rules + ("P112",))
                 cancel(w, step.keepInbox, ABORT_REASON if step.reason is None else clone(step.reason))
             case "append":
@@ -188,11 +190,11 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
 async def _dispatch(w: World, inv: Invocation, step: Any) -> None:
     """A body's filesystem intent (P71): the waterfall runs inside the body's run, and what
     escapes it is the body's own throw unless the body catches it."""
-    from .pipeline import body_waterfall  # the pipeline owns waterfalls
-
+    if inv.fs_intent is None:
+        raise ScenarioError(f"participant {inv.who}", "a 'dispatch' step outside a tool body")
     w.obs(inv.call, "fs-intent", "start", inv.who, {"event": step.event, "target": step.target}, ("P71",))
     try:
-        value = await body_waterfall(w, _need_record(inv), step.event, clone(step.target))
+        value = await inv.fs_intent(w, _need_record(inv), step.event, clone(step.target))
     except Thrown as t:
         w.obs(inv.call, "fs-intent", "throw", inv.who, t.value, ("P55", "P71"))
         if not step.catch:
@@ -374,8 +376,6 @@ def _caller_input(w: World, call: str | None) -> Any:
     run = w.scenario.run
     block = next((b for b in getattr(run, "blocks", []) if b.id == call), None)
     if block is not None:
-        from .loop import parse_arguments  # the loop owns argument parsing (P16)
-
         return {"callId": block.id, "name": block.name, "arguments": parse_arguments(block.arguments),
                 "signal": {}, "agent": {}}
     spec = next((c for c in getattr(run, "calls", []) if c.callId == call), None)
@@ -410,4 +410,4 @@ def _message(op: str, key: str, exists: bool) -> str:
     return texts.frozen_set(key) if exists else texts.frozen_add(key)
 
 
-__all__ = ["Invocation", "perform", "perform_sync", "gate", "ABORT_REASON", "NOTHING", "js_error"]
+__all__ = ["Invocation", "perform", "perform_sync", "gate", "NOTHING", "js_error"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .scenario import RUN_CODE as RUN_CODE_NAME
+from .scenario_checks import RUN_CODE as RUN_CODE_NAME
 from .scenario import Output, Tool
 
 

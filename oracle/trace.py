@@ -17,11 +17,11 @@ Every observation names the rules behind it, so reports can group verdicts by ru
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .schema_doc import schema_document
 from . import jsontext
 from .jsvalue import clone as _clone
 
@@ -225,6 +225,4 @@ def parse_trace(data: Any) -> Trace:
 
 
 def trace_json_schema() -> dict[str, Any]:
-    from .schema_doc import schema_document
-
     return schema_document(_ADAPTER, "trace.schema.json")

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from .inbox import claim, splice_append
 from .jsvalue import clone, UNDEFINED, JsValue, Thrown, token
 from .registry import World
-from .scenario import DELEGATE, Behavior, Listener, LoopRun
+from .scenario import DELEGATE, Behavior, Listener, LoopRun, ScenarioError
 from .script import Invocation, perform
 
 TurnEnd = Literal["tools", "aborted", "max-tokens", "failed"]
@@ -66,8 +67,6 @@ async def next_turn(w: World, run: LoopRun, aborted: bool) -> None:
     starts it with ``followup(run.nextTurn)``."""
     woke = aborted and w.wake_requested and bool(w.inbox_next_turn)
     if not woke:
-        from .loop import splice_append  # the loop owns the inbox
-
         try:
             splice_append(w, clone(run.nextTurn), "next-turn")
         except Thrown:  # an id already queued: followup() throws, no turn starts
@@ -81,21 +80,6 @@ async def next_turn(w: World, run: LoopRun, aborted: bool) -> None:
         return
     start_step(w, run.agent, 2, 1, decision)
     w.obs(None, "loop", "end", None, "next-turn", ("P110", "P112"))
-
-
-def claim(w: World, agent: str, first_of_turn: bool) -> list[JsValue]:
-    """The boundary's claim: the whole next-step queue, then (at a turn's first step) the
-    first queued turn message; each list's removal is one ``agent/inbox/spliced``."""
-    claimed = list(w.inbox)
-    if claimed:
-        w.append_event(agent, "agent/inbox/spliced", {"target": "next-step", "start": 0,
-                                                      "removedCount": len(claimed), "inserted": []})
-        w.inbox.clear()
-    if first_of_turn and w.inbox_next_turn:
-        claimed.append(w.inbox_next_turn.pop(0))
-        w.append_event(agent, "agent/inbox/spliced", {"target": "next-turn", "start": 0, "removedCount": 1,
-                                                      "inserted": []})
-    return claimed
 
 
 async def boundary(w: World, run: LoopRun, turn: int, step: int, first_of_turn: bool) -> list[JsValue] | None:
@@ -133,8 +117,6 @@ async def boundary(w: World, run: LoopRun, turn: int, step: int, first_of_turn: 
         return None
     messages = decision.get("messages") if isinstance(decision, dict) else None
     if not isinstance(messages, list):
-        from .scenario import ScenarioError
-
         raise ScenarioError("agent/pre-step", "a decision that is neither {kind:'reject'} nor one with a messages "
                             "array is outside the spec (P110 says only that the waterfall may rewrite or reject)")
     return messages

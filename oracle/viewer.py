@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .jsvalue import Thrown
-from .loop import json_parse
+from .arguments import json_parse
 from .registry import World
 from .scenario import LoopRun, Tool
 from .script import Invocation, perform_sync

@@ -127,3 +127,104 @@ def test_nullish_wrapper_result_is_a_throw(returned):
     wrapper = {"id": "w", "event": "tools/execute", "script": [{"do": "return", "value": returned}]}
     r, ran = _run([wrapper])
     assert r["isError"] is True and "info" not in r["error"] and "post-execute" not in ran
+
+
+# ---------------------------------------------------------------------------- the tables
+
+# Where each stage of P2's table is drawn in the flow model, and the evidence of an edge
+# that stands for an outcome the model names otherwise.
+FLOW_NODE = {"pre-execute": "pre", "approval": "approval", "guards": "guards", "tools/execute": "around",
+             "post-execute (denied)": "denied", "post-execute": "post", "final": "normalized",
+             "materialization": "finalize"}
+EVIDENCE = {"decision": "next"}
+
+
+def _flow():
+    from dsh_conformance.tools.flow_model import load_flow_model
+
+    return load_flow_model()
+
+
+def _leads(edges, node, outcome):
+    """The nodes the model's edges from ``node`` on ``outcome`` lead to, following the
+    connectors: a denial is post-execute (denied -> post), normalization precedes
+    materialization (normalized -> finalize)."""
+    out = set()
+    for e in edges:
+        if e.source == node and EVIDENCE.get(outcome, outcome) in e.when:
+            out.add(e.target)
+        if e.source == node == "denied" and e.target == "post":
+            out |= _leads(edges, "post", outcome)
+    if "normalized" in out:
+        out |= {e.target for e in edges if e.source == "normalized"}
+    return out
+
+
+@pytest.mark.rules("P2")
+def test_each_row_of_the_p2_table_is_a_drawn_edge():
+    from dsh_conformance.oracle.transitions import TRANSITIONS
+
+    drawn = [e for e in _flow().edges if e.drawn]
+    for t in TRANSITIONS:
+        for outcome in t.outcomes:
+            assert FLOW_NODE[t.target] in _leads(drawn, FLOW_NODE[t.source], outcome), (t, outcome)
+
+
+@pytest.mark.rules("P2")
+def test_each_drawn_edge_between_table_stages_is_a_row():
+    from dsh_conformance.oracle.transitions import TRANSITIONS
+
+    stage_of = {node: stage for stage, node in FLOW_NODE.items()}
+    drawn = [e for e in _flow().edges if e.drawn]
+    for e in drawn:
+        if e.source not in stage_of or e.target not in stage_of or (e.source, e.target) == ("denied", "post"):
+            continue
+        rows = [t for t in TRANSITIONS if t.source == stage_of[e.source]
+                and any(EVIDENCE.get(o, o) in e.when for o in t.outcomes)]
+        assert rows, f"edge {e.id} {e.source} -> {e.target} on {e.when} is no row of P2's table"
+        assert {FLOW_NODE[t.target] for t in rows} & _leads(drawn, e.source, e.when[0]), e.id
+
+
+@pytest.mark.rules("P2")
+def test_transitions_beyond_the_table_are_the_rules_p2_names():
+    """P2: beyond the table only entry checks, the cancellation checkpoints, guard denials that
+    cannot be materialized and normalization failures add transitions, each to post-execute
+    or to final. (Materialization failing, P90 and P91, is materialization's own throw.)"""
+    from dsh_conformance.oracle.transitions import BEYOND
+
+    stages = set(FLOW_NODE.values()) | {"caller", "toolCall"}
+    for e in _flow().edges:
+        if e.drawn or e.source not in stages or e.target not in stages or e.target == "pre":
+            continue
+        assert e.target in ("post", "normalized"), e.id
+        assert set(e.rules) & (set(BEYOND) | {"P90", "P91"}), (e.id, e.rules)
+
+
+def test_reachability_reads_the_table():
+    from dsh_conformance.oracle import transitions as t
+
+    assert t.after("pre-execute", "invalid-decision") == t.FINAL
+    assert t.reachable(t.FINAL) == {t.FINAL, t.MATERIALIZATION}
+    assert t.EXECUTE not in t.reachable(t.DENIED)  # P3: a denial never runs the body
+    assert t.upstream(t.GUARDS) == {t.PRE_EXECUTE, t.APPROVAL, t.GUARDS}
+
+
+@pytest.mark.rules("P31", "P40", "P78")
+def test_the_vocabularies_are_the_decision_models():
+    """The tables the pipeline reads are what the decision schema's models name."""
+    import typing
+
+    from dsh_conformance.oracle import decisions as d
+
+    kinds = lambda *models: tuple(typing.get_args(m.model_fields["kind"].annotation)[0] for m in models)  # noqa: E731
+    assert kinds(d.Allow, d.Deny, d.Ask) == d.PRE_KINDS == tuple(d.PRE_REASONS)
+    assert kinds(d.Accept, d.Block) == d.POST_KINDS
+    assert typing.get_args(d.ApprovalOutcome) == d.OUTCOMES and d.GRANTED in d.OUTCOMES
+
+
+@pytest.mark.rules("P40", "P41")
+def test_every_outcome_but_the_grant_has_its_denial_reason():
+    from dsh_conformance.oracle import approval, decisions
+
+    assert set(approval.ROUTES) == set(decisions.OUTCOMES)
+    assert [o for o, (kind, reason) in approval.ROUTES.items() if kind == "allow" or reason is None] == [decisions.GRANTED]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from dsh_conformance.invariants import check
+from dsh_conformance.laws import check
 from dsh_conformance.rules import ORACLE_PROFILES, rules, rules_of
 from dsh_conformance.strategies import (ALL_PROFILES, DEFAULT_EXAMPLES, DEFAULT_SEED, cite, measure_coverage,
                                     scenarios)

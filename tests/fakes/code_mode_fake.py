@@ -2,12 +2,11 @@
 
 ``python tests/fakes/code_mode_fake.py MODE`` serves the IUT protocol with the oracle's
 run_code bridge changed in one way, so each is a real (wrong) implementation that breaks
-one oracle-independent law of ``conformance.code_mode_laws``.
+one oracle-independent law of ``conformance.laws.code_mode``.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import deque
 

@@ -5,7 +5,8 @@ The laws read what an implementation reports: the ``run_code`` program's observa
 (stage ``program``: the bindings, each binding call and how it settled, the run's end), each
 sub-call's lane (its call id is ``<run_code call>:code:<n>``), the final results (sub-calls'
 too), the bridge's session events with ``at`` (where an event falls among the
-observations) and the scenario. They register with ``conformance.invariants.law``.
+observations) and the scenario. They are marked with ``conformance.laws.framework.law`` and listed in
+``conformance.laws.LAWS``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.oracle.code_mode import render
-from dsh_conformance.oracle.jsvalue import Thrown, same_value, to_string
-from dsh_conformance.oracle.texts import code_run_failed
+from dsh_conformance.oracle.jsvalue import Thrown, json_text, same_value, to_string, token
+from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS, code_run_failed
 from dsh_conformance.oracle.trace import Observation
 
-from .invariants import ABSENT, UNKNOWN, View, Violation, law
+from .framework import ABSENT, UNKNOWN, View, Violation, law
 
 RUN_OVER = "run_code run is over ("
 REJECTED_AT_CALL = ("tool arguments must be lossless JSON",)  # P118.2; P118.1 ends in "not dispatched"
@@ -246,20 +246,27 @@ def sub_call_identity(v: View) -> Iterator[Violation]:
                 break
 
 
+START_STAGES = ("entry", "pre-execute", "approval", "guards")
+"""P121: "A start is the start event, entry, pre-execute, approval and guards." (The start
+event is a session event; the observations a start shows are of these stages.)"""
+
+
 def _segments(v: View, cid: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None, tuple[int, int] | None]:
-    """A sub-call's start (its first stage up to dispatch), its dispatch and its commit, as
-    spans of observation positions."""
+    """A sub-call's start (its start stages, P121), its dispatch and its commit, as spans of
+    observation positions. A start ends with the last observation of its own stages: a
+    sub-call that never dispatches (denied, not granted, failed before dispatch) is not
+    still starting while it waits for its commit."""
     own = [(i, o) for i, o in positions(v, cid) if o.stage not in ("classify", "code-dispatch-log")]
     if not own:
         return None, None, None
-    s = own[0][0]
     d = first(v, cid, "execute", "start")
     d_end = next((i for i, o in own if o.who is None and o.stage == "execute" and o.what in ("end", "throw")), None)
     p = first(v, cid, "post-execute", "start")
     r = first(v, cid, "result", "start")
     commit_from = p if p is not None else r
-    start_to = (d if d is not None else (commit_from if commit_from is not None else own[-1][0] + 1)) - 1
-    start = (s, start_to)
+    before = d if d is not None else commit_from
+    starting = [i for i, o in own if o.stage in START_STAGES and (before is None or i < before)]
+    start = (starting[0], starting[-1]) if starting else None
     dispatch = (d, d_end if d_end is not None else d) if d is not None else None
     commit = (commit_from, r) if commit_from is not None and r is not None else None
     return start, dispatch, commit
@@ -320,7 +327,8 @@ def exclusive_and_pooled_sub_calls(v: View) -> Iterator[Violation]:
         for k, sp in spans.items():
             if names[k] is None or _static_mode(v, names[k]) != "exclusive" or sp[1] is None:
                 continue
-            begin, end = sp[0][0], (sp[2][1] if sp[2] is not None else sp[1][1])
+            begin = sp[0][0] if sp[0] is not None else sp[1][0]
+            end = sp[2][1] if sp[2] is not None else sp[1][1]
             others = [kk for (b, kk) in bodies if kk != k and b[0] <= end and b[1] >= begin]
             later = [kk for kk, s2 in spans.items() if kk > k and s2[0] is not None and begin < s2[0][0] < end]
             if others or later:
@@ -506,9 +514,6 @@ def turn_conclusion_from_sub_calls(v: View) -> Iterator[Violation]:
             yield Violation("P127", f"run_code {parent}: sub-call {concluding[0]} concluded the turn, yet run_code's success does not")
 
 
-from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS  # noqa: E402
-
-
 @law
 def run_value_and_content(v: View) -> Iterator[Violation]:
     """P128: where nothing but the bridge shapes run_code's outcome (no tools/execute or
@@ -537,10 +542,51 @@ def run_value_and_content(v: View) -> Iterator[Violation]:
         value: dict[str, Any] = {"logs": outcome.get("logs", [])}
         if "value" in outcome:
             value["result"] = outcome["value"]
-        if res.get("isError") or not same_value(res.get("value"), value) or not same_value(res.get("content"), render(value)):
+        if res.get("isError") or not same_value(res.get("value"), value) or not same_value(res.get("content"), p128_content(value)):
             yield Violation("P128", f"run_code {parent}: its outcome is not the run's value {{logs, result?}} and its rendering")
 
 
 def _aborted_outcome(res: dict[str, Any]) -> bool:
     info = (res.get("error") or {}).get("info") if isinstance(res.get("error"), dict) else None
     return isinstance(info, dict) and info.get("name") == "AbortError"
+
+
+# ---------------------------------------------------------------------------- P128's content, from its statement
+
+NO_OUTPUT = "(run_code completed with no output)"
+INDENT = 2  # JSON.stringify(value, null, 2)
+MAX_INDENT = 10  # "a container whose children would be indented by more than 10 spaces"
+
+
+def p128_content(value: dict[str, Any]) -> list[dict[str, Any]]:
+    """P128's content for a run's value ``{logs, result?}``, written from the rule's text and
+    not with the oracle's ``code_mode.render``, so that a wrong render is caught: one text
+    block, the non-empty parts among the logs joined by "\n" and the rendered result,
+    joined by "\n"; when both are empty, the fixed no-output text."""
+    parts = ["\n".join(value["logs"])]
+    if "result" in value:
+        result = value["result"]
+        parts.append(result if isinstance(result, str) else _stringify_2(result, 0))
+    text = "\n".join(part for part in parts if part)
+    return [{"type": "text", "text": text or NO_OUTPUT}]
+
+
+def _stringify_2(v: Any, depth: int) -> str:
+    """``JSON.stringify(v, null, 2)`` at nesting ``depth``, except that a container whose
+    children would be indented by more than 10 spaces (depth >= 5) is written without
+    white space, with everything inside it (``JSON.stringify(v)``, compact). Leaves are
+    written by ``JSON.stringify`` (``oracle.jsvalue.json_text``, cross-checked against node)."""
+    entries = v.get("entries", {}) if token(v) == "object" else v  # an escaped "$js" key is data
+    if not isinstance(v, list) and not (isinstance(entries, dict) and (token(v) is None or token(v) == "object")):
+        return json_text(v) or ""
+    if (depth + 1) * INDENT > MAX_INDENT:
+        return json_text(v) or ""
+    pad, inner = " " * (depth * INDENT), " " * ((depth + 1) * INDENT)
+    if isinstance(v, list):
+        if not v:
+            return "[]"
+        return "[\n" + ",\n".join(inner + _stringify_2(x, depth + 1) for x in v) + "\n" + pad + "]"
+    if not entries:
+        return "{}"
+    items = [inner + (json_text(k) or "") + ": " + _stringify_2(x, depth + 1) for k, x in entries.items()]
+    return "{\n" + ",\n".join(items) + "\n" + pad + "}"

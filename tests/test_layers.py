@@ -1,0 +1,255 @@
+"""The package's layers, read from its source with ``ast``: the arrows between modules go
+one way.
+
+- The oracle (``dsh_conformance.oracle``) imports nothing above it: no module of the suite,
+  no ``tools``.
+- No module imports another module's private (``_x``) names, neither by ``from m import
+  _x`` nor as ``m._x`` of an imported module.
+- No import cycle among the package's modules, function-local imports included (an import
+  under ``if TYPE_CHECKING:`` is for annotations only and does not count).
+- No module of ``conformance/`` or ``oracle/`` is over 800 lines.
+
+``ALLOWED`` lists today's violations. It must only shrink: the test fails on a violation it
+does not list AND on a listed one that is gone, so that each fix removes its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"conformance": "dsh_conformance", "oracle": "dsh_conformance.oracle", "tools": "dsh_conformance.tools"}
+ORACLE = "dsh_conformance.oracle"
+MAX_LINES = 800
+SIZED = ("conformance", "oracle")  # the folders whose modules the size limit covers
+
+# Today's violations, each to be removed by the change that fixes it (issue 22's later wave:
+# the report, report_html and scores circle; cli, mutate and mutation_report; strategies.py
+# split into a package).
+ALLOWED: dict[str, set[str]] = {
+    "cycle": {
+        "dsh_conformance.report <-> dsh_conformance.report_html <-> dsh_conformance.scores",
+        "dsh_conformance.cli <-> dsh_conformance.mutate <-> dsh_conformance.mutation_report",
+    },
+    "private": {
+        "dsh_conformance.mutate imports dsh_conformance.cli._count",
+        "dsh_conformance.mutate imports dsh_conformance.cli._print_all_divergences",
+        "dsh_conformance.mutate imports dsh_conformance.cli._seconds",
+        "dsh_conformance.mutate imports dsh_conformance.runner._hypothesis_home",
+        "dsh_conformance.report_html imports dsh_conformance.report._section",
+        "dsh_conformance.tools.bench_inprocess imports dsh_conformance.iut._Worker",
+        "dsh_conformance.trace_lanes imports dsh_conformance.compare._warnings_agree",
+    },
+    "above": set(),
+    "size": {
+        "conformance/strategies.py",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: Path
+    is_package: bool
+
+    @property
+    def package(self) -> str:
+        return self.name if self.is_package else self.name.rsplit(".", 1)[0]
+
+
+def _sources(folder: Path) -> list[Path]:
+    """The .py files of a folder, not descending into node_modules, caches or dot folders."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
+        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+    return out
+
+
+def modules() -> dict[str, Module]:
+    out: dict[str, Module] = {}
+    for folder, package in PACKAGES.items():
+        for path in _sources(ROOT / folder):
+            rel = path.relative_to(ROOT / folder)
+            parts = list(rel.with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts = parts[:-1]
+            if parts and any(not p.isidentifier() for p in parts):
+                continue
+            name = ".".join([package, *parts])
+            out[name] = Module(name, path, is_package)
+    return out
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """The ids of import nodes under ``if TYPE_CHECKING:`` (annotations only)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    return skipped
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module
+    target: str  # the module imported from (or imported)
+    name: str | None  # the name taken from it (None: the module itself)
+    line: int
+
+
+def imports(mod: Module, known: dict[str, Module]) -> list[Import]:
+    """Every import of a package module by ``mod``, wherever it stands in the file."""
+    tree = ast.parse(mod.path.read_text(encoding="utf-8"))
+    skipped = _type_checking_only(tree)
+    out: list[Import] = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = mod.package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                if sub in known:  # `from . import x`: the module x
+                    out.append(Import(mod.name, sub, None, node.lineno))
+                elif target in known:
+                    out.append(Import(mod.name, target, alias.name, node.lineno))
+        elif isinstance(node, ast.Import):
+            out += [Import(mod.name, a.name, None, node.lineno) for a in node.names if a.name in known]
+    return out
+
+
+def private_attributes(mod: Module, known: dict[str, Module]) -> list[str]:
+    """``m._x`` where ``m`` is a package module ``mod`` imported under that name."""
+    tree = ast.parse(mod.path.read_text(encoding="utf-8"))
+    aliases: dict[str, str] = {}
+    for imp in imports(mod, known):
+        if imp.name is None:
+            aliases[imp.target.rsplit(".", 1)[-1]] = imp.target
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and _private(node.attr)):
+            found.append(f"{mod.name} imports {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def graph() -> tuple[dict[str, Module], dict[str, list[Import]]]:
+    known = modules()
+    return known, {name: imports(m, known) for name, m in known.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), and any
+    module that imports itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def violations() -> dict[str, set[str]]:
+    known, imps = graph()
+    found: dict[str, set[str]] = {"cycle": set(), "private": set(), "above": set(), "size": set()}
+    edges = {name: {i.target for i in xs if i.target != name} for name, xs in imps.items()}
+    found["cycle"] = {" <-> ".join(c) for c in cycles(edges)}
+    for name, xs in imps.items():
+        for i in xs:
+            if i.name is not None and _private(i.name) and i.target != name:
+                found["private"].add(f"{name} imports {i.target}.{i.name}")
+            if name.startswith(ORACLE) and not i.target.startswith(ORACLE):
+                found["above"].add(f"{name} imports {i.target} (line {i.line})")
+        found["private"] |= set(private_attributes(known[name], known))
+    for name, m in known.items():
+        folder = m.path.relative_to(ROOT).parts[0]
+        if folder in SIZED and len(m.path.read_text(encoding="utf-8").splitlines()) > MAX_LINES:
+            found["size"].add(str(m.path.relative_to(ROOT)))
+    return found
+
+
+FOUND = violations()
+
+
+@pytest.mark.parametrize("kind", sorted(ALLOWED))
+def test_no_new_violation(kind: str) -> None:
+    new = sorted(FOUND[kind] - ALLOWED[kind])
+    assert not new, f"new {kind} violations (fix them; do not allow-list them): {new}"
+
+
+@pytest.mark.parametrize("kind", sorted(ALLOWED))
+def test_allow_list_is_honest(kind: str) -> None:
+    gone = sorted(ALLOWED[kind] - FOUND[kind])
+    assert not gone, f"fixed, remove from ALLOWED[{kind!r}] in tests/test_layers.py: {gone}"
+
+
+def test_the_reader_sees_function_local_imports_and_skips_type_checking(tmp_path: Path) -> None:
+    """The reader is what the test stands on: a function-local import is an edge, an import
+    under TYPE_CHECKING is not, a relative import resolves against its package."""
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n"
+                                 "def f():\n    from .b import g\n    from . import c\n    return c._hidden\n")
+    (folder / "b.py").write_text("from .a import f\n")
+    (folder / "c.py").write_text("_hidden = 1\n")
+    known = {n: Module(n, folder / f"{s}.py", s == "__init__") for n, s in
+             (("pkg", "__init__"), ("pkg.a", "a"), ("pkg.b", "b"), ("pkg.c", "c"))}
+    got = {(i.target, i.name) for i in imports(known["pkg.a"], known)}
+    assert got == {("pkg.b", "g"), ("pkg.c", None)}
+    assert private_attributes(known["pkg.a"], known) == ["pkg.a imports pkg.c._hidden"]
+    edges = {n: {i.target for i in imports(m, known)} for n, m in known.items()}
+    assert cycles(edges) == [["pkg.a", "pkg.b"]]
+
+
+def test_the_laws_list_every_marked_law() -> None:
+    """conformance.laws.LAWS is the explicit list of the laws that run: every function a
+    theme module marks with @law is on it, once, and nothing else is."""
+    from dsh_conformance import laws
+
+    marked = [fn for theme in laws.THEMES for fn in vars(theme).values()
+              if callable(fn) and getattr(fn, "is_law", False) and fn.__module__ == theme.__name__]
+    assert sorted(fn.__qualname__ for fn in laws.LAWS) == sorted(fn.__qualname__ for fn in marked)
+    assert len(set(laws.LAWS)) == len(laws.LAWS)

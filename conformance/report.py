@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, decode_utf8, loads
 
-from . import __version__
+from . import __version__, value_diff
 from dsh_conformance.oracle import jsontext
 
 from .outputs import write_atomic
@@ -291,7 +291,9 @@ def matrix(reports: list[Report]) -> list[dict[str, Any]]:
             cases = index.get(rule.id, [])
             cells.append({"outcome": outcomes.get(rule.id, "no case"),
                           "cases": [{"id": c.id, "source": c.source, "file": c.case_file, "outcome": c.outcome.value,
-                                     "divergence": c.divergence, "reason": c.expected_reason} for c in cases]})
+                                     "divergence": c.divergence, "reason": c.expected_reason,
+                                     "differs_at": value_diff.locate_record(c.divergence).at if c.divergence else None}
+                                    for c in cases]})
         rows.append({"rule": rule.id, "profile": rule.profile, "title": rule.title, "cells": cells})
     return rows
 
@@ -369,17 +371,20 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
                 out.append(line)
                 d = case["divergence"]
                 if d:
+                    found = value_diff.locate_record(d)
+                    expected, actual = found.texts(300)
                     out.append(f"  - first divergence at `{d['where']}`")
-                    out.append(f"  - expected: `{_compact(d['expected'])}`")
-                    out.append(f"  - actual: `{_compact(d['actual'])}`")
+                    if found.headline():
+                        out.append(f"  - differs at `{_md_code(found.headline() or '')}`")
+                    out.append(f"  - expected: `{_md_code(expected)}`")
+                    out.append(f"  - actual: `{_md_code(actual)}`")
             out.append("")
     return jsontext.escape_surrogates("\n".join(out).rstrip() + "\n")  # a page is UTF-8 text
 
 
-def _compact(v: Any, limit: int = 300) -> str:
-    text = "(nothing)" if v is None else jsontext.dumps(v, separators=(",", ":"))
-    text = text.replace("`", "'").replace("|", "\\|")
-    return text if len(text) <= limit else text[:limit] + "..."
+def _md_code(text: str) -> str:
+    """Text inside a Markdown code span of a list item."""
+    return text.replace("`", "'").replace("|", "\\|")
 
 
 def _md_cell(cell: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ from markdown_it import MarkdownIt
 from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import parse_trace
 
-from . import __version__
+from . import __version__, value_diff
 from .evidence import document_digest, trace_digest
 from .portable import BUILTIN_CORPUS
 from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, matrix
@@ -193,9 +193,12 @@ def _case_html(report: Report, rec: CaseRecord, key: str, open_: bool) -> str:
     parts.append("</dl>")
     for note in view.notes:
         parts.append(f'<p class="note">{esc(note)}</p>')
+    parts.append(f'<p>Replay:</p><pre class="cmd">{esc(replay_command(report, rec))}</pre>')
     if d:
+        head = value_diff.locate_record(d).headline()
         parts.append(f'<p class="first-divergence">First divergence at <code>{esc(d["where"])}</code> '
-                     f'(rules {esc(", ".join(d.get("rules") or rec.failing_rules) or "-")})</p>')
+                     f'(rules {esc(", ".join(d.get("rules") or rec.failing_rules) or "-")})'
+                     + (f': differs at <code class="differs-at">{esc(head)}</code>' if head else "") + "</p>")
     elif rec.message:
         parts.append(f'<pre class="message">{esc(rec.message)}</pre>')
     if rec.violations:
@@ -219,7 +222,6 @@ def _case_html(report: Report, rec: CaseRecord, key: str, open_: bool) -> str:
                      "</tr></tbody></table>")
     if rec.message and d:
         parts.append(f'<details><summary>Message</summary><pre class="message">{esc(rec.message)}</pre></details>')
-    parts.append(f'<p>Replay:</p><pre class="cmd">{esc(replay_command(report, rec))}</pre>')
     if view.scenario is not None:
         text = _json(view.scenario, indent=1)
         generated = rec.scenario is not None

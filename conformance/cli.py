@@ -46,6 +46,9 @@ from .adapter_install import AdapterInstallError, AdapterSpecError, CannotDrive,
 from .resources import ADAPTER, EXPECTATIONS
 
 
+DEFAULT_EXAMPLES = 100  # generated scenarios of a run that chooses no cases
+
+
 class UsageError(Exception):
     pass
 
@@ -190,15 +193,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     locks = _outputs([("--report", args.report), ("--junit", args.junit)])
     expectations = _expectations(args.expectations)
     cases = Path(args.cases)
-    if not args.no_corpus and not cases.is_dir():
-        raise UsageError(f"--cases {cases}: no such directory")
     failures = Path(args.failures)
     if failures.exists() and not failures.is_dir():
         raise UsageError(f"--failures {failures}: not a directory")
-    items = corpus_items(cases) if not args.no_corpus else []
+    groups, items, expected = _selected(args, cases)
     if not items and args.examples == 0:
         raise UsageError("nothing to run: no corpus cases and --examples 0")
-    expected = expected_traces(items, cases)  # a case the oracle cannot run is a bad input file, found before any work
     for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
         print(f"warning: {warning}", file=sys.stderr)
     iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout)
@@ -212,10 +212,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         stack.callback(writer.flush)  # whatever ends the run, the cases decided are in the report
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
-        header.corpus = None if args.no_corpus else corpus_name(cases)
+        header.corpus = corpus_name(groups[0].directory) if groups else None
         header.options = _replay_options(args)
         writer.write(header)
-        runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required)
+        runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required,
+                        max_fail=1 if args.fail_fast else args.max_fail)
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
         try:
@@ -238,6 +239,40 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
     return footer.exit
+
+
+def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],
+                                                              dict[str, Any]]:
+    """The corpus cases the run's selection keeps (``conformance.selection``), with their
+    expected traces; ``args.examples`` is settled: a selection runs no generated scenarios
+    unless ``--examples`` asks for them."""
+    from .selection import SelectionError, describe, gather, is_selective, rule_ids, select
+
+    try:
+        wanted = rule_ids(args.rule)
+        if args.no_corpus:
+            if is_selective(args.case, [], wanted, args.keyword):
+                raise SelectionError("--no-corpus runs generated scenarios only: -k, --case and --rule choose "
+                                     "corpus cases")
+            groups: list[Any] = []
+        else:
+            groups, ids, files = gather(cases, args.case or [])
+            chosen = select(groups, ids, wanted, args.keyword)
+            if is_selective(ids, files, wanted, args.keyword) and not chosen:
+                raise SelectionError(f"no case matches the selection {describe(ids, files, wanted, args.keyword)}")
+            selective = is_selective(ids, files, wanted, args.keyword)
+            groups = chosen or groups[:1]
+            if selective and args.examples is None:
+                args.examples = 0
+    except SelectionError as e:
+        raise UsageError(str(e)) from None
+    if args.examples is None:
+        args.examples = DEFAULT_EXAMPLES
+    items = [item for g in groups for item in g.items]
+    expected = {}
+    for g in groups:  # a case the oracle cannot run is a bad input file, found before any work
+        expected.update(expected_traces(g.items, g.directory))
+    return groups, items, expected
 
 
 def _replay_options(args: argparse.Namespace) -> dict[str, str]:
@@ -277,7 +312,10 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
         where = f"all of them are in the report {report}" if report else "run with --report FILE to keep them all"
         print(f"\n... and {len(bad) - 20} more ({where})")
     not_run = sum(r.outcome == Outcome.NOT_RUN for r in records)
-    if runner.gave_up:
+    if runner.max_failed:
+        print(f"\nSTOPPED: the run stopped after {runner.unexpected} unexpected failure(s) (--max-fail "
+              f"{runner.max_fail}); {not_run} case(s) not run")
+    elif runner.gave_up:
         print(f"\nSTOPPED: the implementation was declared broken after {runner.give_up_after} consecutive timeouts "
               f"or crashes; {not_run} case(s) not run (--give-up-after N changes the threshold, 0 never stops)")
     impl = f" --impl {shlex.quote(spec)}" if spec else ""
@@ -579,11 +617,23 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the suite against an implementation and print the compliance table")
     _iut_options(run)
-    run.add_argument("--examples", type=_count(0), default=100, help="generated scenarios (default 100; 0: corpus only)")
+    run.add_argument("--examples", type=_count(0), default=None,
+                     help=f"generated scenarios (default {DEFAULT_EXAMPLES}, or 0 when -k, --case or --rule choose "
+                          "cases; 0: corpus only)")
     run.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
     run.add_argument("--report", help="write the JSON-lines report here (replaced whole as the run goes, never torn)")
     run.add_argument("--junit", help="write JUnit XML here at the end of the run")
-    run.add_argument("--cases", default=str(CASES), help="the corpus directory (default: the built-in corpus)")
+    run.add_argument("--cases", default=str(CASES),
+                     help="the corpus: a directory of case files, or one case file (default: the built-in corpus)")
+    run.add_argument("-k", dest="keyword", metavar="EXPR",
+                     help="only cases matching EXPR: words (part of a case id, or a rule id it cites) joined by "
+                          "and/or/not and parentheses, as pytest's -k")
+    run.add_argument("--case", action="append", metavar="ID|FILE",
+                     help="only this case: an id of the corpus, or a case file (repeatable)")
+    run.add_argument("--rule", action="append", metavar="P11", help="only cases citing this rule (repeatable)")
+    run.add_argument("--max-fail", type=_count(0), default=0, metavar="N",
+                     help="stop after N unexpected failures or errors; the cases left are not-run (default 0: never)")
+    run.add_argument("--fail-fast", action="store_true", help="stop at the first unexpected failure (--max-fail 1)")
     run.add_argument("--no-corpus", action="store_true", help="run generated scenarios only")
     run.add_argument("--failures", default="dsh-failures",
                      help="where shrunk counterexamples and generated cases that errored are saved (default dsh-failures)")

@@ -45,6 +45,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 DEFAULT_GIVE_UP_AFTER = 5  # consecutive timeouts or crashes that declare an IUT broken
 _IUT_KIND = {"timeout": Outcome.TIMEOUT, "invalid": Outcome.INVALID}
 JUDGED = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.XFAIL})
+UNEXPECTED = frozenset({Outcome.FAIL, *BROKEN})  # what --max-fail counts
 
 
 def _invariants(scenario: Scenario, trace: Trace) -> list[dict[str, str]]:
@@ -93,7 +94,8 @@ def content_id(doc: dict[str, Any]) -> str:
 class Runner:
     def __init__(self, iut: IUT, profiles: set[str], expectations: Expectations | None = None,
                  writer: ReportWriter | None = None, failures_dir: Path | None = None,
-                 give_up_after: int = DEFAULT_GIVE_UP_AFTER, required: set[str] | None = None) -> None:
+                 give_up_after: int = DEFAULT_GIVE_UP_AFTER, required: set[str] | None = None,
+                 max_fail: int = 0) -> None:
         self.iut = iut
         started = iut.started
         assert started is not None, "start the IUT first"
@@ -103,6 +105,9 @@ class Runner:
         self.writer = writer or ReportWriter(None)
         self.failures_dir = failures_dir
         self.give_up_after = give_up_after
+        self.max_fail = max_fail  # --max-fail: stop after this many unexpected failures (0: never)
+        self.unexpected = 0  # unexpected failures and errors recorded
+        self.max_failed = False  # the run stopped at --max-fail (a failure's exit, not a broken IUT's)
         self.records: list[CaseRecord] = []
         self.saved: list[tuple[str, str]] = []  # (what, path) of every case file written
         self.seq = 0
@@ -232,6 +237,12 @@ class Runner:
     def record(self, rec: CaseRecord) -> CaseRecord:
         self.records.append(rec)
         self.writer.write(rec)
+        if rec.outcome in UNEXPECTED:
+            self.unexpected += 1
+            if self.max_fail and self.unexpected >= self.max_fail and not self.gave_up:
+                self.max_failed = True  # the cases left are not run, as after an early stop
+                self.gave_up = (f"not run: the run stopped after {self.unexpected} unexpected failure"
+                                f"{'s' if self.unexpected != 1 else ''} (--max-fail {self.max_fail})")
         return rec
 
     def _restart(self) -> None:
@@ -391,7 +402,7 @@ class Runner:
         """3: the IUT is broken (crashed, hung, broke the protocol, was given up on, or
         errored on every case it was asked); 1: unexpected failures or errors, or stale
         expectations; 0 otherwise."""
-        if self.broken or self.gave_up or (self.errors and not self.judged
+        if self.broken or (self.gave_up and not self.max_failed) or (self.errors and not self.judged
                                            and any(r.outcome == Outcome.ERROR for r in self.records)):
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)

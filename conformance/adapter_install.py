@@ -6,7 +6,8 @@ clone, ``make dsh`` installs them beside the sources and they are used there. Ot
 sources are copied, on first use, into a per-user cache directory
 (``$DSH_CONFORMANCE_CACHE``, else ``$XDG_CACHE_HOME/dsh-conformance``, else
 ``~/.cache/dsh-conformance``) under a name that is the lock file's digest, and ``npm ci``
-installs the pinned packages there, once, with its progress on stderr.
+installs the pinned packages there, once, saying so in one line on stderr (npm's own
+output is shown only when it fails).
 
 Other versions and working trees (``--impl dsh@VERSION``, ``--impl dsh:PATH``) get a cache
 directory of their own, holding a copy of the adapter's sources beside a generated
@@ -231,8 +232,8 @@ def _generated(home: Path) -> dict[str, Any]:
 def _npm_install(home: Path, log: object) -> None:
     npm = _npm()
     _say(log, f"installing them into {home} (once; npm install, which may take a minute)")
-    base = [npm, "install", "--no-audit", "--no-fund", "--loglevel=http", "--progress=true"]
-    code, output = _streamed(base, home, log)
+    base = [npm, "install", "--no-audit", "--no-fund", "--loglevel=http", "--progress=false"]
+    code, output = _quiet(base, home)
     if code != 0 and "ERESOLVE" in output:
         # An old set breaks the peer ranges its own packages declare (a peer never published
         # at that version): install the resolved set as it is, without npm's peer checks.
@@ -243,24 +244,23 @@ def _npm_install(home: Path, log: object) -> None:
         manifest = json.loads((home / "package.json").read_text(encoding="utf-8"))
         manifest["dshConformance"]["peerLeniency"] = True
         (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        code, output = _streamed([*base, "--legacy-peer-deps"], home, log)
+        code, output = _quiet([*base, "--legacy-peer-deps"], home)
     if code != 0 or not installed(home):
-        tail = "\n".join(output.strip().splitlines()[-15:])
-        raise AdapterInstallError(f"npm install in {home} failed (exit {code}):\n{tail}")
+        raise AdapterInstallError(f"npm install in {home} failed (exit {code}):\n{_tail(output)}")
     _say(log, "the package set is installed")
 
 
-def _streamed(cmd: list[str], cwd: Path, log: object) -> tuple[int, str]:
-    """Run ``cmd``, its output shown on ``log`` as it comes (an install of a minute is not
-    silent) and kept, for what the caller looks for in it. Returns (exit code, output)."""
-    kept: list[str] = []
-    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace") as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            kept.append(line)
-            print(line, end="", file=log, flush=True)  # type: ignore[call-overload]
-    return proc.returncode, "".join(kept)
+def _quiet(cmd: list[str], cwd: Path) -> tuple[int, str]:
+    """Run ``cmd`` with its output kept, not shown: the caller has said in one line what is
+    happening, and npm's some forty ``http fetch`` lines only matter when it fails (the
+    caller's error then carries their tail). Returns (exit code, output)."""
+    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", check=False)
+    return done.returncode, done.stdout or ""
+
+
+def _tail(output: str, lines: int = 20) -> str:
+    return "\n".join(output.strip().splitlines()[-lines:])
 
 
 # ------------------------------------------------------------------ working trees
@@ -386,10 +386,8 @@ def check(home: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def _npm_ci(home: Path, log: object) -> None:
     npm = _npm()
-    print(f"dsh-conformance: installing the DSH adapter's pinned npm packages into {home} "
-          "(once; npm ci, which may take a minute)", file=log, flush=True)  # type: ignore[call-overload]
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=http", "--progress=true"], cwd=home,
-                          stdout=log, stderr=log, check=False)  # type: ignore[arg-type]
-    if done.returncode != 0 or not installed(home):
-        raise AdapterInstallError(f"npm ci in {home} failed (exit {done.returncode}); see its output above")
-    print("dsh-conformance: the DSH adapter is installed", file=log, flush=True)  # type: ignore[call-overload]
+    _say(log, f"installing the DSH adapter's pinned npm packages into {home} (once; npm ci, which may take a minute)")
+    code, output = _quiet([npm, "ci", "--no-audit", "--no-fund", "--loglevel=http", "--progress=false"], home)
+    if code != 0 or not installed(home):
+        raise AdapterInstallError(f"npm ci in {home} failed (exit {code}):\n{_tail(output)}")
+    _say(log, "the DSH adapter is installed")

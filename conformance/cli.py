@@ -346,6 +346,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.case)
     if not path.exists() and (CASES / f"{args.case}.json").is_file():
         path = CASES / f"{args.case}.json"  # a corpus case named by its id, as reports name it
+    elif not path.exists():
+        from .selection import nearest
+
+        raise UsageError(f"{args.case}: no such case file, nor a case of that id in the built-in corpus "
+                         f"({portable_path(CASES)})" + nearest(path.stem, [p.stem for p in CASES.glob("*.json")]))
     scenario, doc = load_scenario_document(path)  # a bad file is a usage error (exit 2)
     try:
         expected = run_scenario(scenario)

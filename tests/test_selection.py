@@ -99,3 +99,11 @@ def test_max_fail_stops_the_run_with_a_failures_exit(flag, tmp_path):
     first_not_run = outcomes.index(Outcome.NOT_RUN)
     assert all(o == Outcome.NOT_RUN for o in outcomes[first_not_run:])
     assert json.loads(report.read_text().splitlines()[-1])["exit"] == 1
+
+
+def test_replay_of_an_unknown_case_names_the_corpus_and_the_nearest_ids(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "dsh_conformance.cli", "replay", "guard-denies-with-numbr"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 2
+    assert p.stderr == ("error: guard-denies-with-numbr: no such case file, nor a case of that id in the built-in "
+                        "corpus (conformance/cases) (nearest: guard-denies-with-number)\n")

@@ -288,21 +288,22 @@ def _replay_options(args: argparse.Namespace) -> dict[str, str]:
 def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profiles: set[str], code: int,
                    report: str | None, spec: str | None) -> None:
     from .report import rule_outcomes
+    from .scores import BLAMED, CITING, LEGEND, NO_COUNT, SCORE, case_totals, outcome_counts, rule_counts
+    from .scores import profile_scores as scores_of
 
     records = runner.records
     outcomes = rule_outcomes(records)
     print(f"dsh-conformance {__version__}: {impl.get('name')} {impl.get('version', '')} "
           f"({impl.get('language', '?')}), profiles {', '.join(sorted(profiles))}\n")
-    print(f"{'profile':<10} {'rule':<5} {'title':<56} {'cases':>5}  outcome")
-    cited: dict[str, int] = {}
-    for r in records:
-        for rule in r.rules:
-            cited[rule] = cited.get(rule, 0) + 1
+    counts = rule_counts(records)
+    print(f"{'profile':<10} {'rule':<5} {'title':<56} {CITING:>6} {BLAMED:>6}  outcome")
     for rule in rules().values():
         if rule.profile not in profiles:
             continue
         o = outcomes.get(rule.id)
-        print(f"{rule.profile:<10} {rule.id:<5} {rule.title[:56]:<56} {cited.get(rule.id, 0):>5}  {o or 'no case'}")
+        n = counts.get(rule.id, NO_COUNT)
+        print(f"{rule.profile:<10} {rule.id:<5} {rule.title[:56]:<56} {n.citing:>6} {n.blamed:>6}  {o or 'no case'}")
+    print(f"({LEGEND})")
     bad = [r for r in records if r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID)]
     for r in bad[:20]:
         print(f"\n{r.outcome.value.upper()} {r.id}" + (f" ({r.case_file})" if r.case_file else ""))
@@ -333,10 +334,9 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
         print("\nNOTHING SCORED: no case of the run could be scored" + "".join(f"\n  {m}" for m in why[:5]))
     for profile, why in runner.unscored_profiles().items():
         print(f"\nNOT SCORED: profile {profile} was asked for and no rule of it was scored: {why}")
-    counts: dict[str, int] = {}
-    for r in records:
-        counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
-    print(f"\n{len(records)} cases: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    score = ", ".join(f"{s.profile} {s}" for s in scores_of(records, profiles))
+    print(f"\nscore ({SCORE}): {score}")
+    print(f"\n{case_totals(records)}: " + ", ".join(f"{v} {k}" for k, v in sorted(outcome_counts(records).items()))
           + f"; exit {code}")
 
 

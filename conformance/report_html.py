@@ -45,7 +45,7 @@ from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, matrix
 from .report_assets import CSS, JS
 from .rule_text import statements
 from .rules import PROFILES
-from .scores import scores
+from .scores import LEGEND, SCORE, RuleCount, case_totals, outcome_counts, scores
 from .trace_lanes import Lane, divergences, lanes
 
 FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
@@ -244,7 +244,7 @@ def _detail(report: Report, index: int, rule: dict[str, Any], cell: dict[str, An
     head = (f'<header><h2><a href="#rule-{esc(rule["rule"])}" class="close-on-nav">{esc(rule["rule"])}</a> '
             f"{esc(rule['title'])}</h2><p>{esc(report.name)}: "
             f'<span class="badge {esc(cell["outcome"])}">{esc(cell["outcome"])}</span> '
-            f"{len(cases)} case{'s' * (len(cases) != 1)}</p></header>")
+            f"{esc(_words(cell))}</p></header>")
     statement = (f'<details class="statement"><summary>Statement of {esc(rule["rule"])}</summary>'
                  f"{md.render(st.text)}</details>") if st else ""
     nav = ""
@@ -272,13 +272,6 @@ def _run_time(report: Report) -> str:
     return f"{total:.1f} s in cases (partial run)"
 
 
-def _counts(report: Report) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for c in report.cases:
-        counts[c.outcome.value] = counts.get(c.outcome.value, 0) + 1
-    return counts
-
-
 def _summary(report: Report, index: int) -> str:
     h = report.header
     impl = h.implementation
@@ -291,7 +284,7 @@ def _summary(report: Report, index: int) -> str:
     if report.footer:
         run.append(("exit code", report.footer.exit))
     facts = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run)
-    counts = _counts(report)
+    counts = outcome_counts(report.cases)
     chips = "".join(f'<span class="badge {esc(k)}" data-count="{esc(k)}">{esc(k)} <b>{v}</b></span> '
                     for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
     score_rows = []
@@ -307,8 +300,8 @@ def _summary(report: Report, index: int) -> str:
     partial = "" if report.footer else '<p class="note">Partial run: the report has no footer.</p>'
     return (f'<section class="summary" data-impl="{index}"><h2>{esc(report.name)}</h2>{partial}'
             '<div class="columns"><div>'
-            f'<p class="counts"><b>{len(report.cases)}</b> cases: {chips}</p>'
-            '<table class="scores"><thead><tr><th>profile</th><th>rules passing / scored</th><th></th><th></th>'
+            f'<p class="counts">{esc(case_totals(report.cases, h.examples))}: {chips}</p>'
+            f'<table class="scores"><thead><tr><th>profile</th><th>{esc(SCORE)}</th><th></th><th></th>'
             f'</tr></thead><tbody>{"".join(score_rows)}</tbody></table>{stale}</div>'
             f'<dl class="facts identity">{identity}</dl><dl class="facts run">{facts}</dl></div></section>')
 
@@ -316,19 +309,26 @@ def _summary(report: Report, index: int) -> str:
 # ----------------------------------------------------------------------------- matrix
 
 
+def _words(cell: dict[str, Any]) -> str:
+    """A cell's counts in words (``conformance.scores``): ``9 citing, 15 blamed``."""
+    c = cell["counts"]
+    return RuleCount(c["citing"], c["outcomes"], c["blamed"]).words()
+
+
 def _cell(report: Report, index: int, rule: dict[str, Any], cell: dict[str, Any]) -> str:
     outcome = cell["outcome"]
     label = esc(outcome)
+    c = cell["counts"]
+    counts = f' <small class="counts">{esc(_words(cell))}</small>' if c["citing"] or c["blamed"] else ""
     if outcome in SHOWN and cell["cases"]:
-        n = len(cell["cases"])
         reasons = list(dict.fromkeys(c["reason"] for c in cell["cases"] if c["reason"]))
         # A consequence's reason repeats its cause's and adds to it: show the longer one.
         reasons = [r for r in reasons if not any(o != r and o.startswith(r) for o in reasons)]
         reason = "".join(f'<span class="reason">{esc(r)}</span>' for r in reasons)
         return (f'<td class="cell {esc(outcome)}" data-outcome="{esc(outcome)}">'
-                f'<button type="button" data-detail="d-{index}-{esc(rule["rule"])}">{label} '
-                f'<small>{n} case{"s" * (n != 1)}</small></button>{reason}</td>')
-    return f'<td class="cell {esc(outcome.replace(" ", "-"))}" data-outcome="{esc(outcome)}">{label}</td>'
+                f'<button type="button" data-detail="d-{index}-{esc(rule["rule"])}">{label}{counts}</button>'
+                f"{reason}</td>")
+    return f'<td class="cell {esc(outcome.replace(" ", "-"))}" data-outcome="{esc(outcome)}">{label}{counts}</td>'
 
 
 def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -> str:
@@ -391,7 +391,8 @@ def render(reports: list[Report], title: str = "Compliance matrix", note: str | 
         f'<option value="{p}">{p}</option>' for p in profiles)
     filters = (f'<form class="filters" onsubmit="return false"><label>Outcome <select id="f-outcome">{options_o}'
                f'</select></label> <label>Profile <select id="f-profile">{options_p}</select></label> '
-               '<span id="f-count"></span></form>')
+               '<span id="f-count"></span></form>'
+               f'<p class="legend">Each cell: the rule\'s outcome, then its counts ({esc(LEGEND)}).</p>')
     summaries = "".join(_summary(r, i) for i, r in enumerate(reports))
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -303,7 +303,7 @@ class Runner:
 
         if self.gave_up:
             return self.record(CaseRecord(id=f"generated-seed-{seed}", source="property", rules=[],
-                                          outcome=Outcome.NOT_RUN, message=self.gave_up))
+                                          outcome=Outcome.NOT_RUN, message=self.gave_up, draws=0))
         count = 0  # scenarios drawn until the first failure
         attempts = 0  # shrinking attempts after it
         # The rules the passing draws exercised (each draw's cited rules): a run of generated
@@ -352,18 +352,26 @@ class Runner:
                     return self.record(CaseRecord(
                         id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
                         message=f"none of the {count} generated scenarios could be scored (each needs a profile "
-                                f"the run does not check)", duration_ms=_ms(t0)))
+                                f"the run does not check)", duration_ms=_ms(t0), draws=count))
                 others = ", ".join(f"{n} {o.value}" for o, n in sorted(outcomes.items(), key=lambda kv: kv[0].value)
                                    if o != Outcome.PASS)
+                if not outcomes[Outcome.PASS]:
+                    # Not one draw passed (each errored, timed out or was skipped: those that
+                    # errored are cases of their own): the folded case is no evidence, not a pass.
+                    return self.record(CaseRecord(
+                        id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
+                        message=f"none of the {count} generated scenarios passed ({others})", duration_ms=_ms(t0),
+                        draws=count))
                 return self.record(CaseRecord(
                     id=f"generated-seed-{seed}", source="property", rules=sort_rules(reached), outcome=Outcome.PASS,
                     message=f"{count} generated scenarios, no unexpected failure" + (f" ({others})" if others else ""),
-                    duration_ms=_ms(t0)))
+                    duration_ms=_ms(t0), draws=count))
             except _GiveUp:
                 if best is None:
                     return self.record(CaseRecord(
                         id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_RUN,
-                        message=f"stopped after {count} generated scenarios; {self.gave_up}", duration_ms=_ms(t0)))
+                        message=f"stopped after {count} generated scenarios; {self.gave_up}", duration_ms=_ms(t0),
+                        draws=count))
                 minimal = None
         if minimal is not None:
             doc = minimal.doc
@@ -374,8 +382,8 @@ class Runner:
         doc = {**doc, "id": case_id, "title": "shrunk counterexample of a property run", "seed": seed}
         path = self._save(case_id, doc, "shrunk counterexample")
         if minimal is None and best is not None:  # the IUT was declared broken while shrinking
-            return self.record(best[1].model_copy(update={"id": case_id, "case_file": path}))
-        return self.record(self.decide(case_id, doc, "property", path))
+            return self.record(best[1].model_copy(update={"id": case_id, "case_file": path, "draws": count}))
+        return self.record(self.decide(case_id, doc, "property", path).model_copy(update={"draws": count}))
 
     def _record_drawn(self, doc: dict[str, Any], rec: CaseRecord, seed: int) -> None:
         """Record a generated scenario the IUT could not answer, as drawn (never shrunk)."""

@@ -57,7 +57,7 @@ def _in_pty(cmd: list[str], columns: int = 200) -> tuple[str, str, int]:
 def test_progress_shows_on_a_terminal(tmp_path):
     cases = corpus_subset(tmp_path, CASES)
     term, out, code = _in_pty(_command(cases, "--examples", "4"))
-    assert code == 0 and f"{len(CASES) + 1} cases: {len(CASES) + 1} pass" in out
+    assert code == 0 and f"{len(CASES) + 1} cases ({len(CASES)} corpus cases + 1 case for 4 generated draws): {len(CASES) + 1} pass" in out
     lines = [s for s in term.split("\r\x1b[K") if s]
     corpus = [s for s in lines if s.startswith("corpus ")]
     generated = [s for s in lines if s.startswith("generated ")]
@@ -73,7 +73,7 @@ def test_progress_shows_on_a_terminal(tmp_path):
                for s in generated), generated
     assert any(" | generated scenario " in s for s in generated)
     assert term.endswith("\r\x1b[K")  # the line is erased at the end
-    assert "corpus" not in out and "elapsed" not in out  # stdout stays the table
+    assert "corpus 1/" not in out and "elapsed" not in out  # stdout stays the table
 
 
 def test_a_terminal_of_0_columns_gets_a_whole_line(tmp_path):

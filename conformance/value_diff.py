@@ -130,14 +130,17 @@ class _Encoder:
                 self.encode(x, [*here, n])
             self.emit("]")
         else:
-            self.emit(text(v))
+            self.emit(jsontext.dumps(v, separators=(",", ":")))  # a JSON null inside is null
 
 
-def window(v: Any, path: list[Step], limit: int = LIMIT) -> str:
+def window(v: Any, path: list[Step], limit: int = LIMIT, none: str = NOTHING) -> str:
     """``text(v)``, or when longer than ``limit`` a window of it that shows where ``path``
-    begins (``...`` marks what is cut on either side)."""
-    if v is None or v is MISSING:
+    begins (``...`` marks what is cut on either side). ``none``: how a None value reads (a
+    trace item of None is no item; a None inside a value is JSON null)."""
+    if v is MISSING:
         return NOTHING
+    if v is None:
+        return none
     enc = _Encoder(path)
     enc.encode(v, [])
     whole = "".join(enc.parts)
@@ -162,7 +165,9 @@ class Located:
 
     def values_at(self, limit: int = AT_LIMIT) -> tuple[str, str]:
         e, a = value_at(self.expected, self.path), value_at(self.actual, self.path)
-        return window(e, first_difference(e, a), limit), window(a, first_difference(e, a), limit)
+        inner = first_difference(e, a)
+        none = "null" if self.path else NOTHING
+        return window(e, inner, limit, none), window(a, inner, limit, none)
 
     def headline(self) -> str | None:
         """``.value.frozen: expected true, actual false``; None when the values differ as

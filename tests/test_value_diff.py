@@ -115,3 +115,10 @@ def test_reports_junit_and_diff_show_it(wrong_run, tmp_path, capsys):
     main(["diff", str(good), str(report)])
     out = capsys.readouterr().out
     assert "observations[c1][15].value.frozen" in out and "expected true, actual false" in out
+
+
+def test_json_null_inside_a_value_is_null_and_a_missing_key_is_nothing():
+    found = locate({"who": None, "n": 1}, {"who": None, "n": 2})
+    assert found.texts() == ('{"who":null,"n":1}', '{"who":null,"n":2}')
+    assert locate({"a": None}, {"a": 1}).headline() == ".a: expected null, actual 1"
+    assert locate({"a": 1}, {}).headline() == ".a: expected 1, actual (nothing)"

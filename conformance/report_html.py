@@ -288,7 +288,7 @@ def _failing_rules(report: Report, index: int) -> str:
     ones (the run's failures), then the expected ones."""
     outcomes = rule_outcomes(report.cases)
     groups = [("Failing rules", [r for r, o in outcomes.items() if o in FAILING]),
-              ("Expected failures", [r for r, o in outcomes.items() if o in (Outcome.XFAIL.value, Outcome.XERROR.value)])]
+              ("Expected failures and errors", [r for r, o in outcomes.items() if o in (Outcome.XFAIL.value, Outcome.XERROR.value)])]
     out = []
     for label, ids in groups:
         if not ids:

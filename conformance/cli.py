@@ -258,12 +258,12 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
         else:
             groups, ids, files = gather(cases, args.case or [])
             chosen = select(groups, ids, wanted, args.keyword)
-            if is_selective(ids, files, wanted, args.keyword) and not chosen:
-                raise SelectionError(f"no case matches the selection {describe(ids, files, wanted, args.keyword)}")
-            selective = is_selective(ids, files, wanted, args.keyword)
-            groups = chosen or groups[:1]
-            if selective and args.examples is None:
-                args.examples = 0
+            if is_selective(ids, files, wanted, args.keyword):
+                if not chosen:
+                    raise SelectionError(f"no case matches the selection {describe(ids, files, wanted, args.keyword)}")
+                if args.examples is None:
+                    args.examples = 0
+            groups = chosen or groups[:1]  # an empty corpus still names its directory
     except SelectionError as e:
         raise UsageError(str(e)) from None
     if args.examples is None:

@@ -203,7 +203,7 @@ def test_every_rule_is_reachable_through_the_outcome_filter(tmp_path, monkeypatc
 
 
 def test_expected_errors_and_every_rule_outcome_have_an_option():
-    from dsh_conformance.report import CaseRecord, Footer, Header, Report
+    from dsh_conformance.report import CaseRecord, Footer, Report
 
     header = new_header({"name": "x", "version": "1", "language": "python", "packages": {"a": "1.0", "b": "2.0"}},
                         ["core", "reference", "loop", "code-mode"], 0, 0)

@@ -6,7 +6,8 @@ clone, ``make dsh`` installs them beside the sources and they are used there. Ot
 sources are copied, on first use, into a per-user cache directory
 (``$DSH_CONFORMANCE_CACHE``, else ``$XDG_CACHE_HOME/dsh-conformance``, else
 ``~/.cache/dsh-conformance``) under a name that is the lock file's digest, and ``npm ci``
-installs the pinned packages there, once, with its progress on stderr.
+installs the pinned packages there, once, saying so in one line on stderr (npm's own
+output is shown only when it fails).
 
 Other versions and working trees (``--impl dsh@VERSION``, ``--impl dsh:PATH``) get a cache
 directory of their own, holding a copy of the adapter's sources beside a generated
@@ -85,7 +86,7 @@ def installed(directory: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _turn(home: Path, log: object) -> Iterator[None]:
+def turn(home: Path, log: object) -> Iterator[None]:
     """Hold the exclusive lock of cache directory ``home``: one run at a time installs,
     relinks or checks it (the others wait, then find it done)."""
     locks = home.parent / "locks"
@@ -94,7 +95,7 @@ def _turn(home: Path, log: object) -> Iterator[None]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            _say(log, f"waiting for another dsh-conformance run that is preparing {home}")
+            say(log, f"waiting for another dsh-conformance run that is preparing {home}")
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -107,7 +108,7 @@ def adapter_dir(source: Path = ADAPTER, log: object = sys.stderr) -> Path:
     if installed(source):
         return source  # a clone after `make dsh`
     home = cache_root() / f"adapter-{lock_digest(source)}"
-    with _turn(home, log):
+    with turn(home, log):
         if installed(home) and _same_sources(source, home):
             return home
         _copy_sources(source, home)
@@ -143,7 +144,7 @@ def _npm() -> str:
     return npm
 
 
-def _say(log: object, text: str) -> None:
+def say(log: object, text: str) -> None:
     print(f"dsh-conformance: {text}", file=log, flush=True)  # type: ignore[call-overload]
 
 
@@ -188,7 +189,7 @@ def version_dir(version: str, source: Path = ADAPTER, log: object = sys.stderr) 
     if version == pinned_version(source):
         return adapter_dir(source, log)
     home = cache_root() / f"dsh-tools-{version}"
-    with _turn(home, log):
+    with turn(home, log):
         return _version_dir(version, home, source, log)
 
 
@@ -198,7 +199,7 @@ def _version_dir(version: str, home: Path, source: Path, log: object) -> Path:
             _copy_sources(source, home, PROGRAM)
         return home
     pinned = pinned_set(source)
-    _say(log, f"resolving the @deepseek-ai packages for dsh-tools {version} (npm view, once)")
+    say(log, f"resolving the @deepseek-ai packages for dsh-tools {version} (npm view, once)")
     listed = {TOOLS: _versions_of(TOOLS)}
     if version in listed[TOOLS]:
         names = sorted(n for n in pinned if n != TOOLS and pinned[n] == pinned[TOOLS])
@@ -218,7 +219,7 @@ def _version_dir(version: str, home: Path, source: Path, log: object) -> Path:
     manifest["dshConformance"] = found.to_json()
     (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     for name, why in found.absent.items():
-        _say(log, f"{name} is left out of the set: {why}")
+        say(log, f"{name} is left out of the set: {why}")
     _npm_install(home, log)
     return home
 
@@ -232,37 +233,36 @@ def _generated(home: Path) -> dict[str, Any]:
 
 def _npm_install(home: Path, log: object) -> None:
     npm = _npm()
-    _say(log, f"installing them into {home} (once; npm install, which may take a minute)")
-    base = [npm, "install", "--no-audit", "--no-fund", "--loglevel=http", "--progress=true"]
-    code, output = _streamed(base, home, log)
+    say(log, f"installing them into {home} (once; npm install, which may take a minute)")
+    base = [npm, "install", "--no-audit", "--no-fund", "--loglevel=http", "--progress=false"]
+    code, output = _quiet(base, home)
     if code != 0 and "ERESOLVE" in output:
         # An old set breaks the peer ranges its own packages declare (a peer never published
         # at that version): install the resolved set as it is, without npm's peer checks.
         found = re.search(r'peer (\S+@"[^"]+") from (\S+)', output)
         conflict = f"{found.group(2)} wants {found.group(1)}" if found else "a peer-dependency conflict"
-        _say(log, f"the set breaks its own peer ranges ({conflict}); "
+        say(log, f"the set breaks its own peer ranges ({conflict}); "
                   "installing it with peer-dependency leniency (--legacy-peer-deps)")
         manifest = json.loads((home / "package.json").read_text(encoding="utf-8"))
         manifest["dshConformance"]["peerLeniency"] = True
         (home / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        code, output = _streamed([*base, "--legacy-peer-deps"], home, log)
+        code, output = _quiet([*base, "--legacy-peer-deps"], home)
     if code != 0 or not installed(home):
-        tail = "\n".join(output.strip().splitlines()[-15:])
-        raise AdapterInstallError(f"npm install in {home} failed (exit {code}):\n{tail}")
-    _say(log, "the package set is installed")
+        raise AdapterInstallError(f"npm install in {home} failed (exit {code}):\n{_tail(output)}")
+    say(log, "the package set is installed")
 
 
-def _streamed(cmd: list[str], cwd: Path, log: object) -> tuple[int, str]:
-    """Run ``cmd``, its output shown on ``log`` as it comes (an install of a minute is not
-    silent) and kept, for what the caller looks for in it. Returns (exit code, output)."""
-    kept: list[str] = []
-    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace") as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            kept.append(line)
-            print(line, end="", file=log, flush=True)  # type: ignore[call-overload]
-    return proc.returncode, "".join(kept)
+def _quiet(cmd: list[str], cwd: Path) -> tuple[int, str]:
+    """Run ``cmd`` with its output kept, not shown: the caller has said in one line what is
+    happening, and npm's some forty ``http fetch`` lines only matter when it fails (the
+    caller's error then carries their tail). Returns (exit code, output)."""
+    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", check=False)
+    return done.returncode, done.stdout or ""
+
+
+def _tail(output: str, lines: int = 20) -> str:
+    return "\n".join(output.strip().splitlines()[-lines:])
 
 
 # ------------------------------------------------------------------ working trees
@@ -339,7 +339,7 @@ def tree_dir(path: str, source: Path = ADAPTER, log: object = sys.stderr) -> Pat
     if unbuilt:
         raise AdapterInstallError(f"the tree {root} is not built: {'; '.join(unbuilt)}; build its lib/ output first")
     home = tree_home(root)
-    with _turn(home, log):
+    with turn(home, log):
         _link_tree(root, packages, home, source)
     return home
 
@@ -399,10 +399,8 @@ def check(home: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def _npm_ci(home: Path, log: object) -> None:
     npm = _npm()
-    print(f"dsh-conformance: installing the DSH adapter's pinned npm packages into {home} "
-          "(once; npm ci, which may take a minute)", file=log, flush=True)  # type: ignore[call-overload]
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=http", "--progress=true"], cwd=home,
-                          stdout=log, stderr=log, check=False)  # type: ignore[arg-type]
-    if done.returncode != 0 or not installed(home):
-        raise AdapterInstallError(f"npm ci in {home} failed (exit {done.returncode}); see its output above")
-    print("dsh-conformance: the DSH adapter is installed", file=log, flush=True)  # type: ignore[call-overload]
+    say(log, f"installing the DSH adapter's pinned npm packages into {home} (once; npm ci, which may take a minute)")
+    code, output = _quiet([npm, "ci", "--no-audit", "--no-fund", "--loglevel=http", "--progress=false"], home)
+    if code != 0 or not installed(home):
+        raise AdapterInstallError(f"npm ci in {home} failed (exit {code}):\n{_tail(output)}")
+    say(log, "the DSH adapter is installed")

@@ -49,6 +49,9 @@ from .tree import StaleBuild, build_tree, check_fresh, installed_packages, prove
 from .resources import ADAPTER, EXPECTATIONS
 
 
+DEFAULT_EXAMPLES = 100  # generated scenarios of a run that chooses no cases
+
+
 class UsageError(Exception):
     pass
 
@@ -202,15 +205,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     locks = _outputs([("--report", args.report), ("--junit", args.junit)])
     expectations = _expectations(args.expectations)
     cases = Path(args.cases)
-    if not args.no_corpus and not cases.is_dir():
-        raise UsageError(f"--cases {cases}: no such directory")
     failures = Path(args.failures)
     if failures.exists() and not failures.is_dir():
         raise UsageError(f"--failures {failures}: not a directory")
-    items = corpus_items(cases) if not args.no_corpus else []
+    groups, items, expected = _selected(args, cases)
     if not items and args.examples == 0:
         raise UsageError("nothing to run: no corpus cases and --examples 0")
-    expected = expected_traces(items, cases)  # a case the oracle cannot run is a bad input file, found before any work
     for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
         print(f"warning: {warning}", file=sys.stderr)
     iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
@@ -224,10 +224,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         stack.callback(writer.flush)  # whatever ends the run, the cases decided are in the report
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
-        header.corpus = None if args.no_corpus else corpus_name(cases)
+        header.corpus = corpus_name(groups[0].directory) if groups else None
         header.options = _replay_options(args)
         writer.write(header)
-        runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required)
+        runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required,
+                        max_fail=1 if args.fail_fast else args.max_fail)
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
         try:
@@ -252,6 +253,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     return footer.exit
 
 
+def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],
+                                                              dict[str, Any]]:
+    """The corpus cases the run's selection keeps (``conformance.selection``), with their
+    expected traces; ``args.examples`` is settled: a selection runs no generated scenarios
+    unless ``--examples`` asks for them."""
+    from .selection import SelectionError, describe, gather, is_selective, rule_ids, select
+
+    try:
+        wanted = rule_ids(args.rule)
+        if args.no_corpus:
+            if is_selective(args.case, [], wanted, args.keyword):
+                raise SelectionError("--no-corpus runs generated scenarios only: -k, --case and --rule choose "
+                                     "corpus cases")
+            groups: list[Any] = []
+        else:
+            groups, ids, files = gather(cases, args.case or [])
+            chosen = select(groups, ids, wanted, args.keyword)
+            if is_selective(ids, files, wanted, args.keyword):
+                if not chosen:
+                    raise SelectionError(f"no case matches the selection {describe(ids, files, wanted, args.keyword)}")
+                if args.examples is None:
+                    args.examples = 0
+            groups = chosen or groups[:1]  # an empty corpus still names its directory
+    except SelectionError as e:
+        raise UsageError(str(e)) from None
+    if args.examples is None:
+        args.examples = DEFAULT_EXAMPLES
+    items = [item for g in groups for item in g.items]
+    expected = {}
+    for g in groups:  # a case the oracle cannot run is a bad input file, found before any work
+        expected.update(expected_traces(g.items, g.directory))
+    return groups, items, expected
+
+
 def _replay_options(args: argparse.Namespace) -> dict[str, str]:
     """The options a replay of one of this run's cases repeats, without the machine's paths."""
     out = {"impl": portable_command(args.impl) if args.impl else "oracle"}
@@ -265,21 +300,22 @@ def _replay_options(args: argparse.Namespace) -> dict[str, str]:
 def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profiles: set[str], code: int,
                    report: str | None, spec: str | None) -> None:
     from .report import rule_outcomes
+    from .scores import BLAMED, CITING, LEGEND, NO_COUNT, SCORE, case_totals, outcome_counts, rule_counts
+    from .scores import profile_scores as scores_of
 
     records = runner.records
     outcomes = rule_outcomes(records)
     print(f"dsh-conformance {__version__}: {impl.get('name')} {impl.get('version', '')} "
           f"({impl.get('language', '?')}), profiles {', '.join(sorted(profiles))}\n")
-    print(f"{'profile':<10} {'rule':<5} {'title':<56} {'cases':>5}  outcome")
-    cited: dict[str, int] = {}
-    for r in records:
-        for rule in r.rules:
-            cited[rule] = cited.get(rule, 0) + 1
+    counts = rule_counts(records)
+    print(f"{'profile':<10} {'rule':<5} {'title':<56} {CITING:>6} {BLAMED:>6}  outcome")
     for rule in rules().values():
         if rule.profile not in profiles:
             continue
         o = outcomes.get(rule.id)
-        print(f"{rule.profile:<10} {rule.id:<5} {rule.title[:56]:<56} {cited.get(rule.id, 0):>5}  {o or 'no case'}")
+        n = counts.get(rule.id, NO_COUNT)
+        print(f"{rule.profile:<10} {rule.id:<5} {rule.title[:56]:<56} {n.citing:>6} {n.blamed:>6}  {o or 'no case'}")
+    print(f"({LEGEND})")
     bad = [r for r in records if r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID)]
     for r in bad[:20]:
         print(f"\n{r.outcome.value.upper()} {r.id}" + (f" ({r.case_file})" if r.case_file else ""))
@@ -289,7 +325,10 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
         where = f"all of them are in the report {report}" if report else "run with --report FILE to keep them all"
         print(f"\n... and {len(bad) - 20} more ({where})")
     not_run = sum(r.outcome == Outcome.NOT_RUN for r in records)
-    if runner.gave_up:
+    if runner.max_failed:
+        print(f"\nSTOPPED: the run stopped after {runner.unexpected} unexpected failure(s) (--max-fail "
+              f"{runner.max_fail}); {not_run} case(s) not run")
+    elif runner.gave_up:
         print(f"\nSTOPPED: the implementation was declared broken after {runner.give_up_after} consecutive timeouts "
               f"or crashes; {not_run} case(s) not run (--give-up-after N changes the threshold, 0 never stops)")
     impl = f" --impl {shlex.quote(spec)}" if spec else ""
@@ -307,10 +346,9 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
         print("\nNOTHING SCORED: no case of the run could be scored" + "".join(f"\n  {m}" for m in why[:5]))
     for profile, why in runner.unscored_profiles().items():
         print(f"\nNOT SCORED: profile {profile} was asked for and no rule of it was scored: {why}")
-    counts: dict[str, int] = {}
-    for r in records:
-        counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
-    print(f"\n{len(records)} cases: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    score = ", ".join(f"{s.profile} {s}" for s in scores_of(records, profiles))
+    print(f"\nscore ({SCORE}): {score}")
+    print(f"\n{case_totals(records)}: " + ", ".join(f"{v} {k}" for k, v in sorted(outcome_counts(records).items()))
           + f"; exit {code}")
 
 
@@ -320,6 +358,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.case)
     if not path.exists() and (CASES / f"{args.case}.json").is_file():
         path = CASES / f"{args.case}.json"  # a corpus case named by its id, as reports name it
+    elif not path.exists():
+        from .selection import nearest
+
+        raise UsageError(f"{args.case}: no such case file, nor a case of that id in the built-in corpus "
+                         f"({portable_path(CASES)})" + nearest(path.stem, [p.stem for p in CASES.glob("*.json")]))
     scenario, doc = load_scenario_document(path)  # a bad file is a usage error (exit 2)
     try:
         expected = run_scenario(scenario)
@@ -591,11 +634,23 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the suite against an implementation and print the compliance table")
     _iut_options(run)
-    run.add_argument("--examples", type=_count(0), default=100, help="generated scenarios (default 100; 0: corpus only)")
+    run.add_argument("--examples", type=_count(0), default=None,
+                     help=f"generated scenarios (default {DEFAULT_EXAMPLES}, or 0 when -k, --case or --rule choose "
+                          "cases; 0: corpus only)")
     run.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
     run.add_argument("--report", help="write the JSON-lines report here (replaced whole as the run goes, never torn)")
     run.add_argument("--junit", help="write JUnit XML here at the end of the run")
-    run.add_argument("--cases", default=str(CASES), help="the corpus directory (default: the built-in corpus)")
+    run.add_argument("--cases", default=str(CASES),
+                     help="the corpus: a directory of case files, or one case file (default: the built-in corpus)")
+    run.add_argument("-k", dest="keyword", metavar="EXPR",
+                     help="only cases matching EXPR: words (part of a case id, or a rule id it cites) joined by "
+                          "and/or/not and parentheses, as pytest's -k")
+    run.add_argument("--case", action="append", metavar="ID|FILE",
+                     help="only this case: an id of the corpus, or a case file (repeatable)")
+    run.add_argument("--rule", action="append", metavar="P11", help="only cases citing this rule (repeatable)")
+    run.add_argument("--max-fail", type=_count(0), default=0, metavar="N",
+                     help="stop after N unexpected failures or errors; the cases left are not-run (default 0: never)")
+    run.add_argument("--fail-fast", action="store_true", help="stop at the first unexpected failure (--max-fail 1)")
     run.add_argument("--no-corpus", action="store_true", help="run generated scenarios only")
     run.add_argument("--failures", default="dsh-failures",
                      help="where shrunk counterexamples and generated cases that errored are saved (default dsh-failures)")

@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dsh_conformance.oracle import jsontext, texts
 from dsh_conformance.oracle.jsvalue import same_value
 from dsh_conformance.oracle.trace import ANY, CallResult, Event, Observation, Trace, is_portable
+
+from . import value_diff
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
@@ -48,18 +50,21 @@ class Divergence:
     expected: Any
     actual: Any
     rules: list[str] = field(default_factory=list)
+    at: list[str | int] | None = None  # the path inside the items where they first disagree (value_diff)
 
     def to_json(self) -> dict[str, Any]:
-        return {"where": self.where, "expected": self.expected, "actual": self.actual, "rules": self.rules}
+        doc = {"where": self.where, "expected": self.expected, "actual": self.actual, "rules": self.rules}
+        if self.at is not None:
+            doc["at"] = self.at
+        return doc
+
+    def located(self, same: Callable[[Any, Any], bool]) -> Divergence:
+        """This divergence with ``at`` found by the comparison that decided it."""
+        return replace(self, at=value_diff.first_difference(self.expected, self.actual, same))
 
     def describe(self) -> str:
-        return (f"first divergence at {self.where} (rules {', '.join(self.rules) or '-'}):\n"
-                f"  expected: {_short(self.expected)}\n  actual:   {_short(self.actual)}")
-
-
-def _short(v: Any, limit: int = 400) -> str:
-    text = "(nothing)" if v is None else jsontext.dumps(v, separators=(",", ":"))
-    return text if len(text) <= limit else text[:limit] + "..."
+        found = value_diff.locate(self.expected, self.actual, self.at)
+        return "\n".join([f"first divergence at {self.where} (rules {', '.join(self.rules) or '-'}):", *found.lines()])
 
 
 # --------------------------------------------------------------------------- agreement
@@ -428,8 +433,14 @@ def judge(expected: Trace, actual: Trace, profiles: set[str]) -> tuple[Divergenc
 
 def first_divergence(expected: Trace, actual: Trace, profiles: set[str],
                      act_obs: dict[str, list[Item]] | None = None) -> Divergence | None:
-    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None.
-    ``act_obs``: ``observations_by_call(actual)``, when known already."""
+    """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None,
+    located inside its items. ``act_obs``: ``observations_by_call(actual)``, when known already."""
+    found = _first_divergence(expected, actual, profiles, act_obs)
+    return found.located(matcher(profiles)) if found is not None else None
+
+
+def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
+                      act_obs: dict[str, list[Item]] | None) -> Divergence | None:
     exact = "reference" in profiles
     same = matcher(profiles)
     # Each call's lane is compared in order; of the lanes that part, the first divergence is
@@ -662,7 +673,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
             found.append(Divergence(f"results[{call}]", e, a, ["P98"] if e is None or a is None else _result_rules(e, a)))
     if exact and not _warnings_agree(expected.warnings, actual.warnings):
         found.append(Divergence("warnings", expected.warnings, actual.warnings, ["P101"]))
-    return found
+    return [d.located(lambda e, a: agree(e, a, exact)) for d in found]
 
 
 def _regions(es: list[Any], acts: list[Any], same: Any) -> list[tuple[int, int]]:

@@ -23,6 +23,8 @@ from .report import BROKEN, Outcome
 
 DELAY = 2.0  # seconds of a run before its progress shows
 INTERVAL = 0.25  # seconds between redraws
+WIDTH = 100  # columns of a terminal that reports none (or 0)
+MIN_WIDTH = 40  # the narrowest line drawn: phase, counts and clock still fit
 
 
 def _clock(seconds: float) -> str:
@@ -117,11 +119,21 @@ class Progress:
                 self.shown = True
 
     def _fit(self, text: str) -> str:
+        width = self.width()
+        return text if len(text) < width else text[: width - 2] + "…"
+
+    def width(self) -> int:
+        """The terminal's columns: ``$COLUMNS`` when set, else what the terminal reports;
+        a terminal that reports 0 columns (a serial console, some CI runners' ptys) or none
+        gets ``WIDTH``, never a line cut to nothing."""
+        env = os.environ.get("COLUMNS", "")
+        if env.isdigit() and int(env) > 0:
+            return max(int(env), MIN_WIDTH)
         try:
-            width = os.get_terminal_size(self.stream.fileno()).columns
+            reported = os.get_terminal_size(self.stream.fileno()).columns
         except (OSError, ValueError, AttributeError):
-            width = 100
-        return text if len(text) < width else text[: max(width - 2, 10)] + "…"
+            reported = 0
+        return max(reported, MIN_WIDTH) if reported > 0 else WIDTH
 
     def _write(self, text: str) -> None:
         try:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, decode_utf8, loads
 
-from . import __version__
+from . import __version__, value_diff
 from dsh_conformance.oracle import jsontext
 
 from .outputs import write_atomic
@@ -93,6 +93,8 @@ class CaseRecord(_Model):
     # Portable: a corpus case's path relative to its corpus, a saved case's relative to the run.
     case_file: str | None = None
     duration_ms: int = 0
+    draws: int | None = Field(None, description=(
+        "for a case of generated scenarios: how many draws it stands for (the run's draws are folded into one case)"))
     # What the IUT did wrong when it broke its promises (the outcome is then error, timeout or
     # invalid): start, timeout, crash, protocol, invalid. Absent for an answered error.
     iut_failure: str | None = None
@@ -274,24 +276,24 @@ def rule_outcomes(cases: list[CaseRecord]) -> dict[str, str]:
 # ------------------------------------------------------------------------------- matrix
 
 def matrix(reports: list[Report]) -> list[dict[str, Any]]:
-    """Rows of the compliance matrix: one per rule, a cell per report."""
+    """Rows of the compliance matrix: one per rule, a cell per report (its outcome, its
+    counts, and the cases blamed on it: ``conformance.scores``)."""
+    from .scores import NO_COUNT, blamed_cases, rule_counts
+
     per = [rule_outcomes(r.cases) for r in reports]
-    failing: list[dict[str, list[CaseRecord]]] = []
-    for r in reports:
-        index: dict[str, list[CaseRecord]] = {}
-        for c in r.cases:
-            if c.outcome in (Outcome.FAIL, Outcome.XFAIL, Outcome.XERROR) or c.outcome in BROKEN:
-                for rule in (c.failing_rules or c.rules):
-                    index.setdefault(rule, []).append(c)
-        failing.append(index)
+    counted = [rule_counts(r.cases) for r in reports]
+    blamed = [blamed_cases(r.cases) for r in reports]
     rows = []
     for rule in rules().values():
         cells = []
-        for outcomes, index in zip(per, failing):
+        for outcomes, counts, index in zip(per, counted, blamed):
             cases = index.get(rule.id, [])
             cells.append({"outcome": outcomes.get(rule.id, "no case"),
+                          "counts": counts.get(rule.id, NO_COUNT).to_json(),
                           "cases": [{"id": c.id, "source": c.source, "file": c.case_file, "outcome": c.outcome.value,
-                                     "divergence": c.divergence, "reason": c.expected_reason} for c in cases]})
+                                     "divergence": c.divergence, "reason": c.expected_reason,
+                                     "differs_at": value_diff.locate_record(c.divergence).at if c.divergence else None}
+                                    for c in cases]})
         rows.append({"rule": rule.id, "profile": rule.profile, "title": rule.title, "cells": cells})
     return rows
 
@@ -328,13 +330,16 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
     out = [f"# {title}", ""]
     if note:
         out += [note, ""]
+    from .scores import LEGEND, SCORE, case_totals, outcome_counts, scores
+
     for r in reports:
         h = r.header
-        counts = r.footer.counts if r.footer else {}
+        counts = outcome_counts(r.cases)
         out.append(f"- **{r.name}** ({h.implementation.get('language', '?')}), profiles {', '.join(h.profiles)}; "
-                   f"{len(r.cases)} cases"
-                   + (": " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else " (partial run)"))
-    out.append("")
+                   f"{case_totals(r.cases, h.examples)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                   + ("" if r.footer else " (partial run)") + "; score "
+                   + ", ".join(f"{s.profile} {s}" for s in scores(r)) + f" ({SCORE})")
+    out += ["", f"Each cell: the rule's outcome, then its counts ({LEGEND}).", ""]
     names = [r.name for r in reports]
     for profile in ("core", "reference", "loop", "code-mode"):
         prow = [row for row in rows if row["profile"] == profile]
@@ -369,22 +374,29 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
                 out.append(line)
                 d = case["divergence"]
                 if d:
+                    found = value_diff.locate_record(d)
+                    expected, actual = found.texts(300)
                     out.append(f"  - first divergence at `{d['where']}`")
-                    out.append(f"  - expected: `{_compact(d['expected'])}`")
-                    out.append(f"  - actual: `{_compact(d['actual'])}`")
+                    if found.headline():
+                        out.append(f"  - differs at `{_md_code(found.headline() or '')}`")
+                    out.append(f"  - expected: `{_md_code(expected)}`")
+                    out.append(f"  - actual: `{_md_code(actual)}`")
             out.append("")
     return jsontext.escape_surrogates("\n".join(out).rstrip() + "\n")  # a page is UTF-8 text
 
 
-def _compact(v: Any, limit: int = 300) -> str:
-    text = "(nothing)" if v is None else jsontext.dumps(v, separators=(",", ":"))
-    text = text.replace("`", "'").replace("|", "\\|")
-    return text if len(text) <= limit else text[:limit] + "..."
+def _md_code(text: str) -> str:
+    """Text inside a Markdown code span of a list item."""
+    return text.replace("`", "'").replace("|", "\\|")
 
 
 def _md_cell(cell: dict[str, Any]) -> str:
+    from .scores import RuleCount
+
     outcome = cell["outcome"]
-    text = outcome
+    n = cell["counts"]
+    words = RuleCount(n["citing"], n["outcomes"], n["blamed"]).words()
+    text = f"{outcome} ({words})" if n["citing"] or n["blamed"] else outcome
     if cell["cases"]:
         target = cell["cases"][0]["link"]
         return f"[{text}]({target})" if target else text
@@ -400,7 +412,13 @@ def render_html(reports: list[Report], title: str = "Compliance matrix", base: P
 
 
 def render_json(reports: list[Report], title: str = "", base: Path | None = None, note: str | None = None) -> str:
-    doc = {"implementations": [{"name": r.name, "report": Path(r.path).name, "header": r.header.model_dump(mode="json")}
+    from .scores import LEGEND, SCORE, case_totals, outcome_counts, scores
+
+    doc = {"legend": {"counts": LEGEND, "scores": SCORE},
+           "implementations": [{"name": r.name, "report": Path(r.path).name, "header": r.header.model_dump(mode="json"),
+                                "totals": case_totals(r.cases, r.header.examples).to_json(),
+                                "outcomes": outcome_counts(r.cases),
+                                "scores": {s.profile: {"passing": s.passing, "scored": s.scored} for s in scores(r)}}
                                for r in reports],
            "rules": matrix(reports)}
     return jsontext.dumps(doc, indent=1) + "\n"

@@ -83,6 +83,11 @@ table.sbs tr.first td{background:var(--hl);box-shadow:inset 0 0 0 2px #e0a800}
 table.sbs tr:target td{outline:2px solid #1565c0}
 .step{font-weight:600}
 .none{color:var(--muted);font-style:italic}
+table.kv{border-collapse:collapse;font-size:90%}
+table.kv th,table.kv td{padding:1px 8px 1px 0;text-align:left;border:0}
+p.failing-rules button.rule-link{font:inherit;font-size:90%;margin:1px;padding:1px 6px;cursor:pointer}
+p.legend{color:var(--muted);font-size:90%;margin:4px 0}
+table.case-index button{font:inherit;font-size:90%;margin:1px;padding:1px 6px;cursor:pointer}
 pre.cmd{background:#263238;color:#eceff1;padding:6px 10px;border-radius:4px;white-space:pre-wrap}
 details.scenario pre{max-height:420px;overflow:auto;background:#f5f5f5;padding:6px}
 """
@@ -107,7 +112,7 @@ JS = """
   }
   document.addEventListener('click', function (e) {
     var b = e.target.closest('[data-detail]');
-    if (b) { e.preventDefault(); open(b.dataset.detail); return; }
+    if (b) { e.preventDefault(); open(b.dataset.detail, b.dataset.focus || null); return; }
     var c = e.target.closest('[data-case]');
     if (c) {
       e.preventDefault();
@@ -126,12 +131,13 @@ JS = """
   });
   dialog.addEventListener('close', function () { setHash(location.pathname + location.search); });
   var fo = document.getElementById('f-outcome'), fp = document.getElementById('f-profile');
-  var FAILING = ['fail', 'error', 'timeout', 'invalid'], UNSCORED = ['skip', 'not-scored', 'no-case'];
-  function wanted(outcomes) {
-    var v = fo.value;
+  var GROUPS = {failing: ['fail', 'error', 'timeout', 'invalid'], expected: ['expected-fail', 'expected-error'],
+                unscored: ['skip', 'not-scored', 'no-case']};
+  function wanted(tr) {
+    var v = fo.value, outcomes = tr.dataset.outcomes.split(' ');
     if (v === 'all') return true;
-    if (v === 'failing') return outcomes.some(function (o) { return FAILING.indexOf(o) >= 0; });
-    if (v === 'unscored') return outcomes.some(function (o) { return UNSCORED.indexOf(o) >= 0; });
+    if (v === 'differs') return tr.dataset.differs === '1';
+    if (GROUPS[v]) return outcomes.some(function (o) { return GROUPS[v].indexOf(o) >= 0; });
     return outcomes.indexOf(v) >= 0;
   }
   function filter() {
@@ -142,7 +148,7 @@ JS = """
       tb.querySelectorAll('tr').forEach(function (tr) {
         if (tr.classList.contains('section')) { closeSection(); section = tr; sectionAny = false; return; }
         if (!tr.classList.contains('rule')) return;
-        var ok = (fp.value === 'all' || tr.dataset.profile === fp.value) && wanted(tr.dataset.outcomes.split(' '));
+        var ok = (fp.value === 'all' || tr.dataset.profile === fp.value) && wanted(tr);
         tr.classList.toggle('hidden', !ok);
         if (ok) { any = true; sectionAny = true; shown++; }
       });

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,14 +39,14 @@ from markdown_it import MarkdownIt
 from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import parse_trace
 
-from . import __version__
+from . import __version__, value_diff
 from .evidence import document_digest, trace_digest
 from .portable import BUILTIN_CORPUS
-from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, matrix
+from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, matrix, rule_outcomes
 from .report_assets import CSS, JS
 from .rule_text import statements
 from .rules import PROFILES
-from .scores import scores
+from .scores import LEGEND, SCORE, RuleCount, case_totals, outcome_counts, scores
 from .trace_lanes import Lane, divergences, lanes
 
 FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
@@ -193,9 +194,12 @@ def _case_html(report: Report, rec: CaseRecord, key: str, open_: bool) -> str:
     parts.append("</dl>")
     for note in view.notes:
         parts.append(f'<p class="note">{esc(note)}</p>')
+    parts.append(f'<p>Replay:</p><pre class="cmd">{esc(replay_command(report, rec))}</pre>')
     if d:
+        head = value_diff.locate_record(d).headline()
         parts.append(f'<p class="first-divergence">First divergence at <code>{esc(d["where"])}</code> '
-                     f'(rules {esc(", ".join(d.get("rules") or rec.failing_rules) or "-")})</p>')
+                     f'(rules {esc(", ".join(d.get("rules") or rec.failing_rules) or "-")})'
+                     + (f': differs at <code class="differs-at">{esc(head)}</code>' if head else "") + "</p>")
     elif rec.message:
         parts.append(f'<pre class="message">{esc(rec.message)}</pre>')
     if rec.violations:
@@ -219,7 +223,6 @@ def _case_html(report: Report, rec: CaseRecord, key: str, open_: bool) -> str:
                      "</tr></tbody></table>")
     if rec.message and d:
         parts.append(f'<details><summary>Message</summary><pre class="message">{esc(rec.message)}</pre></details>')
-    parts.append(f'<p>Replay:</p><pre class="cmd">{esc(replay_command(report, rec))}</pre>')
     if view.scenario is not None:
         text = _json(view.scenario, indent=1)
         generated = rec.scenario is not None
@@ -242,7 +245,7 @@ def _detail(report: Report, index: int, rule: dict[str, Any], cell: dict[str, An
     head = (f'<header><h2><a href="#rule-{esc(rule["rule"])}" class="close-on-nav">{esc(rule["rule"])}</a> '
             f"{esc(rule['title'])}</h2><p>{esc(report.name)}: "
             f'<span class="badge {esc(cell["outcome"])}">{esc(cell["outcome"])}</span> '
-            f"{len(cases)} case{'s' * (len(cases) != 1)}</p></header>")
+            f"{esc(_words(cell))}</p></header>")
     statement = (f'<details class="statement"><summary>Statement of {esc(rule["rule"])}</summary>'
                  f"{md.render(st.text)}</details>") if st else ""
     nav = ""
@@ -270,17 +273,39 @@ def _run_time(report: Report) -> str:
     return f"{total:.1f} s in cases (partial run)"
 
 
-def _counts(report: Report) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for c in report.cases:
-        counts[c.outcome.value] = counts.get(c.outcome.value, 0) + 1
-    return counts
+def _value(v: Any) -> str:
+    """An identity value: text, or a table of a mapping (``packages``: name, version)."""
+    if isinstance(v, dict):
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{_value(x)}</td></tr>" for k, x in v.items())
+        return f'<table class="kv"><tbody>{rows}</tbody></table>'
+    if isinstance(v, list):
+        return ", ".join(_value(x) for x in v)
+    return esc(v)
+
+
+def _failing_rules(report: Report, index: int) -> str:
+    """The rules that did not pass, each opening its cell's detail view: the unexpected
+    ones (the run's failures), then the expected ones."""
+    outcomes = rule_outcomes(report.cases)
+    groups = [("Failing rules", [r for r, o in outcomes.items() if o in FAILING]),
+              ("Expected failures and errors", [r for r, o in outcomes.items() if o in (Outcome.XFAIL.value, Outcome.XERROR.value)])]
+    out = []
+    for label, ids in groups:
+        if not ids:
+            continue
+        ids.sort(key=lambda r: int(r[1:]))
+        links = " ".join(f'<button type="button" class="rule-link {esc(outcomes[r])}" data-detail="d-{index}-{esc(r)}" '
+                         f'title="{esc(outcomes[r])}">{esc(r)}</button>' for r in ids)
+        out.append(f'<p class="failing-rules"><span>{esc(label)} ({len(ids)}):</span> {links}</p>')
+    if not out:
+        out.append('<p class="failing-rules none">No rule failed.</p>')
+    return "".join(out)
 
 
 def _summary(report: Report, index: int) -> str:
     h = report.header
     impl = h.implementation
-    identity = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in impl.items() if v not in (None, ""))
+    identity = "".join(f"<dt>{esc(k)}</dt><dd>{_value(v)}</dd>" for k, v in impl.items() if v not in (None, ""))
     run = [("suite", f"dsh-conformance {h.suite.get('version', '?')}"),
            ("spec", f"rules {h.spec.get('rules', '?')}, upstream {h.spec.get('upstream', '?')}"),
            ("protocol", h.protocol), ("profiles", ", ".join(h.profiles)),
@@ -289,7 +314,7 @@ def _summary(report: Report, index: int) -> str:
     if report.footer:
         run.append(("exit code", report.footer.exit))
     facts = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run)
-    counts = _counts(report)
+    counts = outcome_counts(report.cases)
     chips = "".join(f'<span class="badge {esc(k)}" data-count="{esc(k)}">{esc(k)} <b>{v}</b></span> '
                     for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
     score_rows = []
@@ -303,30 +328,53 @@ def _summary(report: Report, index: int) -> str:
         stale = '<p class="stale">Stale expectations:</p><ul>' + "".join(
             f"<li>{esc(s)}</li>" for s in report.footer.stale) + "</ul>"
     partial = "" if report.footer else '<p class="note">Partial run: the report has no footer.</p>'
+    failing = _failing_rules(report, index)
     return (f'<section class="summary" data-impl="{index}"><h2>{esc(report.name)}</h2>{partial}'
             '<div class="columns"><div>'
-            f'<p class="counts"><b>{len(report.cases)}</b> cases: {chips}</p>'
-            '<table class="scores"><thead><tr><th>profile</th><th>rules passing / scored</th><th></th><th></th>'
-            f'</tr></thead><tbody>{"".join(score_rows)}</tbody></table>{stale}</div>'
+            f'<p class="counts">{esc(case_totals(report.cases, h.examples))}: {chips}</p>'
+            f'<table class="scores"><thead><tr><th>profile</th><th>{esc(SCORE)}</th><th></th><th></th>'
+            f'</tr></thead><tbody>{"".join(score_rows)}</tbody></table>{failing}{stale}</div>'
             f'<dl class="facts identity">{identity}</dl><dl class="facts run">{facts}</dl></div></section>')
 
 
 # ----------------------------------------------------------------------------- matrix
 
 
+_CONSEQUENCE = re.compile(r"^(?P<why>.*) \(and, as a consequence, (?P<rules>P\d+(?:, P\d+)*)\)$", re.S)
+
+
+def merged_reasons(cell: dict[str, Any]) -> list[str]:
+    """The cell's expectation reasons, each once: a reason that only adds consequences
+    (``expectations.reason``: "WHY (and, as a consequence, P4)") is merged with the others of
+    its cause, their consequences listed together."""
+    merged: dict[str, dict[str, None]] = {}
+    for case in cell["cases"]:
+        if not case["reason"]:
+            continue
+        m = _CONSEQUENCE.match(case["reason"])
+        why, extra = (m["why"], m["rules"].split(", ")) if m else (case["reason"], [])
+        merged.setdefault(why, {}).update(dict.fromkeys(extra))
+    return [why + (f" (and, as a consequence, {', '.join(sorted(extra, key=lambda r: int(r[1:])))})" if extra else "")
+            for why, extra in merged.items()]
+
+
+def _words(cell: dict[str, Any]) -> str:
+    """A cell's counts in words (``conformance.scores``): ``9 citing, 15 blamed``."""
+    c = cell["counts"]
+    return RuleCount(c["citing"], c["outcomes"], c["blamed"]).words()
+
+
 def _cell(report: Report, index: int, rule: dict[str, Any], cell: dict[str, Any]) -> str:
     outcome = cell["outcome"]
     label = esc(outcome)
+    c = cell["counts"]
+    counts = f' <small class="counts">{esc(_words(cell))}</small>' if c["citing"] or c["blamed"] else ""
     if outcome in SHOWN and cell["cases"]:
-        n = len(cell["cases"])
-        reasons = list(dict.fromkeys(c["reason"] for c in cell["cases"] if c["reason"]))
-        # A consequence's reason repeats its cause's and adds to it: show the longer one.
-        reasons = [r for r in reasons if not any(o != r and o.startswith(r) for o in reasons)]
-        reason = "".join(f'<span class="reason">{esc(r)}</span>' for r in reasons)
+        reason = "".join(f'<span class="reason">{esc(r)}</span>' for r in merged_reasons(cell))
         return (f'<td class="cell {esc(outcome)}" data-outcome="{esc(outcome)}">'
-                f'<button type="button" data-detail="d-{index}-{esc(rule["rule"])}">{label} '
-                f'<small>{n} case{"s" * (n != 1)}</small></button>{reason}</td>')
-    return f'<td class="cell {esc(outcome.replace(" ", "-"))}" data-outcome="{esc(outcome)}">{label}</td>'
+                f'<button type="button" data-detail="d-{index}-{esc(rule["rule"])}">{label}{counts}</button>'
+                f"{reason}</td>")
+    return f'<td class="cell {esc(outcome.replace(" ", "-"))}" data-outcome="{esc(outcome)}">{label}{counts}</td>'
 
 
 def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -> str:
@@ -346,14 +394,48 @@ def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -
             if _section(row["rule"]) != section:
                 section = _section(row["rule"])
                 out.append(f'<tr class="section"><th colspan="{span}">{md.renderInline(section)}</th></tr>')
-            outcomes = " ".join(sorted({c["outcome"].replace(" ", "-") for c in row["cells"]}))
+            kinds = {c["outcome"].replace(" ", "-") for c in row["cells"]}
+            outcomes = " ".join(sorted(kinds))
+            differs = ' data-differs="1"' if len(kinds) > 1 else ""
             cells = "".join(_cell(r, i, row, c) for i, (r, c) in enumerate(zip(reports, row["cells"])))
-            out.append(f'<tr class="rule" data-rule="{row["rule"]}" data-profile="{profile}" data-outcomes="{outcomes}">'
+            out.append(f'<tr class="rule" id="m-{row["rule"]}" data-rule="{row["rule"]}" data-profile="{profile}" '
+                       f'data-outcomes="{outcomes}"{differs}>'
                        f'<th scope="row">{row["rule"]}</th><td class="title"><a href="#rule-{row["rule"]}">'
                        f'{esc(row["title"])}</a></td>{cells}</tr>')
         out.append("</tbody>")
     return (f'<table class="matrix"><thead><tr><th>rule</th><th>title</th>{head}</tr></thead>'
             f'{"".join(out)}</table>')
+
+
+def _case_index(reports: list[Report], rows: list[dict[str, Any]]) -> str:
+    """The index by case: each case that did not pass, per report, with its outcome and the
+    rules it is blamed on, each opening that rule's detail view at the case."""
+    places: dict[tuple[int, str], list[tuple[str, int]]] = {}  # (report, case) -> (rule, place in the view)
+    for row in rows:
+        for i, (report, cell) in enumerate(zip(reports, row["cells"])):
+            if cell["outcome"] not in SHOWN:
+                continue
+            known = {c.id for c in report.cases}
+            for n, case in enumerate(c for c in cell["cases"] if c["id"] in known):
+                places.setdefault((i, case["id"]), []).append((row["rule"], n))
+    if not places:
+        return ""
+    body = []
+    for i, report in enumerate(reports):
+        for rec in report.cases:
+            where = places.get((i, rec.id))
+            if not where:
+                continue
+            links = " ".join(f'<button type="button" data-detail="d-{i}-{esc(rule)}" data-focus="d-{i}-{esc(rule)}-c{n}">'
+                             f"{esc(rule)}</button>" for rule, n in where)
+            impl = f"<td>{esc(report.name)}</td>" if len(reports) > 1 else ""
+            body.append(f'<tr data-case="{esc(rec.id)}">{impl}<td><code>{esc(rec.id)}</code></td>'
+                        f'<td><span class="badge {esc(rec.outcome.value)}">{esc(rec.outcome.value)}</span></td>'
+                        f"<td>{links}</td></tr>")
+    head = "<th>implementation</th>" if len(reports) > 1 else ""
+    return ('<section id="cases"><h2>Cases that did not pass</h2><table class="case-index">'
+            f"<thead><tr>{head}<th>case</th><th>outcome</th><th>blamed on (opens the detail view)</th></tr></thead>"
+            f'<tbody>{"".join(body)}</tbody></table></section>')
 
 
 def _statements(md: MarkdownIt) -> str:
@@ -372,9 +454,20 @@ def _statements(md: MarkdownIt) -> str:
 # ----------------------------------------------------------------------------- the page
 
 
-FILTER_OUTCOMES = [("all", "all outcomes"), ("failing", "failing (fail, error, timeout, invalid)"),
-                   ("expected-fail", "expected failures"), ("pass", "pass"), (INCONCLUSIVE, "inconclusive"),
-                   ("unscored", "not scored (skip, not-scored, no case)")]
+# The outcome filter: groups, then every outcome a rule can have (each rule is reachable).
+FILTER_GROUPS = [("all", "all outcomes"), ("failing", "failing (fail, error, timeout, invalid)"),
+                 ("expected", "expected (expected-fail, expected-error)"),
+                 ("unscored", "not scored (skip, not-scored, no case)")]
+DIFFERS = ("differs", "differs between reports")
+RULE_OUTCOMES = [o.value for o in Outcome] + [INCONCLUSIVE, "no-case"]
+
+
+def filter_options(rows: list[dict[str, Any]], several: bool) -> list[tuple[str, str]]:
+    """The outcome filter's options: the groups, "differs between reports" when the page
+    compares several, then each outcome some rule has (in the report's outcome order)."""
+    present = {c["outcome"].replace(" ", "-") for row in rows for c in row["cells"]}
+    return [*FILTER_GROUPS, *([DIFFERS] if several else []),
+            *((o, o.replace("-", " ") if o == "no-case" else o) for o in RULE_OUTCOMES if o in present)]
 
 
 def render(reports: list[Report], title: str = "Compliance matrix", note: str | None = None) -> str:
@@ -384,12 +477,13 @@ def render(reports: list[Report], title: str = "Compliance matrix", note: str | 
                for row in rows for i, r in enumerate(reports)
                if row["cells"][i]["outcome"] in SHOWN and row["cells"][i]["cases"]]
     profiles = [p for p in PROFILES if any(row["profile"] == p for row in rows)]
-    options_o = "".join(f'<option value="{v}">{esc(t)}</option>' for v, t in FILTER_OUTCOMES)
+    options_o = "".join(f'<option value="{v}">{esc(t)}</option>' for v, t in filter_options(rows, len(reports) > 1))
     options_p = '<option value="all">all profiles</option>' + "".join(
         f'<option value="{p}">{p}</option>' for p in profiles)
     filters = (f'<form class="filters" onsubmit="return false"><label>Outcome <select id="f-outcome">{options_o}'
                f'</select></label> <label>Profile <select id="f-profile">{options_p}</select></label> '
-               '<span id="f-count"></span></form>')
+               '<span id="f-count"></span></form>'
+               f'<p class="legend">Each cell: the rule\'s outcome, then its counts ({esc(LEGEND)}).</p>')
     summaries = "".join(_summary(r, i) for i, r in enumerate(reports))
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -397,7 +491,7 @@ def render(reports: list[Report], title: str = "Compliance matrix", note: str | 
             f"<header class=\"page\"><h1>{esc(title)}</h1>{f'<p>{esc(note)}</p>' if note else ''}"
             f'<p class="gen">dsh-conformance report of {len(reports)} run{"s" * (len(reports) != 1)}</p></header>'
             f'<main><div class="summaries">{summaries}</div><h2>Rules</h2>{filters}{_matrix(reports, rows, md)}'
-            f"{_statements(md)}</main>"
+            f"{_case_index(reports, rows)}{_statements(md)}</main>"
             '<dialog id="detail"><form method="dialog" class="bar"><span class="bar-title"></span>'
             '<button class="close" value="close">Close (Esc)</button></form><div class="body"></div></dialog>'
             f'<div hidden id="details">{"".join(details)}</div>'

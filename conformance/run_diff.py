@@ -35,6 +35,7 @@ from dsh_conformance.oracle import jsontext
 
 from .diff_groups import (Group, blame_order, generated_key, generated_verdict, group_regressions, newly_failing,
                           package_changes, side_effects, stage_differs, tree_line)
+from . import value_diff
 from .outputs import check_writable, write_atomic
 from .report import INCONCLUSIVE, CaseRecord, Report, read_report, rule_outcomes
 from .report_html import replay_command
@@ -73,47 +74,41 @@ class Divergence:
     rules: list[str]
     expected: Any
     actual: Any
+    at: list[str | int] | None = None  # where inside the items they differ, as the run recorded it
 
     def key(self) -> str:
         return jsontext.dumps([self.where, self.rules, self.expected, self.actual], sort_keys=True)
 
     def to_json(self) -> dict[str, Any]:
         return {"case": self.case, "where": self.where, "rules": self.rules, "expected": self.expected,
-                "actual": self.actual}
+                "actual": self.actual, "differs_at": value_diff.locate(self.expected, self.actual, self.at).at}
 
     def short(self, limit: int = 160) -> str:
-        def one(v: Any) -> str:
-            text = "(nothing)" if v is None else v if isinstance(v, str) and self.where.startswith("invariant") \
-                else jsontext.dumps(v, separators=(",", ":"))
-            return text if len(text) <= limit else text[:limit] + "..."
         if self.where.startswith("invariant"):
-            return f"{self.where}: {one(self.actual)}"
-        below, expected, actual = first_difference(self.expected, self.actual)
-        rules = blame_order(self.rules, stage_differs(below, expected, actual))
-        return (f"at {self.where}{below} (rules {', '.join(rules) or '-'}): expected {one(expected)}, "
-                f"actual {one(actual)}")
+            text = "(nothing)" if self.actual is None else str(self.actual)
+            return f"{self.where}: {text if len(text) <= limit else text[:limit] + '...'}"
+        found = value_diff.locate(self.expected, self.actual, self.at)
+        expected, actual = found.values_at(limit)
+        rules = blame_order(self.rules, stage_differs(found.at, value_diff.value_at(self.expected, found.path),
+                                                      value_diff.value_at(self.actual, found.path)))
+        return (f"at {self.where}{found.at} (rules {', '.join(rules) or '-'}): expected {expected}, "
+                f"actual {actual}")
 
 
-def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any]:
-    """Where inside two JSON values they first differ (a path below them), and the values there."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in [*a, *(k for k in b if k not in a)]:
-            if k not in a or k not in b:
-                return f"{path}.{k}", a.get(k), b.get(k)
-            if a[k] != b[k]:
-                return first_difference(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return first_difference(x, y, f"{path}[{i}]")
-    return path, a, b
+def first_difference(a: Any, b: Any) -> tuple[str, Any, Any]:
+    """Where inside two JSON values they first differ (a path below them), and the values
+    there: ``value_diff``'s path, in the shape ``diff_groups.Locate`` takes."""
+    path = value_diff.first_difference(a, b)
+    e, f = value_diff.value_at(a, path), value_diff.value_at(b, path)
+    return value_diff.path_text(path), None if e is value_diff.MISSING else e, None if f is value_diff.MISSING else f
 
 
 def divergences_of(c: CaseRecord) -> list[Divergence]:
     out = []
     if c.divergence:
         d = c.divergence
-        out.append(Divergence(c.id, str(d.get("where")), list(d.get("rules") or []), d.get("expected"), d.get("actual")))
+        out.append(Divergence(c.id, str(d.get("where")), list(d.get("rules") or []), d.get("expected"), d.get("actual"),
+                              d.get("at")))
     for v in c.violations:
         out.append(Divergence(c.id, f"invariant {v.get('rule')}", [v.get("rule", "")], None, v.get("message")))
     return out

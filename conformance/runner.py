@@ -45,6 +45,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 DEFAULT_GIVE_UP_AFTER = 5  # consecutive timeouts or crashes that declare an IUT broken
 _IUT_KIND = {"timeout": Outcome.TIMEOUT, "invalid": Outcome.INVALID}
 JUDGED = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.XFAIL})
+UNEXPECTED = frozenset({Outcome.FAIL, *BROKEN})  # what --max-fail counts
 
 
 def _invariants(scenario: Scenario, trace: Trace) -> list[dict[str, str]]:
@@ -93,7 +94,8 @@ def content_id(doc: dict[str, Any]) -> str:
 class Runner:
     def __init__(self, iut: IUT, profiles: set[str], expectations: Expectations | None = None,
                  writer: ReportWriter | None = None, failures_dir: Path | None = None,
-                 give_up_after: int = DEFAULT_GIVE_UP_AFTER, required: set[str] | None = None) -> None:
+                 give_up_after: int = DEFAULT_GIVE_UP_AFTER, required: set[str] | None = None,
+                 max_fail: int = 0) -> None:
         self.iut = iut
         started = iut.started
         assert started is not None, "start the IUT first"
@@ -103,6 +105,9 @@ class Runner:
         self.writer = writer or ReportWriter(None)
         self.failures_dir = failures_dir
         self.give_up_after = give_up_after
+        self.max_fail = max_fail  # --max-fail: stop after this many unexpected failures (0: never)
+        self.unexpected = 0  # unexpected failures and errors recorded
+        self.max_failed = False  # the run stopped at --max-fail (a failure's exit, not a broken IUT's)
         self.records: list[CaseRecord] = []
         self.saved: list[tuple[str, str]] = []  # (what, path) of every case file written
         self.seq = 0
@@ -232,6 +237,12 @@ class Runner:
     def record(self, rec: CaseRecord) -> CaseRecord:
         self.records.append(rec)
         self.writer.write(rec)
+        if rec.outcome in UNEXPECTED:
+            self.unexpected += 1
+            if self.max_fail and self.unexpected >= self.max_fail and not self.gave_up:
+                self.max_failed = True  # the cases left are not run, as after an early stop
+                self.gave_up = (f"not run: the run stopped after {self.unexpected} unexpected failure"
+                                f"{'s' if self.unexpected != 1 else ''} (--max-fail {self.max_fail})")
         return rec
 
     def _restart(self) -> None:
@@ -292,7 +303,7 @@ class Runner:
 
         if self.gave_up:
             return self.record(CaseRecord(id=f"generated-seed-{seed}", source="property", rules=[],
-                                          outcome=Outcome.NOT_RUN, message=self.gave_up))
+                                          outcome=Outcome.NOT_RUN, message=self.gave_up, draws=0))
         count = 0  # scenarios drawn until the first failure
         attempts = 0  # shrinking attempts after it
         # The rules the passing draws exercised (each draw's cited rules): a run of generated
@@ -341,18 +352,26 @@ class Runner:
                     return self.record(CaseRecord(
                         id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
                         message=f"none of the {count} generated scenarios could be scored (each needs a profile "
-                                f"the run does not check)", duration_ms=_ms(t0)))
+                                f"the run does not check)", duration_ms=_ms(t0), draws=count))
                 others = ", ".join(f"{n} {o.value}" for o, n in sorted(outcomes.items(), key=lambda kv: kv[0].value)
                                    if o != Outcome.PASS)
+                if not outcomes[Outcome.PASS]:
+                    # Not one draw passed (each errored, timed out or was skipped: those that
+                    # errored are cases of their own): the folded case is no evidence, not a pass.
+                    return self.record(CaseRecord(
+                        id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
+                        message=f"none of the {count} generated scenarios passed ({others})", duration_ms=_ms(t0),
+                        draws=count))
                 return self.record(CaseRecord(
                     id=f"generated-seed-{seed}", source="property", rules=sort_rules(reached), outcome=Outcome.PASS,
                     message=f"{count} generated scenarios, no unexpected failure" + (f" ({others})" if others else ""),
-                    duration_ms=_ms(t0)))
+                    duration_ms=_ms(t0), draws=count))
             except _GiveUp:
                 if best is None:
                     return self.record(CaseRecord(
                         id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_RUN,
-                        message=f"stopped after {count} generated scenarios; {self.gave_up}", duration_ms=_ms(t0)))
+                        message=f"stopped after {count} generated scenarios; {self.gave_up}", duration_ms=_ms(t0),
+                        draws=count))
                 minimal = None
         if minimal is not None:
             doc = minimal.doc
@@ -363,8 +382,8 @@ class Runner:
         doc = {**doc, "id": case_id, "title": "shrunk counterexample of a property run", "seed": seed}
         path = self._save(case_id, doc, "shrunk counterexample")
         if minimal is None and best is not None:  # the IUT was declared broken while shrinking
-            return self.record(best[1].model_copy(update={"id": case_id, "case_file": path}))
-        return self.record(self.decide(case_id, doc, "property", path))
+            return self.record(best[1].model_copy(update={"id": case_id, "case_file": path, "draws": count}))
+        return self.record(self.decide(case_id, doc, "property", path).model_copy(update={"draws": count}))
 
     def _record_drawn(self, doc: dict[str, Any], rec: CaseRecord, seed: int) -> None:
         """Record a generated scenario the IUT could not answer, as drawn (never shrunk)."""
@@ -396,7 +415,7 @@ class Runner:
         """3: the IUT is broken (crashed, hung, broke the protocol, was given up on, or
         errored on every case it was asked); 1: unexpected failures or errors, or stale
         expectations; 0 otherwise."""
-        if self.broken or self.gave_up or (self.errors and not self.judged
+        if self.broken or (self.gave_up and not self.max_failed) or (self.errors and not self.judged
                                            and any(r.outcome == Outcome.ERROR for r in self.records)):
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)

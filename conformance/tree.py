@@ -47,7 +47,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .adapter_install import (AdapterInstallError, AdapterSpecError, _say, _turn, cache_root, pinned_set,
+from .adapter_install import (AdapterInstallError, AdapterSpecError, say, turn, cache_root, pinned_set,
                               tree_home, tree_packages)
 from .package_sets import satisfies, semver_key
 from .resources import ADAPTER
@@ -263,15 +263,15 @@ def node_for(root: Path, log: object) -> tuple[str, dict[str, str]]:
     package = f"node-linux-{arch}"
     home = cache_root() / f"node-{arch}-{major}"
     binary = home / "node_modules" / package / "bin" / "node"
-    with _turn(home, log):
+    with turn(home, log):
         if not binary.is_file() or not satisfies(_node_version(str(binary)), spec):
-            _say(log, f"the tree needs Node {spec} and this machine has {machine}: installing the registry "
+            say(log, f"the tree needs Node {spec} and this machine has {machine}: installing the registry "
                       f"package {package}@{major} into {home} (once; used for this tree's install and build only)")
             _registry_install(f"{package}@{major}", home, log)
     found = _node_version(str(binary))
     if not satisfies(found, spec):
         raise AdapterInstallError(f"{package}@{major} gave Node {found}, outside the tree's range {spec}")
-    _say(log, f"using Node {found} from {binary.parent} for the tree's install and build "
+    say(log, f"using Node {found} from {binary.parent} for the tree's install and build "
               f"(the machine's Node {machine} is outside its engines range {spec})")
     env["PATH"] = f"{binary.parent}{os.pathsep}{env.get('PATH', '')}"
     return str(binary), env
@@ -293,9 +293,9 @@ def manager_for(root: Path, node: str, env: dict[str, str], log: object) -> list
     semver_key(version)  # a version, not a range
     home = cache_root() / f"pnpm-{version}"
     entry = home / "node_modules" / "pnpm" / "bin" / "pnpm.mjs"
-    with _turn(home, log):
+    with turn(home, log):
         if not entry.is_file():
-            _say(log, f"installing pnpm {version} (the tree's packageManager) into {home} (once)")
+            say(log, f"installing pnpm {version} (the tree's packageManager) into {home} (once)")
             _registry_install(f"pnpm@{version}", home, log)
     return [node, str(entry)]
 
@@ -337,7 +337,7 @@ def _install(root: Path, packages: dict[str, Path], manager: list[str], env: dic
         cmd = [*manager, "ci", "--no-audit", "--no-fund"]
     shown = "pnpm install --frozen-lockfile, filtered to them and the workspace root" if "pnpm.mjs" in manager[-1] \
         else "npm ci"
-    _say(log, f"installing the tree's dependencies for the {len(packages)} packages of the set ({shown}; "
+    say(log, f"installing the tree's dependencies for the {len(packages)} packages of the set ({shown}; "
               "a minute or two the first time)")
     _run(cmd, root, env, log, f"{Path(cmd[0]).name} install in {root}")
     state["lock"] = lock
@@ -381,23 +381,23 @@ def build_tree(path: str, log: object = sys.stderr, source: Path = ADAPTER) -> d
         raise AdapterSpecError(f"{path}: no such directory")
     packages = set_packages(root, source)
     if not packages:  # a directory of built packages: run as it is
-        _say(log, f"no package of the adapter's set has sources under {root} (a package.json of that name with "
+        say(log, f"no package of the adapter's set has sources under {root} (a package.json of that name with "
                   "src/ and tsconfig.json beside it): nothing to build, its built packages run as they are")
         return {}
     home = tree_home(root)
     home.mkdir(parents=True, exist_ok=True)
-    with _turn(home, log):
+    with turn(home, log):
         state = _state(home)
         todo = plan(root, packages, state)
         node, env = node_for(root, log) if todo or not (root / "node_modules").is_dir() else ("node", dict(os.environ))
         if todo or not (root / "node_modules").is_dir():
             _install(root, packages, manager_for(root, node, env, log), env, state, log)
         if todo:
-            _say(log, f"building {len(todo)} of the set's {len(packages)} packages: "
+            say(log, f"building {len(todo)} of the set's {len(packages)} packages: "
                       + ", ".join(f"{n.removeprefix('@deepseek-ai/')} ({why})" for n, why in todo.items()))
             _build(root, home, {n: packages[n] for n in todo}, env, log)
         else:
-            _say(log, f"the tree's {len(packages)} packages of the set are built from their current sources")
+            say(log, f"the tree's {len(packages)} packages of the set are built from their current sources")
         recorded = state.setdefault("packages", {})
         for name, where in packages.items():
             if name in todo or name not in recorded:

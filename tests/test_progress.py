@@ -32,12 +32,13 @@ def _command(cases: Path, *extra: str) -> list[str]:
             "--cases", str(cases), *extra]
 
 
-def _in_pty(cmd: list[str]) -> tuple[str, str, int]:
-    """Run ``cmd`` with its stderr on a terminal 200 columns wide; its stderr as the
+def _in_pty(cmd: list[str], columns: int = 200) -> tuple[str, str, int]:
+    """Run ``cmd`` with its stderr on a terminal ``columns`` wide; its stderr as the
     terminal shows it, its stdout, and its exit code."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)
     chunks = []
     while True:
@@ -56,7 +57,7 @@ def _in_pty(cmd: list[str]) -> tuple[str, str, int]:
 def test_progress_shows_on_a_terminal(tmp_path):
     cases = corpus_subset(tmp_path, CASES)
     term, out, code = _in_pty(_command(cases, "--examples", "4"))
-    assert code == 0 and f"{len(CASES) + 1} cases: {len(CASES) + 1} pass" in out
+    assert code == 0 and f"{len(CASES) + 1} cases ({len(CASES)} corpus cases + 1 case for 4 generated draws): {len(CASES) + 1} pass" in out
     lines = [s for s in term.split("\r\x1b[K") if s]
     corpus = [s for s in lines if s.startswith("corpus ")]
     generated = [s for s in lines if s.startswith("generated ")]
@@ -72,7 +73,17 @@ def test_progress_shows_on_a_terminal(tmp_path):
                for s in generated), generated
     assert any(" | generated scenario " in s for s in generated)
     assert term.endswith("\r\x1b[K")  # the line is erased at the end
-    assert "corpus" not in out and "elapsed" not in out  # stdout stays the table
+    assert "corpus 1/" not in out and "elapsed" not in out  # stdout stays the table
+
+
+def test_a_terminal_of_0_columns_gets_a_whole_line(tmp_path):
+    """A pty that reports 0 columns (as some CI runners' do) is drawn 100 wide, not cut to 10."""
+    cases = corpus_subset(tmp_path, CASES[:6])
+    term, out, code = _in_pty(_command(cases, "--examples", "0"), columns=0)
+    assert code == 0
+    lines = [s for s in term.split("\r\x1b[K") if s]
+    assert lines and all(re.match(r"^corpus \d/6 \| 0 failed \| \d\d:\d\d elapsed", s) for s in lines), lines
+    assert any(s.rstrip("…").endswith(tuple(CASES)) for s in lines)
 
 
 def test_quiet_or_not_a_terminal_shows_nothing(tmp_path):

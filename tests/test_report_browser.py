@@ -131,3 +131,53 @@ def test_rc8_report_shows_p11_divergence(rc8):
         e, a = expected.bounding_box(), actual.bounding_box()
         assert e["x"] + e["width"] <= a["x"] + 1 and abs(e["y"] - a["y"]) < 1
         assert "rules cited" in case.inner_text() and rec.expected_reason in case.inner_text()
+        page.keyboard.press("Escape")
+        # Issue 26, item 7: the packages as a table; the expected error reachable through the filter.
+        assert page.locator("dl.identity table.kv tr").count() >= 1
+        page.select_option("#f-outcome", "expected-error")
+        shown = {r.get_attribute("data-rule") for r in page.locator("tr.rule:visible").all()}
+        assert shown and shown == {r for r, o in rep.footer.rules.items() if o == "expected-error"}
+
+
+@pytest.mark.rules("P46")
+def test_filters_index_and_summary_links_in_the_browser(tmp_path, monkeypatch):
+    """Issue 26, item 7: every rule is reachable through the outcome filter, "differs between
+    reports" shows the rows whose outcomes differ, the index by case and the summary's failing
+    rules open the detail view (at the case), and the replay command is at the top of a case."""
+    monkeypatch.chdir(tmp_path)
+    corpus_subset(tmp_path, PICK)
+    assert main(["run", "--cases", "cases", "--examples", "0", "--report", "good.jsonl", "-q"]) == 0
+    assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "bad.jsonl", "-q"]) == 1
+    assert main(["report", "good.jsonl", "bad.jsonl", "--format", "html", "-o", "report.html"]) == 0
+    bad = read_report("bad.jsonl")
+    with browser_page() as page:
+        open_report(page, tmp_path / "report.html")
+        every = {r.get_attribute("data-rule") for r in page.locator("tr.rule").all()}
+        seen: set[str] = set()
+        for value in page.locator("#f-outcome option").evaluate_all("os => os.map(o => o.value)"):
+            page.select_option("#f-outcome", value)
+            shown = {r.get_attribute("data-rule") for r in page.locator("tr.rule:visible").all()}
+            if value == "differs":
+                assert shown == {r for r, o in bad.footer.rules.items() if o == "fail"}  # the oracle passes them
+            elif value != "all":
+                seen |= shown
+        assert seen == every
+        page.select_option("#f-outcome", "all")
+        # The summary names the failing rules; each opens its cell's detail view.
+        summary = page.locator('section.summary[data-impl="1"] p.failing-rules')
+        assert "Failing rules" in summary.inner_text() and "P46" in summary.inner_text()
+        summary.locator("button", has_text="P46").click()
+        dialog = page.locator("dialog#detail")
+        dialog.wait_for(state="visible")
+        assert "P46" in dialog.locator(".bar-title").inner_text()
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="hidden")
+        # The index by case: the last failing case, opened in P46's view at that case.
+        rec = [c for c in bad.cases if "P46" in c.failing_rules][-1]
+        page.locator(f'section#cases tr[data-case="{rec.id}"] button', has_text="P46").click()
+        dialog.wait_for(state="visible")
+        opened = dialog.locator("details.case[open]")
+        assert any(rec.id in d.locator(":scope > summary").inner_text() for d in opened.all())
+        case = next(d for d in opened.all() if rec.id in d.locator(":scope > summary").inner_text())
+        # The replay command comes before the traces.
+        assert case.locator("pre.cmd").bounding_box()["y"] < case.locator("details.lane").first.bounding_box()["y"]

@@ -169,3 +169,74 @@ def test_portable_path(path, expected):
 
 def test_scrub_takes_the_machine_out_of_free_text():
     assert scrub(f'File "{ROOT}/tests/fakes/fake_iut.py", line 3') == 'File "tests/fakes/fake_iut.py", line 3'
+
+
+# ----------------------------------------------------------------------------- issue 26, item 7
+
+
+def _comparison(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list, str]:
+    """The oracle and the guard-bypassing fake on a few cases, one page."""
+    monkeypatch.chdir(tmp_path)
+    corpus_subset(tmp_path, PICK)
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    assert main(["run", "--cases", "cases", "--examples", "0", "--report", str(good), "-q"]) == 0
+    assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", str(bad), "-q"]) == 1
+    reps = [read_report(good), read_report(bad)]
+    return reps, render(reps, "t")
+
+
+def _options(page: str) -> list[str]:
+    select = re.search(r'<select id="f-outcome">(.*?)</select>', page, re.S).group(1)
+    return re.findall(r'<option value="([^"]+)"', select)
+
+
+def test_every_rule_is_reachable_through_the_outcome_filter(tmp_path, monkeypatch, capsys):
+    reps, page = _comparison(tmp_path, monkeypatch)
+    options = set(_options(page))
+    assert "differs" in options  # several reports
+    rows = re.findall(r'<tr class="rule" [^>]*data-outcomes="([^"]+)"', page)
+    assert len(rows) == len(rules())
+    assert all(set(outcomes.split()) <= options for outcomes in rows)
+    differing = re.findall(r'<tr class="rule" id="m-(P\d+)"[^>]*data-differs="1"', page)
+    assert "P46" in differing and len(differing) < len(rules())
+    assert "differs" not in _options(render(reps[:1], "t"))  # one report: nothing to compare
+
+
+def test_expected_errors_and_every_rule_outcome_have_an_option():
+    from dsh_conformance.report import CaseRecord, Footer, Report
+
+    header = new_header({"name": "x", "version": "1", "language": "python", "packages": {"a": "1.0", "b": "2.0"}},
+                        ["core", "reference", "loop", "code-mode"], 0, 0)
+    cases = [CaseRecord(id="e", source="corpus", rules=["P11"], outcome=Outcome.XERROR, expected_reason="why"),
+             CaseRecord(id="p", source="corpus", rules=["P12"], outcome=Outcome.PASS)]
+    rep = Report("r.jsonl", header, cases, Footer(counts={}, rules={}, exit=0, finished="2026-12-01T00:00:00Z"))
+    page = render([rep], "t")
+    assert {"expected-error", "expected", "pass", "no-case"} <= set(_options(page))
+    # packages as a table of name and version, not a Python dict
+    assert "{&#x27;" not in page and "<tr><th>a</th><td>1.0</td></tr>" in page
+    # the summary lists the rules that did not pass, each opening its detail view
+    failing = re.search(r'<p class="failing-rules">.*?</p>', page, re.S).group(0)
+    assert 'data-detail="d-0-P11"' in failing and "P12" not in failing
+
+
+def test_a_reason_with_consequences_is_shown_once():
+    from dsh_conformance.report_html import merged_reasons
+
+    why = "only successes are frozen"
+    cell = {"cases": [{"reason": f"{why} (and, as a consequence, P4)"}, {"reason": f"{why} (and, as a consequence, P12, P87)"},
+                      {"reason": why}, {"reason": "another"}, {"reason": None}]}
+    assert merged_reasons(cell) == [f"{why} (and, as a consequence, P4, P12, P87)", "another"]
+
+
+def test_case_index_and_replay_at_the_top_of_a_case(tmp_path, monkeypatch, capsys):
+    reps, page = _comparison(tmp_path, monkeypatch)
+    index = re.search(r'<section id="cases">.*?</section>', page, re.S).group(0)
+    failing = [c for c in reps[1].cases if c.outcome == Outcome.FAIL]
+    assert failing
+    for rec in failing:
+        row = re.search(rf'<tr data-case="{re.escape(rec.id)}">.*?</tr>', index, re.S).group(0)
+        for rule in rec.failing_rules:
+            assert f'data-detail="d-1-{rule}"' in row and f'data-focus="d-1-{rule}-c' in row
+    template = re.search(r'<template id="d-1-P46".*?</template>', page, re.S).group(0)
+    first_case = template[template.index('<details class="case"'):]
+    assert first_case.index('<pre class="cmd">') < first_case.index('<details class="lane"')

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from dsh_conformance.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
-from dsh_conformance.run_diff import diff_reports, first_difference, kind, render_json, render_markdown, render_text
+from dsh_conformance.run_diff import diff_reports, kind, render_json, render_markdown, render_text
+from dsh_conformance.value_diff import first_difference
 
 pytestmark = pytest.mark.rules("P1")
 
@@ -104,6 +105,6 @@ def test_a_record_holding_a_unicode_line_separator_reads_back(tmp_path):
 
 
 def test_first_difference_walks_into_values():
-    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == (".a[1].b", 2, 3)
-    assert first_difference({"a": 1}, {"a": 1, "c": 2}) == (".c", None, 2)
-    assert first_difference([1], [1, 2]) == ("", [1], [1, 2])
+    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == ["a", 1, "b"]
+    assert first_difference({"a": 1}, {"a": 1, "c": 2}) == ["c"]
+    assert first_difference([1], [1, 2]) == []

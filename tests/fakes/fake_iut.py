@@ -195,6 +195,10 @@ def main() -> int:
             if MODE == "mutable-result" and "trace" in reply:
                 for r in reply["trace"]["results"]:
                     r["frozen"] = False
+            elif MODE == "thawed-observations" and "trace" in reply:  # a flag at the end of a long item
+                for o in reply["trace"]["observations"]:
+                    if isinstance(o.get("value"), dict) and o["value"].get("frozen") is True:
+                        o["value"]["frozen"] = False
             elif MODE == "crash" and runs == 2 and once():
                 os._exit(70)
             elif MODE == "hang" and runs == 2 and once():

@@ -18,9 +18,11 @@ Anything an IUT writes to stderr is kept as its log. A line on stdout that is no
 object, an answer with another ``seq``, or a message that breaks its schema is a protocol
 violation. The runner owns timeouts and restarts a crashed IUT.
 
-What an IUT reports in a trace is the *portable* part of the trace language: see
-``oracle.trace.is_portable``. The oracle's other observations explain its reasoning and are
-not compared.
+What an IUT reports in a trace is the *portable* part of the trace language: the
+observation catalog (``catalogs/observations.catalog.json``, ``docs/observations.md``) lists
+each observation, its value's schema, who reports it and the rules it witnesses; the answer
+schema holds observations to it. The oracle's other observations explain its reasoning and
+are not compared.
 """
 
 from __future__ import annotations
@@ -115,10 +117,16 @@ def dumps(message: BaseModel | dict[str, Any]) -> str:
     return jsontext.dumps(doc, separators=(",", ":")) + "\n"
 
 
+def _same(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc
+
+
 def message_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of every protocol message, by catalog file name."""
+    from dsh_conformance.oracle.contract import install
     from dsh_conformance.oracle.schema_doc import schema_document
 
-    return {f"{name}.schema.json": schema_document(model, f"{name}.schema.json")
+    return {f"{name}.schema.json": (install if name == "protocol-answer" else _same)(
+                schema_document(model, f"{name}.schema.json"))
             for name, model in (("protocol-start", Start), ("protocol-run", Run), ("protocol-stop", Stop),
                                 ("protocol-started", Started), ("protocol-answer", Answer))}

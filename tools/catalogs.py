@@ -26,7 +26,7 @@ from dsh_conformance import rules as rule_index
 from dsh_conformance.protocol import message_schemas
 from dsh_conformance.report import report_schemas
 from dsh_conformance.resources import CATALOGS as CATALOG_DIR
-from dsh_conformance.resources import CLONE, SUITE
+from dsh_conformance.resources import CLONE, DOCS, SUITE
 from dsh_conformance.oracle.scenario import scenario_json_schema
 from dsh_conformance.oracle.trace import trace_json_schema
 
@@ -34,6 +34,7 @@ from dsh_conformance.oracle import decisions, results, session_events
 from .catalog_index import INDEX_FILE, build_index, index_json, index_json_schema
 from dsh_conformance.oracle.schema_doc import DRAFT
 
+from . import observation_catalog
 from .catalog_page import render_catalog_page
 from .flow_model import FLOW_FILE, FlowModelError, flow_model_json_schema, load_flow_model
 from dsh_conformance.oracle.tool_definitions import ToolSchema
@@ -104,7 +105,13 @@ def generate() -> dict[Path, str]:
     files = {name: desc for name, (desc, _) in all_schemas.items()}
     files[INDEX_FILE] = "the catalog index: every name the docs use, with kind and facts"
     files[FLOW_FILE.name] = "the flow model of the pipeline graph (curated, not generated)"
+    files[observation_catalog.FILE] = ("the observation catalog: every observation an implementation reports, "
+                                       "its value's schema, who reports it, its rules and profiles")
     out = {CATALOGS / name: _dump(schema) for name, (_, schema) in all_schemas.items()}
+    contract_files = observation_catalog.files()
+    out[CATALOGS / observation_catalog.FILE] = contract_files[observation_catalog.FILE]
+    if DOCS is not None:  # the pages for readers live in a clone's docs/
+        out[DOCS / observation_catalog.PAGE] = contract_files[observation_catalog.PAGE]
     out[CATALOGS / INDEX_FILE] = _dump(index_json(index))
     out[CATALOGS / "catalog.md"] = render_catalog_page(
         index, load_flow_model(FLOW_FILE), files, {name: s for name, (_, s) in all_schemas.items()})

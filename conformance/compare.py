@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dsh_conformance import contract
 from dsh_conformance.oracle import jsontext, texts
 from dsh_conformance.oracle.jsvalue import same_value
 from dsh_conformance.oracle.trace import ANY, CallResult, Event, Observation, Trace, is_portable
@@ -51,11 +52,17 @@ class Divergence:
     actual: Any
     rules: list[str] = field(default_factory=list)
     at: list[str | int] | None = None  # the path inside the items where they first disagree (value_diff)
+    reason: str = ""  # the blame's reason, one line
+    contract: str | None = None  # the actual item breaks the observation catalog: where and how
 
     def to_json(self) -> dict[str, Any]:
         doc = {"where": self.where, "expected": self.expected, "actual": self.actual, "rules": self.rules}
         if self.at is not None:
             doc["at"] = self.at
+        if self.reason:
+            doc["reason"] = self.reason
+        if self.contract is not None:
+            doc["contract"] = self.contract
         return doc
 
     def located(self, same: Callable[[Any, Any], bool]) -> Divergence:
@@ -64,7 +71,10 @@ class Divergence:
 
     def describe(self) -> str:
         found = value_diff.locate(self.expected, self.actual, self.at)
-        return "\n".join([f"first divergence at {self.where} (rules {', '.join(self.rules) or '-'}):", *found.lines()])
+        blame = (f"contract error: {self.contract}" if self.contract is not None
+                 else f"rules {', '.join(self.rules) or '-'}")
+        why = [f"  why:      {self.reason}"] if self.reason else []
+        return "\n".join([f"first divergence at {self.where} ({blame}):", *found.lines(), *why])
 
 
 # --------------------------------------------------------------------------- agreement
@@ -456,12 +466,8 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
             a = acts[i] if i < len(acts) else None
             if e is None or a is None or not same(e[0], a[0]):
                 at = min(x[2] for x in (e, a) if x is not None)
-                rules = _lane_rules(name, _observation_rules(e, a, exact))
-                if e is None and _SUB_CALL_LANE.match(name) and any(
-                        x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:i]):
-                    rules = ["P119"]  # the sub-call's id came round again: numbering restarted
                 if found is None or at < found[0]:
-                    found = (at, Divergence(f"{name}[{i}]", e[0] if e else None, a[0] if a else None, rules))
+                    found = (at, _observation_divergence(name, es, acts, i, i, exact))
                 break
     if found is not None:
         return found[1]
@@ -470,16 +476,136 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
             e = el[i] if i < len(el) else None
             a = al[i] if i < len(al) else None
             if e is None or a is None or not same(e, a):
-                kind = (e or a or {}).get("type", "")
-                return Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get(kind, []))
+                return _event_divergence(f"{name}[{i}]", e, a)
     for call, e, a in result_pairs(expected, actual):
         if e is None or a is None or not same(e, a):
-            rules = ["P98"] if e is None or a is None else _result_rules(e, a)
-            return Divergence(f"results[{call}]", e, a, rules)
+            return _result_divergence(call, e, a)
     warned = compared_warnings(expected, actual, profiles)
     if warned is not None and not _warnings_agree(warned[0], warned[1]):
-        return Divergence("warnings", warned[0], warned[1], warned[2])
+        return _warnings_divergence(warned)
     return None
+
+
+def _event_divergence(where: str, e: Any, a: Any) -> Divergence:
+    kind = (e or a or {}).get("type", "")
+    side = "missing" if a is None else "one too many" if e is None else "different"
+    return Divergence(where, e, a, EVENT_RULES.get(kind, []), f"session event {kind or '?'}: {side} (the rules of the event)")
+
+
+def _result_divergence(call: str, e: Any, a: Any) -> Divergence:
+    if e is None or a is None:
+        return Divergence(f"results[{call}]", e, a, ["P98"],
+                          f"call {call}: {'no' if a is None else 'an unexpected'} final result (one result per call, P98)")
+    rules = _result_rules(e, a)
+    why = ("whether the final result is deeply frozen" if rules == ["P11", "P99"]
+           else "whether the final result is the object the observers received" if rules == ["P98"]
+           else "the final result itself (the rules the case cites)")
+    return Divergence(f"results[{call}]", e, a, rules, f"call {call}: {why} differs")
+
+
+def _warnings_divergence(warned: tuple[list[str], list[str], list[str]]) -> Divergence:
+    return Divergence("warnings", warned[0], warned[1], warned[2], "the warnings of contained failures differ")
+
+
+# --------------------------------------------------------------------------- blame
+
+_VALIDATORS: dict[tuple[str, str, bool], Any] = {}
+
+
+def contract_error(item: dict[str, Any]) -> str | None:
+    """Where and how a portable observation (as compared: stage, what, who, value) breaks
+    the observation catalog (``conformance.contract``); None when the catalog allows it."""
+    import jsonschema
+
+    stage, what, who = item["stage"], item["what"], item["who"]
+    schema = contract.value_schema(stage, what, who)
+    if schema is None:
+        kind = "probe (who null)" if who is None else "participant"
+        return f"$.what: the catalog has no {stage!r} {what!r} observation of a {kind}"
+    key = (stage, what, who is None)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        validator = _VALIDATORS[key] = jsonschema.Draft202012Validator({**schema, "$defs": _value_defs()})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(item["value"]))
+    if error is None:
+        return None
+    path = "$.value" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{path}: {error.message}"
+
+
+_DEFS: dict[str, Any] = {}
+
+
+def _value_defs() -> dict[str, Any]:
+    if not _DEFS:
+        _DEFS.update(contract.value_defs())
+    return _DEFS
+
+
+def _calls_of(items: list[Item], stage: str, who: str) -> int:
+    return sum(1 for x in items if (x[0]["stage"], x[0]["what"], x[0]["who"]) == (stage, "call", who))
+
+
+def _not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], str] | None:
+    """When the expected item is a participant's invocation that the implementation never
+    made while its stage did run: the rules that say the participant is called."""
+    item = es[i][0]
+    stage, who = item["stage"], item["who"]
+    kind = contract.participant(stage)
+    if item["what"] != "call" or who is None or kind is None or not kind.called_by:
+        return None
+    if _calls_of(acts, stage, who) >= _calls_of(es[: i + 1], stage, who):
+        return None  # it was called, elsewhere in the lane: an order question, not this one
+    if (stage, "start") in contract.PROBE_POINTS:
+        ran = any((x[0]["stage"], x[0]["what"], x[0]["who"]) == (stage, "start", None) for x in acts)
+    else:
+        ran = any(x[0]["stage"] == stage and x[0]["who"] not in (None, who) for x in acts)
+    if not ran:
+        return None  # the stage itself did not run: the routing's question
+    return list(kind.called_by), f"the {stage} stage ran but {kind.meaning} {who!r} was never called"
+
+
+def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int, j: int, exact: bool) -> Divergence:
+    """The divergence of an observation lane at ``es[i]`` / ``acts[j]``, blamed: on the
+    contract when the implementation's item breaks the catalog; on the rules that say a
+    participant is called when it never was; else on the rules behind the items."""
+    e = es[i] if i < len(es) else None
+    a = acts[j] if j < len(acts) else None
+    where = f"{name}[{i}]"
+    if a is not None:
+        broken = contract_error(a[0])
+        if broken is not None:
+            return Divergence(where, e[0] if e else None, a[0], [],
+                              "the implementation's observation is outside the observation catalog", broken)
+    if e is not None:
+        missing = _not_called(es, acts, i)
+        if missing is not None:
+            return Divergence(where, e[0], a[0] if a else None, missing[0], missing[1])
+    rules = _lane_rules(name, _observation_rules(e, a, exact))
+    if e is None and _SUB_CALL_LANE.match(name) and any(
+            x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:j]):
+        return Divergence(where, None, a[0] if a else None, ["P119"],
+                          "a sub-call id came round again: sub-call numbering restarted (P119)")
+    return Divergence(where, e[0] if e else None, a[0] if a else None, rules, _observation_reason(e, a, exact))
+
+
+def _observation_reason(e: Item | None, a: Item | None, exact: bool) -> str:
+    if e is None:
+        assert a is not None
+        return f"an observation the oracle does not make here ({_label(a[0])}): a stage or invocation too many"
+    if a is None:
+        return f"the implementation's lane ends before {_label(e[0])}"
+    if (e[0]["stage"], e[0]["what"], e[0]["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
+        how = "the call was routed otherwise" if e[1][2] else "stage order and transitions"
+        return f"{_label(a[0])} where the oracle has {_label(e[0])}: {how}"
+    if e[1][1] is not None and not _same_outcome(e[0], a[0], exact):
+        return f"{_label(e[0])}: the outcome handed on differs"
+    return f"{_label(e[0])}: its value differs (the rules the observation witnesses)"
+
+
+def _label(item: dict[str, Any]) -> str:
+    who = f" of {item['who']!r}" if item["who"] is not None else ""
+    return f"{item['stage']} {item['what']}{who}"
 
 
 def _dispatch_log_warnings(warnings: list[str]) -> list[str]:
@@ -639,41 +765,29 @@ RESYNC_WINDOW = 64  # how far ahead a lane looks for the next agreeing pair of i
 
 def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Divergence]:
     """Every place where ``actual`` breaks ``expected`` under ``profiles``, not only the
-    first: in each lane (a call's observations, an event lane) each region where the two
-    sides part, until they agree again; each result that differs; the warnings. The first
-    of them in trace order is ``first_divergence``'s."""
+    first: in each lane ``first_divergence`` walks (the same lanes, matcher and warning
+    check) each region where the two sides part, until they agree again; each result that
+    differs; the warnings. The first of them is ``first_divergence``'s."""
     exact = "reference" in profiles
+    same = matcher(profiles)
     out: list[tuple[int, Divergence]] = []
-    exp_obs, act_obs = observations_by_call(expected), observations_by_call(actual)
-    for call in _abandoned_answers(expected):
-        exp_obs, act_obs = _answerer_lane(exp_obs, call), _answerer_lane(act_obs, call)
-    for call in list(exp_obs) + [c for c in act_obs if c not in exp_obs]:
-        es, acts = exp_obs.get(call, []), act_obs.get(call, [])
-        for i, j in _regions(es, acts, lambda e, a: agree(e[0], a[0], exact)):
-            e = es[i] if i < len(es) else None
-            a = acts[j] if j < len(acts) else None
-            at = min(x[2] for x in (e, a) if x is not None)
-            out.append((at, Divergence(f"observations[{call}][{i}]", e[0] if e else None, a[0] if a else None,
-                                       _lane_rules(call, _observation_rules(e, a, exact)))))
+    for name, es, acts in observation_lanes(expected, actual):
+        for i, j in _regions(es, acts, lambda e, a: same(e[0], a[0])):
+            at = min(x[2] for x in (es[i] if i < len(es) else None, acts[j] if j < len(acts) else None)
+                     if x is not None)
+            out.append((at, _observation_divergence(name, es, acts, i, j, exact)))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
-    ee, ae = events_for(expected, profiles), events_for(actual, profiles)
-    lanes = ([(name, [ev for ev in _lane_view(ee) if lane(ev)], [ev for ev in _lane_view(ae) if lane(ev)])
-              for name, lane in LANES] if _pooled(expected) else [("events", ee, ae)])
-    for name, el, al in lanes:
-        for i, j in _regions(el, al, lambda e, a: agree(e, a, exact)):
-            e = el[i] if i < len(el) else None
-            a = al[j] if j < len(al) else None
-            found.append(Divergence(f"{name}[{i}]", e, a, EVENT_RULES.get((e or a or {}).get("type", ""), [])))
-    exp_res = {r.callId: _result_doc(r) for r in expected.results}
-    act_res = {r.callId: _result_doc(r) for r in actual.results}
-    for call in list(exp_res) + [c for c in act_res if c not in exp_res]:
-        e, a = exp_res.get(call), act_res.get(call)
-        if e is None or a is None or not agree(e, a, exact):
-            found.append(Divergence(f"results[{call}]", e, a, ["P98"] if e is None or a is None else _result_rules(e, a)))
-    if exact and not _warnings_agree(expected.warnings, actual.warnings):
-        found.append(Divergence("warnings", expected.warnings, actual.warnings, ["P101"]))
-    return [d.located(lambda e, a: agree(e, a, exact)) for d in found]
+    for name, el, al in event_lanes(expected, actual, profiles):
+        for i, j in _regions(el, al, same):
+            found.append(_event_divergence(f"{name}[{i}]", el[i] if i < len(el) else None,
+                                           al[j] if j < len(al) else None))
+    found += [_result_divergence(call, e, a) for call, e, a in result_pairs(expected, actual)
+              if e is None or a is None or not same(e, a)]
+    warned = compared_warnings(expected, actual, profiles)
+    if warned is not None and not _warnings_agree(warned[0], warned[1]):
+        found.append(_warnings_divergence(warned))
+    return [d.located(same) for d in found]
 
 
 def _regions(es: list[Any], acts: list[Any], same: Any) -> list[tuple[int, int]]:

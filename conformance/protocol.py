@@ -123,7 +123,7 @@ def _same(doc: dict[str, Any]) -> dict[str, Any]:
 
 def message_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of every protocol message, by catalog file name."""
-    from dsh_conformance.oracle.contract import install
+    from dsh_conformance.contract import install
     from dsh_conformance.oracle.schema_doc import schema_document
 
     return {f"{name}.schema.json": (install if name == "protocol-answer" else _same)(

@@ -206,6 +206,12 @@ class Runner:
         base["trace_digest"] = trace_digest
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
+        if divergence is not None and divergence.contract is not None:
+            # The answer breaks the observation catalog: the IUT sent data the contract does
+            # not allow, which no pipeline rule is to blame for (exit 3, as with --validate).
+            self.broken = True
+            return CaseRecord(**base, outcome=Outcome.INVALID, divergence=divergence.to_json(), duration_ms=_ms(t0),
+                              message=divergence.describe(), **evidence(doc, case.source, needed, expected, answer.trace))
         # A divergence without rules of its own (a different final outcome) is put down to the
         # rules the case cites; broken invariants name theirs.
         blamed = (divergence.rules or rules) if divergence else []

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .schema_doc import schema_document
-from . import contract, jsontext
+from . import jsontext
 from .jsvalue import clone as _clone
 
 TRACE_FORMAT = "dsh-conformance/trace/v1"
@@ -188,18 +188,23 @@ ANY: dict[str, str] = {"$js": "any"}
 the abort reason of the timeout policy's deadline signal). Comparisons accept anything
 there; an implementation never sends it."""
 
-# What an implementation reports, and how each value looks, is the observation catalog's
-# (``oracle.contract``): the stage boundaries an outermost probe on each seam can see in any
-# implementation, and every observation of a scripted participant. The oracle's other
+# The stage boundaries an outermost probe on each seam can see in any implementation. An
+# IUT reports these and every observation of a scripted participant (the observation
+# catalog, conformance/contract.py, describes each, with its value's schema); the oracle's other
 # observations (entry, routes, checkpoints, materialization, resolution, classification,
 # loop bookkeeping) explain its reasoning and are never compared.
-PROBE_POINTS = contract.PROBE_POINTS
-BUILTIN_PARTICIPANTS = contract.BUILTIN_PARTICIPANTS
+PROBE_POINTS = frozenset({
+    ("pre-execute", "start"), ("pre-execute", "end"), ("pre-execute", "throw"),
+    ("approval", "request"), ("approval", "outcome"), ("approval", "throw"),
+    ("execute", "start"), ("execute", "end"), ("execute", "throw"),
+    ("post-execute", "start"), ("post-execute", "end"), ("post-execute", "throw"),
+    ("result", "start"),
+})
+BUILTIN_PARTICIPANTS = frozenset({"timeout-policy"})  # shipped code: not instrumented
 
 
 def is_portable(o: Observation) -> bool:
-    """Whether an implementation under test reports this observation (protocol v1; the
-    observation catalog, ``oracle.contract``)."""
+    """Whether an implementation under test reports this observation (protocol v1)."""
     return portable(o.stage, o.what, o.who)
 
 
@@ -221,4 +226,4 @@ def parse_trace(data: Any) -> Trace:
 
 
 def trace_json_schema() -> dict[str, Any]:
-    return contract.install(schema_document(_ADAPTER, "trace.schema.json"))
+    return schema_document(_ADAPTER, "trace.schema.json")

@@ -23,6 +23,7 @@ from pydantic import TypeAdapter
 
 from dsh_conformance import rule_text
 from dsh_conformance import rules as rule_index
+from dsh_conformance import contract
 from dsh_conformance.protocol import message_schemas
 from dsh_conformance.report import report_schemas
 from dsh_conformance.resources import CATALOGS as CATALOG_DIR
@@ -34,7 +35,7 @@ from dsh_conformance.oracle import decisions, results, session_events
 from .catalog_index import INDEX_FILE, build_index, index_json, index_json_schema
 from dsh_conformance.oracle.schema_doc import DRAFT
 
-from . import observation_catalog
+from . import adapter_page, observation_catalog, scenario_page
 from .catalog_page import render_catalog_page
 from .flow_model import FLOW_FILE, FlowModelError, flow_model_json_schema, load_flow_model
 from dsh_conformance.oracle.tool_definitions import ToolSchema
@@ -72,7 +73,8 @@ def schemas() -> dict[str, tuple[str, dict[str, Any]]]:
     out: dict[str, tuple[str, dict[str, Any]]] = {
         "scenario.schema.json": ("a scenario: registry, participants' scripts, calls (oracle.scenario)",
                                  scenario_json_schema()),
-        "trace.schema.json": ("a trace: observations, session events, results (oracle.trace)", trace_json_schema()),
+        "trace.schema.json": ("a trace: observations (the observation catalog's union), session events, results",
+                              contract.install(trace_json_schema())),
         "session-events.schema.json": ("session-log events by `type`, with their payloads",
                                        _schema("session-events.schema.json", "Session-log event",
                                                session_events.SessionEvent)),
@@ -112,6 +114,8 @@ def generate() -> dict[Path, str]:
     out[CATALOGS / observation_catalog.FILE] = contract_files[observation_catalog.FILE]
     if DOCS is not None:  # the pages for readers live in a clone's docs/
         out[DOCS / observation_catalog.PAGE] = contract_files[observation_catalog.PAGE]
+        out[DOCS / scenario_page.PAGE] = scenario_page.render_page()
+        out[DOCS / adapter_page.PAGE] = adapter_page.render_page()
     out[CATALOGS / INDEX_FILE] = _dump(index_json(index))
     out[CATALOGS / "catalog.md"] = render_catalog_page(
         index, load_flow_model(FLOW_FILE), files, {name: s for name, (_, s) in all_schemas.items()})

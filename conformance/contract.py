@@ -1,7 +1,8 @@
 """The observation catalog: what an implementation under test reports in a trace (protocol v1).
 
-One table, read by the oracle (which observations are portable, ``oracle.trace``), by the
-trace schema (a discriminated union of the entries below, so ``--validate`` rejects an
+One table, built on the oracle's own definition of what is portable
+(``oracle.trace.PROBE_POINTS`` and its builtin participants: the import fails when the two
+part), read by the trace schema (a discriminated union of the entries below, so ``--validate`` rejects an
 observation outside the contract), by the comparison (a value the contract rejects is a
 contract error, not a pipeline rule's) and by the generated catalog
 (``catalogs/observations.catalog.json``, ``docs/observations.md``).
@@ -27,7 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .jsvalue import TOKEN_KINDS
+from dsh_conformance.oracle import results
+from dsh_conformance.oracle import trace as oracle_trace
+from dsh_conformance.oracle.jsvalue import TOKEN_KINDS
 
 # ------------------------------------------------------------------ value schemas
 
@@ -272,9 +275,12 @@ ORACLE_ONLY: dict[str, tuple[str, ...]] = {
     "loop": ("synthetic", "end", "throw", "cancel", "commit"),
     "tool-event": ("append",),
 }
-BUILTIN_PARTICIPANTS = frozenset({"timeout-policy"})  # shipped code (the timeout policy): not instrumented
+BUILTIN_PARTICIPANTS = oracle_trace.BUILTIN_PARTICIPANTS  # shipped code (the timeout policy): not instrumented
 
 PROBE_POINTS = frozenset((p.stage, p.what) for p in PROBES)
+if PROBE_POINTS != oracle_trace.PROBE_POINTS:  # one truth: the oracle's
+    raise RuntimeError(f"the observation catalog's probes part from oracle.trace.PROBE_POINTS: "
+                       f"{sorted(PROBE_POINTS ^ oracle_trace.PROBE_POINTS)}")
 PARTICIPANT_STAGES = tuple(p.stage for p in PARTICIPANTS)
 
 
@@ -383,8 +389,6 @@ def value_defs() -> dict[str, Any]:
     """The definitions the value schemas refer to: a JS value, a tool execution result
     (``catalogs/results.schema.json``), a user message."""
     from pydantic import TypeAdapter
-
-    from . import results
 
     defs = js_value_defs()
     for name, tp in (("ToolExecutionResult", results.ToolExecutionResult), ("UserMessage", results.UserMessage)):

@@ -81,7 +81,8 @@ class SetSignal(_Model):
     """Assign ``record.signal``: a fresh signal named ``signal`` (created on first use),
     or ``"restore"`` for the signal this participant replaced (P60). The pipeline's own
     names (``caller``, ``step``, ``caller:*``, ``deadline:*``, ``fused:*``, ``turn-N``) are
-    refused."""
+    refused. Makes no observation of its own (an ``observe record`` shows the signal's name
+    as ``signal.is``); on a frozen record the assignment throws a TypeError."""
     do: Literal["set-signal"]
     signal: str
 
@@ -90,7 +91,12 @@ class Abort(_Model):
     """Abort a signal: ``"caller"`` (the call's own caller signal; in a loop scenario the
     step's signal; for a ``run_code`` sub-call, the run's signal, P119), ``"step"`` (loop
     scenarios: the step's signal, whichever call the participant runs for) or a named
-    signal made by ``set-signal``."""
+    signal made by ``set-signal``. ``reason`` is the abort reason; without it (or null) the
+    reason is what ``AbortController.abort()`` gives: a DOMException named ``AbortError``
+    with message "This operation was aborted". The step makes an observation of its own
+    (``abort``, value: the signal's name) before the signal aborts; the abort runs the
+    signal's listeners synchronously. Aborting a signal that is already aborted changes
+    nothing."""
     do: Literal["abort"]
     signal: str = "caller"
     reason: JsValue = None
@@ -114,7 +120,11 @@ class AwaitSignal(_Model):
 
 
 class Sleep(_Model):
-    """Wait ``ms`` milliseconds of virtual time. Asynchronous participants only."""
+    """Wait ``ms`` milliseconds of virtual time. Asynchronous participants only. Virtual
+    time starts at 0 when the run starts and advances only when nothing else can run: every
+    task is waiting, then the clock jumps to the earliest pending timer (ties in the order
+    the timers were set) and that timer fires. A sleep of 0 still yields to every task ready
+    before it. Makes no observation of its own."""
     do: Literal["sleep"]
     ms: int = Field(ge=0)
 
@@ -144,8 +154,15 @@ class Inject(_Model):
 
 
 class Observe(_Model):
-    """Record what the participant sees: ``record`` (identity, arguments, signal state),
-    ``result`` (the result it was handed, and whether it is deeply frozen) or ``request``."""
+    """Record what the participant sees (an ``observe`` observation; its value's shapes are
+    the observation catalog's, docs/observations.md): ``record`` (identity, arguments,
+    signal state), ``result`` (the result it was handed, and whether it is deeply frozen),
+    ``args`` (the arguments it was handed, whether they are the record's very
+    ``arguments`` object, whether deeply frozen) or ``request`` (an approval request, or a
+    step boundary's payload). "Frozen" is ``Object.isFrozen`` applied all the way down: a
+    value that is not an object (a string, a number, ``undefined``, ``null``, a symbol, a
+    BigInt) is frozen, as ``Object.isFrozen`` says of every primitive; nothing handed reads
+    as ``undefined``."""
     do: Literal["observe"]
     what: Literal["record", "result", "request", "args"] = "record"
 
@@ -177,7 +194,7 @@ class Keep(_Model):
     call): the result this participant was handed (``result``; a wrapper's is its latest
     ``next()`` value), or the latest ``next()`` value (``next``). What is kept is that very
     object, so another call's wrapper can return a result the registry built for this
-    execution (P63: it counts as authored there)."""
+    execution (P63: it counts as authored there). Makes no observation of its own."""
     do: Literal["keep"]
     what: Literal["result", "next"] = "result"
     name: str
@@ -293,7 +310,21 @@ class Program(_Model):
 class Behavior(_Model):
     """What a participant does when invoked. ``steps`` by default; ``byCall`` picks a
     script by call id; ``perInvocation`` by how many times this participant was invoked
-    before (0-based; the last entry repeats). ``byCall`` wins over ``perInvocation``."""
+    before (0-based; the last entry repeats). ``byCall`` wins over ``perInvocation``.
+
+    Each invocation is observed as ``call`` (before the first step), then one observation
+    per step that makes one (``abort``, ``mutate``, ``observe``, ``defer-context``,
+    ``conclude-turn``, ``register``, ``unregister``, ``inject``/``steer``, ``cancel``,
+    ``dispatch``, ``append``), then ``return`` or ``throw``. ``next``, ``return-next``,
+    ``set-signal``, ``sleep``, ``keep``, ``return-kept``, ``await-signal`` and ``gate`` make
+    none of their own. Steps run in order; a script that ends without ``return`` or
+    ``throw`` returns ``undefined``. Asynchronous participants (waterfall listeners, tool
+    bodies, the approval service) are async functions: a promise token they return is
+    awaited (``resolves`` is the value, ``rejects`` a throw) before ``return`` is observed,
+    and a ``hostile`` value they return makes the caller's await throw (resolving a promise
+    with it reads its ``then``). Synchronous participants (guards, ``finalizeContent``,
+    ``render``, ``presentationMeta``, ``tools/result`` observers, ``isConcurrencySafe``,
+    getters) return what they return: a promise is the value itself."""
     steps: list[Step] = Field(default_factory=list)
     byCall: dict[str, list[Step]] = Field(default_factory=dict)
     perInvocation: list[list[Step]] = Field(default_factory=list)
@@ -336,7 +367,8 @@ DELEGATE: list[dict[str, str]] = [{"do": "next"}, {"do": "return-next"}]
 
 class Output(_Model):
     """The definition's ``output``: schema, ``render`` and optional ``presentationMeta``.
-    Without ``render`` the content is one text block holding ``JSON.stringify(value)``."""
+    Without ``render`` the content is one text block holding ``JSON.stringify(value)``.
+    ``render`` and ``presentationMeta`` are synchronous scripts."""
     schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
     render: Script | None = None
     presentationMeta: Script | None = None
@@ -344,7 +376,13 @@ class Output(_Model):
 
 class Tool(_Model):
     """A tool definition. ``define`` makes it a ``defineTool`` tool whose body validates
-    the arguments against ``parameters`` first (P75); otherwise it is a raw definition."""
+    the arguments against ``parameters`` first (P75); otherwise it is a raw definition.
+    The body is asynchronous (its script runs as an async function; by default it returns
+    ``null``); ``finalizeContent`` and ``concurrencySafe`` are synchronous scripts, absent
+    by default (no finalizer; the tool is not concurrency-safe). ``timeoutMs`` applies
+    only when the scenario installs the timeout policy (``timeoutPolicy``). ``scope``
+    registers it in an agent's scope instead of the global one; ``registered: false``
+    declares it unregistered until a ``register`` step."""
     id: str | None = None
     name: str
     define: bool = False
@@ -370,8 +408,9 @@ EVENTS = ("tools/pre-execute", "tools/execute", "tools/post-execute", "tools/res
 
 
 class Listener(_Model):
-    """A listener on a live event. Waterfall listeners default to delegating
-    (``next()`` then return its result); ``tools/result`` observers default to nothing.
+    """A listener on a live event. Waterfall listeners are asynchronous and default to
+    delegating (``next()`` then return its result); ``tools/result`` observers are
+    synchronous and default to doing nothing (returning ``undefined``).
     A filesystem intent listener (``fs/write-intent``, ``fs/edit-intent``) is handed the
     target as ``args`` and the body's record; it cannot be scoped: a body dispatches the
     intent without naming an agent, and which scoped listeners that selects is outside
@@ -395,7 +434,8 @@ class Listener(_Model):
 
 
 class Guard(_Model):
-    """A monotonic guard: synchronous; returns ``undefined`` to abstain (P46)."""
+    """A monotonic guard: synchronous; returns ``undefined`` to abstain (P46). A guard
+    with no script abstains (it returns ``undefined``)."""
     id: str
     scope: str | None = None
     registered: bool = True
@@ -467,7 +507,8 @@ class Call(_Model):
 
 
 class DirectRun(_Model):
-    """Direct calls, one after another, each with its own caller signal."""
+    """Direct calls, one after another, each with its own caller signal: a call starts
+    when the previous one has returned its result."""
     kind: Literal["direct"]
     calls: list[Call] = Field(min_length=1)
 

@@ -55,25 +55,28 @@ SIGNAL_VIEW = _object({"is": {"type": "string", "description": (
     "(one the implementation made, for example the timeout policy's)")},
     "aborted": {"type": "boolean"}}, {"reason": {**JS_VALUE, "description": "the abort reason, when aborted"}})
 
+# What the adapter's instrumentation computes (a mutate's outcome, whether a value is frozen,
+# which signal a record holds) is typed strictly: a word outside these is a contract error.
+# What the implementation handed the participant (ids, names, reasons, arguments) is any JS
+# value: when it is wrong, the pipeline rule that fixes it is to blame, not the contract.
+_HANDED = {**JS_VALUE, "description": "as the implementation handed it"}
 RECORD_VIEW = _object({
-    "callId": {"type": "string"}, "rootCallId": {"type": "string"}, "name": {"type": "string"},
+    "callId": _HANDED, "rootCallId": _HANDED, "name": _HANDED,
     "hasAgent": {"type": "boolean"}, "hasParent": {"type": "boolean"}, "arguments": JS_VALUE,
     "signal": SIGNAL_VIEW, "frozen": {"type": "boolean", "description": "the record is frozen (P99)"}},
-    {"agent": {"type": "string", "description": "the agent's id, present when the record has an agent"}})
+    {"agent": {**JS_VALUE, "description": "the agent's id, present when the record has an agent"}})
 RESULT_VIEW = _object({"result": JS_VALUE, "frozen": {"type": "boolean", "description": (
     "the value handed is deeply frozen (P11)")}})
 ARGS_VIEW = _object({"args": JS_VALUE, "isRecordArguments": {"type": "boolean", "description": (
     "the value handed is the very object `record.arguments` holds")}},
     {"frozen": {"type": "boolean", "description": "deeply frozen; absent when nothing was handed"}})
-REQUEST_VIEW = _object({"agent": {"type": "string"}, "toolName": {"type": "string"}, "callId": {"type": "string"},
+REQUEST_VIEW = _object({"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED,
                         "signal": _object({"aborted": {"type": "boolean"}})},
-                       {"reason": {"type": "string"}})
-STEP_VIEW = _object({"agent": {"type": "string"}, "turn": {"type": "integer"}, "step": {"type": "integer"},
-                     "messages": {"type": "array"}, "signal": {"type": "object"}})
-APPROVAL_REQUEST = _object({"agent": {"type": "string"}, "toolName": {"type": "string"},
-                            "callId": {"type": "string"}},
-                           {"reason": {"type": "string", "description": "present when the ask gave a string (P39)"}})
-
+                       {"reason": _HANDED})
+STEP_VIEW = _object({"agent": _HANDED, "turn": _HANDED, "step": _HANDED, "messages": _HANDED,
+                     "signal": {"type": "object"}})
+APPROVAL_REQUEST = _object({"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED},
+                           {"reason": {**JS_VALUE, "description": "present when the ask gave a string (P39)"}})
 
 def js_value_defs() -> dict[str, Any]:
     """The schema of a JavaScript value in wire form (spec section 3.11): JSON, in which an

@@ -40,13 +40,13 @@ class Next(_Model):
     """Call the waterfall's ``next()`` and keep its result (P5). With ``catch`` a throw
     from ``next()`` is caught and kept as the step's outcome instead of propagating."""
     do: Literal["next"]
-    catch: bool = False
+    catch: bool = Field(default=False, description="catch a throw of next() and keep `undefined` as its value")
 
 
 class Return(_Model):
     """Return ``value`` (a JS value; tokens allowed) and stop."""
     do: Literal["return"]
-    value: JsValue = None
+    value: JsValue = Field(default=None, description="the value returned (a JS value; tokens allowed)")
 
 
 class ReturnNext(_Model):
@@ -57,7 +57,7 @@ class ReturnNext(_Model):
 class Throw(_Model):
     """Throw ``value``: an ``{"$js":"error",...}`` token or any other value."""
     do: Literal["throw"]
-    value: JsValue = None
+    value: JsValue = Field(default=None, description="the value thrown (an error token or any JS value)")
 
 
 
@@ -71,10 +71,10 @@ class Mutate(_Model):
     record's signal with ``set-signal``: writing ``record.signal`` is meant for a frozen
     record (P99); before that, storing a non-signal there leaves the caller contract."""
     do: Literal["mutate"]
-    target: str
-    op: Literal["set", "delete", "define"] = "set"
-    value: JsValue = None
-    catch: bool = True
+    target: str = Field(description="a dotted path from a root: record, args, result, request or input")
+    op: Literal["set", "delete", "define"] = Field(default="set", description="the write: set, delete, or Object.defineProperty")
+    value: JsValue = Field(default=None, description="the value written (set, define)")
+    catch: bool = Field(default=True, description="catch the TypeError a refused write throws (false: it is the participant's throw)")
 
 
 class SetSignal(_Model):
@@ -84,7 +84,7 @@ class SetSignal(_Model):
     refused. Makes no observation of its own (an ``observe record`` shows the signal's name
     as ``signal.is``); on a frozen record the assignment throws a TypeError."""
     do: Literal["set-signal"]
-    signal: str
+    signal: str = Field(description="the signal's name, or `restore`")
 
 
 class Abort(_Model):
@@ -98,14 +98,14 @@ class Abort(_Model):
     signal's listeners synchronously. Aborting a signal that is already aborted changes
     nothing."""
     do: Literal["abort"]
-    signal: str = "caller"
-    reason: JsValue = None
+    signal: str = Field(default="caller", description="the signal to abort")
+    reason: JsValue = Field(default=None, description="the abort reason (a JS value); null: a DOMException AbortError, \"This operation was aborted\"")
 
 
 class DeferContext(_Model):
     """``record.deferContext(message)`` (P67). ``message`` is a user message (section 3.7)."""
     do: Literal["defer-context"]
-    message: JsValue
+    message: JsValue = Field(description="the user message to defer (section 3.7)")
 
 
 class ConcludeTurn(_Model):
@@ -126,7 +126,7 @@ class Sleep(_Model):
     the timers were set) and that timer fires. A sleep of 0 still yields to every task ready
     before it. Makes no observation of its own."""
     do: Literal["sleep"]
-    ms: int = Field(ge=0)
+    ms: int = Field(description="milliseconds of virtual time", ge=0)
 
 
 class Gate(_Model):
@@ -138,19 +138,19 @@ class Gate(_Model):
 class Register(_Model):
     """(Re-)register the declared tool, listener or guard with id ``ref``."""
     do: Literal["register"]
-    ref: str
+    ref: str = Field(description="the id (tool `id`/`name`, listener or guard id) of the declared participant")
 
 
 class Unregister(_Model):
     """Unregister the declared tool, listener or guard with id ``ref``."""
     do: Literal["unregister"]
-    ref: str
+    ref: str = Field(description="the id (tool `id`/`name`, listener or guard id) of the declared participant")
 
 
 class Inject(_Model):
     """Loop scenarios: ``agent.inject(message)`` (joins the next-step FIFO, P111)."""
     do: Literal["inject", "steer"]
-    message: JsValue
+    message: JsValue = Field(description="the user message for the agent's inbox")
 
 
 class Observe(_Model):
@@ -164,7 +164,7 @@ class Observe(_Model):
     BigInt) is frozen, as ``Object.isFrozen`` says of every primitive; nothing handed reads
     as ``undefined``."""
     do: Literal["observe"]
-    what: Literal["record", "result", "request", "args"] = "record"
+    what: Literal["record", "result", "request", "args"] = Field(default="record", description="what to record (the observation catalog gives each value's shape)")
 
 
 
@@ -175,9 +175,9 @@ class Dispatch(_Model):
     ``event`` run in order (P5, P6); what the waterfall resolves to is observed. A throw from
     it propagates into the body, where it is the body's throw (P55), unless ``catch``."""
     do: Literal["dispatch"]
-    event: Literal["fs/write-intent", "fs/edit-intent"]
-    target: JsValue = Field(default_factory=lambda: {"path": "notes.txt"})
-    catch: bool = False
+    event: Literal["fs/write-intent", "fs/edit-intent"] = Field(description="the intent waterfall to dispatch")
+    target: JsValue = Field(description="the intent's target (handed to the listeners as `args`)", default_factory=lambda: {"path": "notes.txt"})
+    catch: bool = Field(default=False, description="catch a throw of the waterfall instead of letting it be the body's")
 
 
 class Append(_Model):
@@ -185,8 +185,8 @@ class Append(_Model):
     ``record.agent.session.append(type, data)``, as the todo tool's body writes ``todo/write``
     (P71). A call without an agent has no session: the step throws an Error."""
     do: Literal["append"]
-    type: Literal["todo/write"] = "todo/write"
-    data: TodoWriteData
+    type: Literal["todo/write"] = Field(default="todo/write", description="the session event's type")
+    data: TodoWriteData = Field(description="the event's payload")
 
 
 class Keep(_Model):
@@ -196,14 +196,14 @@ class Keep(_Model):
     object, so another call's wrapper can return a result the registry built for this
     execution (P63: it counts as authored there). Makes no observation of its own."""
     do: Literal["keep"]
-    what: Literal["result", "next"] = "result"
-    name: str
+    what: Literal["result", "next"] = Field(default="result", description="what to keep: the result handed (`result`) or the latest next() value (`next`)")
+    name: str = Field(description="the name to keep it under")
 
 
 class ReturnKept(_Model):
     """Return the object kept under ``name`` itself (``undefined`` when nothing was kept)."""
     do: Literal["return-kept"]
-    name: str
+    name: str = Field(description="the name the object was kept under")
 
 
 class Cancel(_Model):
@@ -211,8 +211,8 @@ class Cancel(_Model):
     the next-step and next-turn queues are cleared first (P112), then the step's signal
     aborts; with it only the signal aborts (what ``abort`` of the caller does in a loop)."""
     do: Literal["cancel"]
-    keepInbox: bool = False
-    reason: JsValue = None
+    keepInbox: bool = Field(default=False, description="keep the queued contexts (only the step's signal aborts)")
+    reason: JsValue = Field(default=None, description="the cancel reason; null: a DOMException AbortError")
 
 
 Step = Annotated[
@@ -238,36 +238,36 @@ class ProgramCall(_Model):
     (``await`` it later, or never). A rejection the program awaits fails the program unless
     ``catch``."""
     do: Literal["call"]
-    tool: str
-    arguments: JsValue = Field(default_factory=dict)
-    as_: str | None = Field(default=None, alias="as")
-    catch: bool = False
+    tool: str = Field(description="the binding (tool name) to call")
+    arguments: JsValue = Field(description="the call's argument (a JS value)", default_factory=dict)
+    as_: str | None = Field(description="keep the pending call under this handle and go on; none: await it at once", default=None, alias="as")
+    catch: bool = Field(default=False, description="catch a rejection instead of failing the program")
 
 
 class ProgramAwait(_Model):
     """Await the call kept under ``handle``. A rejection fails the program unless ``catch``."""
     do: Literal["await"]
-    handle: str
-    catch: bool = False
+    handle: str = Field(description="the handle a `call` step kept")
+    catch: bool = Field(default=False, description="catch a rejection instead of failing the program")
 
 
 class ProgramLog(_Model):
     """Print one line: it joins the run's logs (P128)."""
     do: Literal["log"]
-    text: str
+    text: str = Field(description="the line printed")
 
 
 class ProgramReturn(_Model):
     """End the program with ``value`` as its completion value (``undefined`` by default). A
     value that is not lossless JSON fails the run (kind ``invalid-output``)."""
     do: Literal["return"]
-    value: JsValue = Field(default_factory=lambda: {"$js": "undefined"})
+    value: JsValue = Field(description="the completion value", default_factory=lambda: {"$js": "undefined"})
 
 
 class ProgramThrow(_Model):
     """The program throws an Error with ``message`` (a run failure of kind ``exception``)."""
     do: Literal["throw"]
-    message: str = "boom"
+    message: str = Field(default="boom", description="the thrown Error's message")
 
 
 RUN_FAILURE_KINDS = ("exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit")
@@ -277,14 +277,14 @@ class ProgramFail(_Model):
     """The runtime reports a failure of ``kind`` with ``message`` (a budget expiry, the
     substrate dying, ...): the run ends there (P128)."""
     do: Literal["fail"]
-    kind: Literal["exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"]
-    message: str = "the run failed"
+    kind: Literal["exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"] = Field(description="the run failure's kind (P128)")
+    message: str = Field(default="the run failed", description="the failure's message")
 
 
 class ProgramSleep(_Model):
     """Wait ``ms`` milliseconds of virtual time."""
     do: Literal["sleep"]
-    ms: int = Field(ge=0)
+    ms: int = Field(description="milliseconds of virtual time", ge=0)
 
 
 ProgramStep = Annotated[
@@ -300,9 +300,9 @@ class Program(_Model):
     or the run was aborted), as a continuation the program left behind would: a binding
     called then is not dispatched (P118), and an awaited handle shows how its call ended
     (abandoned, discarded, P125)."""
-    id: str
-    steps: list[ProgramStep] = Field(default_factory=list)
-    afterSettle: list[ProgramStep] = Field(default_factory=list)
+    id: str = Field(description="the program's name: a run_code call's `code` argument names it")
+    steps: list[ProgramStep] = Field(description="what the program does when started", default_factory=list)
+    afterSettle: list[ProgramStep] = Field(description="what a continuation it left behind does once the run is over", default_factory=list)
 
 
 
@@ -325,9 +325,9 @@ class Behavior(_Model):
     with it reads its ``then``). Synchronous participants (guards, ``finalizeContent``,
     ``render``, ``presentationMeta``, ``tools/result`` observers, ``isConcurrencySafe``,
     getters) return what they return: a promise is the value itself."""
-    steps: list[Step] = Field(default_factory=list)
-    byCall: dict[str, list[Step]] = Field(default_factory=dict)
-    perInvocation: list[list[Step]] = Field(default_factory=list)
+    steps: list[Step] = Field(description="the script run by default", default_factory=list)
+    byCall: dict[str, list[Step]] = Field(description="scripts by call id (wins over the others)", default_factory=dict)
+    perInvocation: list[list[Step]] = Field(description="scripts by how many times the participant was invoked before (0-based; the last repeats)", default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -369,9 +369,9 @@ class Output(_Model):
     """The definition's ``output``: schema, ``render`` and optional ``presentationMeta``.
     Without ``render`` the content is one text block holding ``JSON.stringify(value)``.
     ``render`` and ``presentationMeta`` are synchronous scripts."""
-    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
-    render: Script | None = None
-    presentationMeta: Script | None = None
+    schema_: dict[str, Any] = Field(description="the output's JSON Schema (P72, P73)", default_factory=dict, alias="schema")
+    render: Script | None = Field(default=None, description="content from the value (synchronous); none: JSON.stringify(value) as one text block")
+    presentationMeta: Script | None = Field(default=None, description="the result's `meta` from the value (synchronous); none: no meta")
 
 
 class Tool(_Model):
@@ -383,20 +383,20 @@ class Tool(_Model):
     only when the scenario installs the timeout policy (``timeoutPolicy``). ``scope``
     registers it in an agent's scope instead of the global one; ``registered: false``
     declares it unregistered until a ``register`` step."""
-    id: str | None = None
-    name: str
-    define: bool = False
-    description: str = "a scripted tool"
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    output: Output = Field(default_factory=Output)
-    body: Script = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value=None)]))
-    finalizeContent: Script | None = None
-    concurrencySafe: Script | None = None
-    timeoutMs: int | None = Field(default=None, gt=0)
+    id: str | None = Field(default=None, description="the tool's id when two definitions share a name (who of its observations: `id`, else `name`)")
+    name: str = Field(description="the tool name calls use")
+    define: bool = Field(default=False, description="a defineTool tool (validates arguments against `parameters`, P75)")
+    description: str = Field(default="a scripted tool", description="the description offered to the model")
+    parameters: dict[str, Any] = Field(description="the arguments' JSON Schema", default_factory=lambda: {"type": "object"})
+    output: Output = Field(description="the output contract (schema, render, presentationMeta)", default_factory=Output)
+    body: Script = Field(description="the body's script (asynchronous); by default it returns null", default_factory=lambda: Behavior(steps=[Return(do="return", value=None)]))
+    finalizeContent: Script | None = Field(default=None, description="the finalizer's script (synchronous); none: no finalizer")
+    concurrencySafe: Script | None = Field(default=None, description="isConcurrencySafe's script (synchronous); none: not concurrency-safe")
+    timeoutMs: int | None = Field(description="the timeout the timeout policy applies (P70)", default=None, gt=0)
     presentCall: Script | None = Field(default=None, description="UI projection: never called by the pipeline (P14)")
     presentResult: Script | None = Field(default=None, description="UI projection: never called by the pipeline (P14)")
-    scope: str | None = None
-    registered: bool = True
+    scope: str | None = Field(default=None, description="the agent scope it is registered in; null: global")
+    registered: bool = Field(default=True, description="registered at the start (false: only after a `register` step)")
 
     @property
     def ref(self) -> str:
@@ -422,24 +422,24 @@ class Listener(_Model):
     decides ``{kind:"enter", messages}`` or ``{kind:"reject"}`` (P110); it runs at the
     boundaries after the tool step (the first step's boundary is the harness's, before the
     scenario's window) and cannot be scoped either."""
-    id: str
+    id: str = Field(description="the listener's id (who of its observations)")
     event: Literal["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result",
                    "approval/request", "fs/write-intent", "fs/edit-intent", "tools/code-dispatch-log",
-                   "agent/pre-step"]
-    scope: str | None = None
-    global_: bool = Field(default=False, alias="global")
-    prepend: bool = False
-    registered: bool = True
-    script: Script | None = None
+                   "agent/pre-step"] = Field(description="the live event it listens to")
+    scope: str | None = Field(default=None, description="the agent scope it is registered in; null: unscoped")
+    global_: bool = Field(description="register it in the global layer (P7, P45)", default=False, alias="global")
+    prepend: bool = Field(default=False, description="register it in front of the listeners registered before it (P5)")
+    registered: bool = Field(default=True, description="registered at the start (false: only after a `register` step)")
+    script: Script | None = Field(default=None, description="what it does; none: a waterfall listener delegates, an observer does nothing")
 
 
 class Guard(_Model):
     """A monotonic guard: synchronous; returns ``undefined`` to abstain (P46). A guard
     with no script abstains (it returns ``undefined``)."""
-    id: str
-    scope: str | None = None
-    registered: bool = True
-    script: Script = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
+    id: str = Field(description="the guard's id (who of its observations)")
+    scope: str | None = Field(default=None, description="the agent scope it is registered in; null: global")
+    registered: bool = Field(default=True, description="registered at the start (false: only after a `register` step)")
+    script: Script = Field(description="what the guard does (synchronous); by default it abstains", default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
 
 
 class Getter(_Model):
@@ -449,38 +449,38 @@ class Getter(_Model):
     value on each read; each read shows in the trace, so reads are counted (P13, P23); the
     script may also register or unregister participants (P26) or return a hostile value.
     It is handed no record."""
-    id: str
-    script: Script = Field(default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
+    id: str = Field(description="the getter's id (who of its observations)")
+    script: Script = Field(description="what a read returns (synchronous; by default `undefined`)", default_factory=lambda: Behavior(steps=[Return(do="return", value={"$js": "undefined"})]))
 
 
 class ShippedApproval(_Model):
     """The shipped approval service (P43): answers through ``approval/request`` listeners."""
-    service: Literal["shipped"]
-    policy: Literal["ask", "never"] = "ask"
+    service: Literal["shipped"] = Field(description="the shipped approval service")
+    policy: Literal["ask", "never"] = Field(default="ask", description="`ask`: ask the `approval/request` listeners; `never`: reject every ask")
 
 
 class CustomApproval(_Model):
     """A scripted approval service: its script returns the outcome (or throws)."""
-    service: Literal["custom"]
-    script: Script
+    service: Literal["custom"] = Field(description="a scripted approval service")
+    script: Script = Field(description="its script: returns the outcome, or throws")
 
 
 Approval = Annotated[Union[ShippedApproval, CustomApproval], Field(discriminator="service")]
 
 
 class Restriction(_Model):
-    allow: list[str] | None = None
-    deny: list[str] | None = None
+    allow: list[str] | None = Field(default=None, description="only these tool names are visible in the scope; null: no allow list")
+    deny: list[str] | None = Field(default=None, description="these tool names are hidden in the scope; null: none")
 
 
 class Agent(_Model):
     """An agent and its scope. ``parent`` forms the scope chain (P7, P45, P56). ``mode``
     declares the presentation mode of this scope (P28: the nearest declaration wins)."""
-    id: str
-    parent: str | None = None
-    mode: Literal["native", "code", "both"] | None = None
-    openTurn: bool = True
-    restrict: Restriction | None = None
+    id: str = Field(description="the agent's id")
+    parent: str | None = Field(default=None, description="the parent agent's id: this agent's scope is a child of the parent's")
+    mode: Literal["native", "code", "both"] | None = Field(default=None, description="the presentation mode declared for this scope (null: inherit)")
+    openTurn: bool = Field(default=True, description="whether the agent has an open turn (the shipped approval service needs one, P43)")
+    restrict: Restriction | None = Field(default=None, description="tool restrictions of this scope (P56): `allow` and `deny` lists of tool names")
 
 
 # ----------------------------------------------------------------------------- runs
@@ -495,54 +495,54 @@ class Call(_Model):
     if it is still running. ``getters`` makes input fields accessors run by declared
     getters (P23: entry reads each field once); ``name``/``rootCallId``/``arguments`` then
     stand for what the call is known by in the trace only."""
-    callId: str
-    name: str
-    arguments: JsValue = Field(default_factory=dict)
-    agent: str | None = None
-    rootCallId: str | None = None
-    parent: bool = False
-    aborted: bool = False
-    abortAt: int | None = Field(default=None, ge=0)
-    getters: dict[Literal["name", "rootCallId", "arguments"], str] = Field(default_factory=dict)
+    callId: str = Field(description="the call's id")
+    name: str = Field(description="the tool name called")
+    arguments: JsValue = Field(description="the call's arguments (a JS value)", default_factory=dict)
+    agent: str | None = Field(default=None, description="the calling agent's id; null: a call without an agent")
+    rootCallId: str | None = Field(default=None, description="the input's rootCallId; null: absent")
+    parent: bool = Field(default=False, description="give the input a foreign execution token (a nested call)")
+    aborted: bool = Field(default=False, description="abort the caller signal before the call enters")
+    abortAt: int | None = Field(description="abort the caller signal this many ms of virtual time after the call started, if it still runs", default=None, ge=0)
+    getters: dict[Literal["name", "rootCallId", "arguments"], str] = Field(description="input fields made accessors, by the id of the getter that runs on each read (P23)", default_factory=dict)
 
 
 class DirectRun(_Model):
     """Direct calls, one after another, each with its own caller signal: a call starts
     when the previous one has returned its result."""
-    kind: Literal["direct"]
-    calls: list[Call] = Field(min_length=1)
+    kind: Literal["direct"] = Field(description="direct calls")
+    calls: list[Call] = Field(description="the calls, in order", min_length=1)
 
 
 class Block(_Model):
     """A tool-call block of the assistant message; ``arguments`` is the raw string."""
-    id: str
-    name: str
-    arguments: str = ""
+    id: str = Field(description="the tool-call block's id (the call's callId)")
+    name: str = Field(description="the tool name the model asked for")
+    arguments: str = Field(default="", description="the raw JSON text of the arguments, as the model wrote it (P16 parses it)")
 
 
 class CancelAt(_Model):
     """The caller cancels the agent (``cancel(reason, {keepInbox})``) ``ms`` milliseconds of
     virtual time after the run started, if the tool step's turn is still running."""
-    ms: int = Field(ge=0)
-    keepInbox: bool = True
-    reason: JsValue = None
+    ms: int = Field(description="when, in ms of virtual time after the run started", ge=0)
+    keepInbox: bool = Field(default=True, description="keep the queued contexts")
+    reason: JsValue = Field(default=None, description="the cancel reason; null: a DOMException AbortError")
 
 
 class LoopRun(_Model):
     """One agent-loop tool step: the assistant message's tool-call blocks, run as a batch,
     then the next step's start where accepted contexts become ``user/message`` events."""
-    kind: Literal["loop"]
-    agent: str
-    blocks: list[Block] = Field(default_factory=list)
-    finish: Literal["tool-calls", "max-tokens"] = "tool-calls"
-    maxParallelToolCalls: int = Field(default=10, ge=1)
-    aborted: bool = False
-    release: list[str] = Field(default_factory=list)
+    kind: Literal["loop"] = Field(description="one agent-loop tool step")
+    agent: str = Field(description="the agent whose step it is")
+    blocks: list[Block] = Field(description="the assistant message's tool-call blocks, in order", default_factory=list)
+    finish: Literal["tool-calls", "max-tokens"] = Field(default="tool-calls", description="how the model's message ended: `tool-calls`, or `max-tokens` (P15: the blocks are not run)")
+    maxParallelToolCalls: int = Field(description="the parallel pool's cap (P19, P21)", default=10, ge=1)
+    aborted: bool = Field(default=False, description="abort the step's signal before the batch starts")
+    release: list[str] = Field(description="call ids in the order gates let their bodies finish (`gate` steps)", default_factory=list)
     present: bool = Field(default=False, description=(
         "after the step, a viewer projects the step's tool/call and tool/result events through "
         "the definitions the agent sees then (presentCall, presentResult), as a client does: "
         "outside the pipeline (P14)"))
-    cancelAt: CancelAt | None = None
+    cancelAt: CancelAt | None = Field(default=None, description="the caller cancels the agent at a time of virtual time")
     nextTurn: JsValue = Field(default=None, description=(
         "a user message the caller sends with followup() once the tool step's turn is over "
         "(completed, concluded or aborted): a new turn whose first step claims what stayed "
@@ -555,9 +555,9 @@ Run = Annotated[Union[DirectRun, LoopRun], Field(discriminator="kind")]
 class Scenario(_Model):
     """A whole situation, declaratively. ``rules`` lists the rule ids the scenario checks."""
     format: Literal["dsh-conformance/scenario/v1"] = Field(default=SCENARIO_FORMAT, alias="$format")
-    id: str | None = None
-    title: str | None = None
-    rules: list[str] = Field(default_factory=list)
+    id: str | None = Field(default=None, description="the case's id (a corpus case: its file name); informative for an implementation")
+    title: str | None = Field(default=None, description="one sentence: the situation and what the spec requires (informative)")
+    rules: list[str] = Field(description="the rule ids the scenario checks; a case needs every profile of the rules it cites", default_factory=list)
     seed: int | None = Field(default=None, description="the seed of the property run that generated it (informative)")
     mode: Literal["native", "code", "both"] = Field(default="native", description=(
         "the deployment's tool presentation mode (P28, P114); an agent's own `mode` overrides it "
@@ -568,14 +568,14 @@ class Scenario(_Model):
     maxParallelSubCalls: int = Field(default=10, ge=1, description="the run_code overlap cap (P121)")
     programs: list[Program] = Field(default_factory=list, description=(
         "the programs run_code calls name in their `code` argument (section 5.15)"))
-    agents: list[Agent] = Field(default_factory=list)
-    tools: list[Tool] = Field(default_factory=list)
-    listeners: list[Listener] = Field(default_factory=list)
-    guards: list[Guard] = Field(default_factory=list)
-    approval: Approval | None = None
-    timeoutPolicy: bool = False
-    getters: list[Getter] = Field(default_factory=list)
-    run: Run
+    agents: list[Agent] = Field(description="the agents and their scopes; a call or loop names its agent by id", default_factory=list)
+    tools: list[Tool] = Field(description="the tool definitions, registered in declaration order (unless `registered: false`)", default_factory=list)
+    listeners: list[Listener] = Field(description="the listeners on live events, registered in declaration order (`prepend` puts one first)", default_factory=list)
+    guards: list[Guard] = Field(description="the guards, registered in declaration order", default_factory=list)
+    approval: Approval | None = Field(default=None, description="the approval service; none: an ask is denied (P37, P38)")
+    timeoutPolicy: bool = Field(default=False, description="install the shipped timeout policy as a `tools/execute` wrapper (P70): a tool's `timeoutMs` then applies")
+    getters: list[Getter] = Field(description="the accessors `{\"$js\":\"getter\",\"id\":...}` tokens in values refer to", default_factory=list)
+    run: Run = Field(description="what is run: direct calls (`kind: direct`) or one agent-loop tool step (`kind: loop`)")
     expect: dict[str, Any] | None = Field(default=None, description=(
         "assertions the corpus tests check on the oracle's trace (conformance.expect); "
         "implementations ignore it"))

@@ -554,7 +554,8 @@ Run = Annotated[Union[DirectRun, LoopRun], Field(discriminator="kind")]
 
 class Scenario(_Model):
     """A whole situation, declaratively. ``rules`` lists the rule ids the scenario checks."""
-    format: Literal["dsh-conformance/scenario/v1"] = Field(default=SCENARIO_FORMAT, alias="$format")
+    format: Literal["dsh-conformance/scenario/v1"] = Field(default=SCENARIO_FORMAT, alias="$format",
+                                                           description="the scenario language's version")
     id: str | None = Field(default=None, description="the case's id (a corpus case: its file name); informative for an implementation")
     title: str | None = Field(default=None, description="one sentence: the situation and what the spec requires (informative)")
     rules: list[str] = Field(description="the rule ids the scenario checks; a case needs every profile of the rules it cites", default_factory=list)

@@ -71,7 +71,7 @@ def _defs_schema(file: str, title: str, types: dict[str, Any]) -> dict[str, Any]
 def schemas() -> dict[str, tuple[str, dict[str, Any]]]:
     """Every generated JSON Schema by file name, with a one-line description."""
     out: dict[str, tuple[str, dict[str, Any]]] = {
-        "scenario.schema.json": ("a scenario: registry, participants' scripts, calls (oracle.scenario)",
+        "scenario.schema.json": ("a scenario: registry, participants' scripts, calls (specified in docs/scenario-language.md)",
                                  scenario_json_schema()),
         "trace.schema.json": ("a trace: observations (the observation catalog's union), session events, results",
                               contract.install(trace_json_schema())),

@@ -53,6 +53,20 @@ def test_every_portable_observation_of_the_corpus_is_in_the_catalog():
             assert not extra, f"{case.id} observation {n} ({o.stage} {o.what}): rules {sorted(extra)} not in the catalog"
 
 
+def test_generated_scenarios_stay_within_the_catalog():
+    """The strategies reach further than the corpus: what the oracle makes for their draws
+    is in the catalog too (60 independent draws, seed 0)."""
+    from dsh_conformance.strategies import draw_examples
+
+    for example in draw_examples(60, 0):
+        for n, o in enumerate(example.trace.observations):
+            if is_portable(o):
+                assert contract_error(_item(o)) is None, (n, _item(o), contract_error(_item(o)))
+            else:
+                assert o.what in contract.ORACLE_ONLY.get(o.stage, ()) or o.who in contract.BUILTIN_PARTICIPANTS, (
+                    n, o.stage, o.what)
+
+
 def test_every_catalog_entry_is_made_by_some_case():
     probes, kinds, steps, program = set(), set(), set(), set()
     for _case, trace in _corpus_traces():

@@ -8,7 +8,10 @@ session events a profile speaks of, the final results and the warnings.
 Profiles decide how strictly: ``core`` compares structure and outcomes with every message
 masked; ``reference`` compares exact texts (tails the spec leaves to the implementation,
 ``oracle.texts.LOOSE_PREFIXES``, are compared by prefix); ``loop`` adds the loop's session
-events. The first divergence names its place, both items, and the rules behind it.
+events. The first divergence names its place, both items, the rules to blame and why:
+a contract error when the implementation's item is outside the observation catalog
+(``conformance.contract``), else the rules whose requirement the actual trace
+contradicts. ``divergences`` lists every one, in the same lanes with the same matcher.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
+
+import jsonschema
 
 from dsh_conformance import contract
 from dsh_conformance.oracle import jsontext, texts
@@ -509,37 +515,30 @@ def _warnings_divergence(warned: tuple[list[str], list[str], list[str]]) -> Dive
 
 # --------------------------------------------------------------------------- blame
 
-_VALIDATORS: dict[tuple[str, str, bool], Any] = {}
-
-
 def contract_error(item: dict[str, Any]) -> str | None:
     """Where and how a portable observation (as compared: stage, what, who, value) breaks
     the observation catalog (``conformance.contract``); None when the catalog allows it."""
-    import jsonschema
-
     stage, what, who = item["stage"], item["what"], item["who"]
-    schema = contract.value_schema(stage, what, who)
-    if schema is None:
+    if contract.value_schema(stage, what, who) is None:
         kind = "probe (who null)" if who is None else "participant"
         return f"$.what: the catalog has no {stage!r} {what!r} observation of a {kind}"
-    key = (stage, what, who is None)
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        validator = _VALIDATORS[key] = jsonschema.Draft202012Validator({**schema, "$defs": _value_defs()})
-    error = jsonschema.exceptions.best_match(validator.iter_errors(item["value"]))
+    error = jsonschema.exceptions.best_match(_value_validator(stage, what, who is None).iter_errors(item["value"]))
     if error is None:
         return None
     path = "$.value" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     return f"{path}: {error.message}"
 
 
-_DEFS: dict[str, Any] = {}
+@cache
+def _value_validator(stage: str, what: str, probe: bool) -> jsonschema.protocols.Validator:
+    schema = contract.value_schema(stage, what, None if probe else "participant")
+    assert schema is not None
+    return jsonschema.Draft202012Validator({**schema, "$defs": _value_defs()})
 
 
+@cache
 def _value_defs() -> dict[str, Any]:
-    if not _DEFS:
-        _DEFS.update(contract.value_defs())
-    return _DEFS
+    return contract.value_defs()
 
 
 def _calls_of(items: list[Item], stage: str, who: str) -> int:

@@ -564,6 +564,21 @@ def _not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], st
     return list(kind.called_by), f"the {stage} stage ran but {kind.meaning} {who!r} was never called"
 
 
+def _unreported_step(es: list[Item], i: int, a: Item, exact: bool) -> str | None:
+    """When the implementation's item is the one after the expected step of the same
+    participant's invocation (the two agree): the step ran, as its script says, and the
+    adapter did not report it. The scenario fixes a participant's steps, so no pipeline
+    rule is to blame: each step that makes an observation is reported (the catalog)."""
+    item = es[i][0]
+    if item["who"] is None or item["what"] in ("call", "return", "throw") or i + 1 >= len(es):
+        return None
+    after = es[i + 1][0]
+    if (after["stage"], after["who"]) != (item["stage"], item["who"]) or not agree(after, a[0], exact):
+        return None
+    return (f"$: the {item['what']!r} step of {item['who']!r} ({item['stage']}) is not reported; "
+            "every scripted step that makes an observation is (docs/observations.md)")
+
+
 def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int, j: int, exact: bool) -> Divergence:
     """The divergence of an observation lane at ``es[i]`` / ``acts[j]``, blamed: on the
     contract when the implementation's item breaks the catalog; on the rules that say a
@@ -576,6 +591,10 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
         if broken is not None:
             return Divergence(where, e[0] if e else None, a[0], [],
                               "the implementation's observation is outside the observation catalog", broken)
+    if e is not None and a is not None:
+        skipped = _unreported_step(es, i, a, exact)
+        if skipped is not None:
+            return Divergence(where, e[0], a[0], [], "a scripted step's observation is missing", skipped)
     if e is not None:
         missing = _not_called(es, acts, i)
         if missing is not None:

@@ -16,7 +16,7 @@ import pytest
 from dsh_conformance import trace_lanes
 from dsh_conformance.cli import main
 from dsh_conformance.compare import contract_error, divergences, first_divergence
-from dsh_conformance.corpus import CASES, load_corpus
+from dsh_conformance.corpus import CASES, load_case, load_corpus
 from dsh_conformance import contract
 from dsh_conformance.oracle import parse_trace, run_scenario
 from dsh_conformance.oracle.trace import is_portable, trace_json_schema
@@ -172,6 +172,39 @@ def test_a_listener_never_called_is_blamed_on_the_waterfall_rule(tmp_path):
     assert rec.outcome.value == "fail" and rec.failing_rules == ["P5"], (rec.failing_rules, rec.divergence)
     assert rec.divergence["expected"]["what"] == "call" and rec.divergence["expected"]["stage"] == "post-execute"
     assert "was never called" in rec.divergence["reason"]
+
+
+def _edited(case, edit):
+    trace = run_scenario(load_case(CASES / f"{case}.json").scenario)
+    doc = json.loads(trace.dumps())
+    edit(doc["observations"])
+    return trace, parse_trace(doc)
+
+
+@pytest.mark.rules("P100")
+def test_observers_left_out_after_a_throw_are_blamed_on_containment():
+    """An implementation that stops calling tools/result observers once one threw: P100
+    (a throw affects neither the outcome nor the other observers), not the call's routing."""
+    def edit(obs):
+        at = next(n for n, o in enumerate(obs) if o["stage"] == "result" and o["what"] == "throw" and o["who"])
+        thrower, call = obs[at]["who"], obs[at]["call"]
+        obs[:] = [o for n, o in enumerate(obs) if not (n > at and o["call"] == call and o["stage"] == "result"
+                                                       and o["who"] not in (None, thrower))]
+    expected, actual = _edited("result-observer-failures-contained", edit)
+    d = first_divergence(expected, actual, {"core"})
+    assert d is not None and d.rules == ["P100"] and d.contract is None, d.describe()
+    assert d.expected["what"] == "call" and "never called" in d.reason
+
+
+def test_an_unreported_script_step_is_a_contract_error():
+    """A participant's `abort` line left out while its next line is there: the step ran as
+    the scenario says and was not reported; no pipeline rule (P5, P30, P52, ...) is to blame."""
+    def edit(obs):
+        obs.pop(next(n for n, o in enumerate(obs) if o["what"] == "abort" and o["who"] == "pre"))
+    expected, actual = _edited("checkpoint-caller-abort-after-guards", edit)
+    d = first_divergence(expected, actual, {"core", "reference"})
+    assert d is not None and d.rules == [] and d.contract is not None, d.describe()
+    assert "'abort' step of 'pre'" in d.contract
 
 
 # ------------------------------------------------------------------ replay --all and first_divergence

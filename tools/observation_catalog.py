@@ -136,7 +136,9 @@ def render_page(doc: dict[str, Any]) -> str:
             "Each invocation is observed as `call`, then one observation per step that makes one, then `return` "
             "or `throw`. Steps that change nothing observable by themselves (`set-signal`, `sleep`, `keep`, "
             "`next`, `await-signal`, `gate`, `return-kept`) make no observation of their own; `abort` does. "
-            "An observation witnesses its own rules and those of its participant's kind.", "",
+            "An observation witnesses its own rules and those of its participant's kind. The scenario fixes "
+            "each participant's steps, so a step's observation left out (while the participant's next one is "
+            "there) is a contract error, not a pipeline rule's failure.", "",
             "| what | stages | value | rules | meaning |", "|---|---|---|---|---|"]
     for s in doc["steps"] + doc["programSteps"]:
         stages = "any participant's" if len(s["stages"]) > 3 else ", ".join(f"`{x}`" for x in s["stages"])

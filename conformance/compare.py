@@ -564,6 +564,21 @@ def _not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], st
     return list(kind.called_by), f"the {stage} stage ran but {kind.meaning} {who!r} was never called"
 
 
+def _called_too_often(es: list[Item], acts: list[Item], j: int) -> tuple[list[str], str] | None:
+    """When the implementation's item invokes a participant more often in the lane than the
+    oracle ever does: the rules that say which participants run (for listeners a call's
+    agent selects, P7 beside them)."""
+    item = acts[j][0]
+    stage, who = item["stage"], item["who"]
+    kind = contract.participant(stage)
+    if item["what"] != "call" or who is None or kind is None or not kind.called_by:
+        return None
+    if _calls_of(acts[: j + 1], stage, who) <= _calls_of(es, stage, who):
+        return None
+    rules = list(dict.fromkeys([*(["P7"] if stage in contract.SCOPED_STAGES else []), *kind.called_by]))
+    return rules, f"{kind.meaning} {who!r} was called where the oracle does not call it"
+
+
 def _unreported_step(es: list[Item], i: int, a: Item, exact: bool) -> str | None:
     """When the implementation's item is the one after the expected step of the same
     participant's invocation (the two agree): the step ran, as its script says, and the
@@ -599,6 +614,10 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
         missing = _not_called(es, acts, i)
         if missing is not None:
             return Divergence(where, e[0], a[0] if a else None, missing[0], missing[1])
+    if a is not None:
+        extra = _called_too_often(es, acts, j)
+        if extra is not None:
+            return Divergence(where, e[0] if e else None, a[0], extra[0], extra[1])
     rules = _lane_rules(name, _observation_rules(e, a, exact))
     if e is None and _SUB_CALL_LANE.match(name) and any(
             x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:j]):

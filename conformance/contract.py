@@ -280,6 +280,9 @@ ORACLE_ONLY: dict[str, tuple[str, ...]] = {
 }
 BUILTIN_PARTICIPANTS = oracle_trace.BUILTIN_PARTICIPANTS  # shipped code (the timeout policy): not instrumented
 
+# Participant kinds a call's agent selects (P7: scope filtering of listeners).
+SCOPED_STAGES = frozenset({"pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log"})
+
 PROBE_POINTS = frozenset((p.stage, p.what) for p in PROBES)
 if PROBE_POINTS != oracle_trace.PROBE_POINTS:  # one truth: the oracle's
     raise RuntimeError(f"the observation catalog's probes part from oracle.trace.PROBE_POINTS: "

@@ -553,6 +553,8 @@ def _not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], st
     kind = contract.participant(stage)
     if item["what"] != "call" or who is None or kind is None or not kind.called_by:
         return None
+    if _decided(es[i]):
+        return None  # the oracle decided which participant this is (P26's finalizer): that decision is to blame
     if _calls_of(acts, stage, who) >= _calls_of(es[: i + 1], stage, who):
         return None  # it was called, elsewhere in the lane: an order question, not this one
     if (stage, "start") in contract.PROBE_POINTS:
@@ -562,6 +564,13 @@ def _not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], st
     if not ran:
         return None  # the stage itself did not run: the routing's question
     return list(kind.called_by), f"the {stage} stage ran but {kind.meaning} {who!r} was never called"
+
+
+def _decided(e: Item) -> bool:
+    """Whether the oracle recorded a decision of the item's own stage just before it (a
+    finalize resolve: which finalizer applies, P26): then that decision explains which
+    participant runs there, and the blame is the decision's."""
+    return any(stage == e[0]["stage"] for stage, _what, _rules in e[1][3])
 
 
 def _called_too_often(es: list[Item], acts: list[Item], j: int) -> tuple[list[str], str] | None:
@@ -614,7 +623,7 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
         missing = _not_called(es, acts, i)
         if missing is not None:
             return Divergence(where, e[0], a[0] if a else None, missing[0], missing[1])
-    if a is not None:
+    if a is not None and not (e is not None and _decided(e)):
         extra = _called_too_often(es, acts, j)
         if extra is not None:
             return Divergence(where, e[0] if e else None, a[0], extra[0], extra[1])

@@ -20,17 +20,13 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import Any
 
-import jsonschema
-
-from dsh_conformance import contract
 from dsh_conformance.oracle import jsontext, texts
 from dsh_conformance.oracle.jsvalue import same_value
 from dsh_conformance.oracle.trace import ANY, CallResult, Event, Observation, Trace, is_portable
 
-from . import value_diff
+from . import blame, value_diff
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
@@ -495,113 +491,25 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
 def _event_divergence(where: str, e: Any, a: Any) -> Divergence:
     kind = (e or a or {}).get("type", "")
     side = "missing" if a is None else "one too many" if e is None else "different"
-    return Divergence(where, e, a, EVENT_RULES.get(kind, []), f"session event {kind or '?'}: {side} (the rules of the event)")
+    return Divergence(where, e, a, EVENT_RULES.get(kind, []), reason=f"session event {kind or '?'}: {side} (the rules of the event)")
 
 
 def _result_divergence(call: str, e: Any, a: Any) -> Divergence:
     if e is None or a is None:
         return Divergence(f"results[{call}]", e, a, ["P98"],
-                          f"call {call}: {'no' if a is None else 'an unexpected'} final result (one result per call, P98)")
+                          reason=f"call {call}: {'no' if a is None else 'an unexpected'} final result (one result per call, P98)")
     rules = _result_rules(e, a)
     why = ("whether the final result is deeply frozen" if rules == ["P11", "P99"]
            else "whether the final result is the object the observers received" if rules == ["P98"]
            else "the final result itself (the rules the case cites)")
-    return Divergence(f"results[{call}]", e, a, rules, f"call {call}: {why} differs")
+    return Divergence(f"results[{call}]", e, a, rules, reason=f"call {call}: {why} differs")
 
 
 def _warnings_divergence(warned: tuple[list[str], list[str], list[str]]) -> Divergence:
-    return Divergence("warnings", warned[0], warned[1], warned[2], "the warnings of contained failures differ")
+    return Divergence("warnings", warned[0], warned[1], warned[2], reason="the warnings of contained failures differ")
 
 
 # --------------------------------------------------------------------------- blame
-
-def contract_error(item: dict[str, Any]) -> str | None:
-    """Where and how a portable observation (as compared: stage, what, who, value) breaks
-    the observation catalog (``conformance.contract``); None when the catalog allows it."""
-    stage, what, who = item["stage"], item["what"], item["who"]
-    if contract.value_schema(stage, what, who) is None:
-        kind = "probe (who null)" if who is None else "participant"
-        return f"$.what: the catalog has no {stage!r} {what!r} observation of a {kind}"
-    error = jsonschema.exceptions.best_match(_value_validator(stage, what, who is None).iter_errors(item["value"]))
-    if error is None:
-        return None
-    path = "$.value" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return f"{path}: {error.message}"
-
-
-@cache
-def _value_validator(stage: str, what: str, probe: bool) -> jsonschema.protocols.Validator:
-    schema = contract.value_schema(stage, what, None if probe else "participant")
-    assert schema is not None
-    return jsonschema.Draft202012Validator({**schema, "$defs": _value_defs()})
-
-
-@cache
-def _value_defs() -> dict[str, Any]:
-    return contract.value_defs()
-
-
-def _calls_of(items: list[Item], stage: str, who: str) -> int:
-    return sum(1 for x in items if (x[0]["stage"], x[0]["what"], x[0]["who"]) == (stage, "call", who))
-
-
-def _not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], str] | None:
-    """When the expected item is a participant's invocation that the implementation never
-    made while its stage did run: the rules that say the participant is called."""
-    item = es[i][0]
-    stage, who = item["stage"], item["who"]
-    kind = contract.participant(stage)
-    if item["what"] != "call" or who is None or kind is None or not kind.called_by:
-        return None
-    if _decided(es[i]):
-        return None  # the oracle decided which participant this is (P26's finalizer): that decision is to blame
-    if _calls_of(acts, stage, who) >= _calls_of(es[: i + 1], stage, who):
-        return None  # it was called, elsewhere in the lane: an order question, not this one
-    if (stage, "start") in contract.PROBE_POINTS:
-        ran = any((x[0]["stage"], x[0]["what"], x[0]["who"]) == (stage, "start", None) for x in acts)
-    else:
-        ran = any(x[0]["stage"] == stage and x[0]["who"] not in (None, who) for x in acts)
-    if not ran:
-        return None  # the stage itself did not run: the routing's question
-    return list(kind.called_by), f"the {stage} stage ran but {kind.meaning} {who!r} was never called"
-
-
-def _decided(e: Item) -> bool:
-    """Whether the oracle recorded a decision of the item's own stage just before it (a
-    finalize resolve: which finalizer applies, P26): then that decision explains which
-    participant runs there, and the blame is the decision's."""
-    return any(stage == e[0]["stage"] for stage, _what, _rules in e[1][3])
-
-
-def _called_too_often(es: list[Item], acts: list[Item], j: int) -> tuple[list[str], str] | None:
-    """When the implementation's item invokes a participant more often in the lane than the
-    oracle ever does: the rules that say which participants run (for listeners a call's
-    agent selects, P7 beside them)."""
-    item = acts[j][0]
-    stage, who = item["stage"], item["who"]
-    kind = contract.participant(stage)
-    if item["what"] != "call" or who is None or kind is None or not kind.called_by:
-        return None
-    if _calls_of(acts[: j + 1], stage, who) <= _calls_of(es, stage, who):
-        return None
-    rules = list(dict.fromkeys([*(["P7"] if stage in contract.SCOPED_STAGES else []), *kind.called_by]))
-    return rules, f"{kind.meaning} {who!r} was called where the oracle does not call it"
-
-
-def _unreported_step(es: list[Item], i: int, a: Item, exact: bool) -> str | None:
-    """When the implementation's item is the one after the expected step of the same
-    participant's invocation (the two agree): the step ran, as its script says, and the
-    adapter did not report it. The scenario fixes a participant's steps, so no pipeline
-    rule is to blame: each step that makes an observation is reported (the catalog)."""
-    item = es[i][0]
-    if item["who"] is None or item["what"] in ("call", "return", "throw") or i + 1 >= len(es):
-        return None
-    after = es[i + 1][0]
-    if (after["stage"], after["who"]) != (item["stage"], item["who"]) or not agree(after, a[0], exact):
-        return None
-    return (f"$: the {item['what']!r} step of {item['who']!r} ({item['stage']}) is not reported; "
-            "every scripted step that makes an observation is (docs/observations.md)")
-
 
 def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int, j: int, exact: bool) -> Divergence:
     """The divergence of an observation lane at ``es[i]`` / ``acts[j]``, blamed: on the
@@ -611,47 +519,43 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     a = acts[j] if j < len(acts) else None
     where = f"{name}[{i}]"
     if a is not None:
-        broken = contract_error(a[0])
+        broken = blame.contract_error(a[0])
         if broken is not None:
             return Divergence(where, e[0] if e else None, a[0], [],
-                              "the implementation's observation is outside the observation catalog", broken)
+                              reason="the implementation's observation is outside the observation catalog", contract=broken)
     if e is not None and a is not None:
-        skipped = _unreported_step(es, i, a, exact)
+        skipped = blame.unreported_step(es, i, a, lambda x, y: agree(x, y, exact))
         if skipped is not None:
-            return Divergence(where, e[0], a[0], [], "a scripted step's observation is missing", skipped)
+            return Divergence(where, e[0], a[0], [], reason="a scripted step's observation is missing",
+                              contract=skipped)
     if e is not None:
-        missing = _not_called(es, acts, i)
+        missing = blame.not_called(es, acts, i)
         if missing is not None:
-            return Divergence(where, e[0], a[0] if a else None, missing[0], missing[1])
-    if a is not None and not (e is not None and _decided(e)):
-        extra = _called_too_often(es, acts, j)
+            return Divergence(where, e[0], a[0] if a else None, missing[0], reason=missing[1])
+    if a is not None and not (e is not None and blame.decided(e)):
+        extra = blame.called_too_often(es, acts, j)
         if extra is not None:
-            return Divergence(where, e[0] if e else None, a[0], extra[0], extra[1])
+            return Divergence(where, e[0] if e else None, a[0], extra[0], reason=extra[1])
     rules = _lane_rules(name, _observation_rules(e, a, exact))
     if e is None and _SUB_CALL_LANE.match(name) and any(
             x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:j]):
         return Divergence(where, None, a[0] if a else None, ["P119"],
-                          "a sub-call id came round again: sub-call numbering restarted (P119)")
-    return Divergence(where, e[0] if e else None, a[0] if a else None, rules, _observation_reason(e, a, exact))
+                          reason="a sub-call id came round again: sub-call numbering restarted (P119)")
+    return Divergence(where, e[0] if e else None, a[0] if a else None, rules, reason=_observation_reason(e, a, exact))
 
 
 def _observation_reason(e: Item | None, a: Item | None, exact: bool) -> str:
     if e is None:
         assert a is not None
-        return f"an observation the oracle does not make here ({_label(a[0])}): a stage or invocation too many"
+        return f"an observation the oracle does not make here ({blame.label(a[0])}): a stage or invocation too many"
     if a is None:
-        return f"the implementation's lane ends before {_label(e[0])}"
+        return f"the implementation's lane ends before {blame.label(e[0])}"
     if (e[0]["stage"], e[0]["what"], e[0]["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         how = "the call was routed otherwise" if e[1][2] else "stage order and transitions"
-        return f"{_label(a[0])} where the oracle has {_label(e[0])}: {how}"
+        return f"{blame.label(a[0])} where the oracle has {blame.label(e[0])}: {how}"
     if e[1][1] is not None and not _same_outcome(e[0], a[0], exact):
-        return f"{_label(e[0])}: the outcome handed on differs"
-    return f"{_label(e[0])}: its value differs (the rules the observation witnesses)"
-
-
-def _label(item: dict[str, Any]) -> str:
-    who = f" of {item['who']!r}" if item["who"] is not None else ""
-    return f"{item['stage']} {item['what']}{who}"
+        return f"{blame.label(e[0])}: the outcome handed on differs"
+    return f"{blame.label(e[0])}: its value differs (the rules the observation witnesses)"
 
 
 def _dispatch_log_warnings(warnings: list[str]) -> list[str]:

@@ -15,7 +15,8 @@ import pytest
 
 from dsh_conformance import trace_lanes
 from dsh_conformance.cli import main
-from dsh_conformance.compare import contract_error, divergences, first_divergence
+from dsh_conformance.blame import contract_error
+from dsh_conformance.compare import divergences, first_divergence
 from dsh_conformance.corpus import CASES, load_case, load_corpus
 from dsh_conformance import contract
 from dsh_conformance.oracle import parse_trace, run_scenario

@@ -153,6 +153,7 @@ called the post-execute listener `{post}` gets:
 ```
 
 - `at`: the lane and position (`{divergence.where}`: in call `c1`'s lane of portable observations, counted from 0).
+- `differs at`: the first path inside the two items the comparison objects to.
 - `expected` / `actual`: the two items there (`(nothing)`: the lane ended).
 - `rules`: the rules whose requirement the actual trace contradicts (here the waterfall rule:
   the stage ran, the listener was never called), and `why`: the blame's reason in one line.

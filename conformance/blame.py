@@ -1,0 +1,124 @@
+"""Blame: what a divergence in an observation lane is put down to, where the trace shows it.
+
+``conformance.compare`` finds where two traces part; the helpers here say what broke
+there, from the observation catalog (``conformance.contract``) and the two lanes:
+
+- an implementation's observation outside the catalog is a **contract error** (the IUT
+  sent data the contract does not allow), as is a scripted step's observation left out
+  while the participant's next one is there (the scenario fixes each participant's steps);
+- a participant the oracle calls and the implementation never did, while its stage ran,
+  breaks the rules that say it is called (``Participant.called_by``: P5 for a waterfall
+  listener, P100 for an observer, ...); one called more often than the oracle ever calls
+  it, the rules that say which participants run (P7 beside them where a call's agent
+  selects them).
+
+Where the oracle recorded a decision of the step's own stage (which finalizer applies,
+P26), that decision is to blame instead, as ``compare`` says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import jsonschema
+
+from . import contract
+
+# An observation as compared (``compare.Item``): the item, its blame, its position.
+Item = tuple[dict[str, Any], Any, int]
+Same = Callable[[Any, Any], bool]
+
+
+def contract_error(item: dict[str, Any]) -> str | None:
+    """Where and how a portable observation (as compared: stage, what, who, value) breaks
+    the observation catalog (``conformance.contract``); None when the catalog allows it."""
+    stage, what, who = item["stage"], item["what"], item["who"]
+    if contract.value_schema(stage, what, who) is None:
+        kind = "probe (who null)" if who is None else "participant"
+        return f"$.what: the catalog has no {stage!r} {what!r} observation of a {kind}"
+    error = jsonschema.exceptions.best_match(_value_validator(stage, what, who is None).iter_errors(item["value"]))
+    if error is None:
+        return None
+    path = "$.value" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{path}: {error.message}"
+
+
+@cache
+def _value_validator(stage: str, what: str, probe: bool) -> jsonschema.protocols.Validator:
+    schema = contract.value_schema(stage, what, None if probe else "participant")
+    assert schema is not None
+    return jsonschema.Draft202012Validator({**schema, "$defs": _value_defs()})
+
+
+@cache
+def _value_defs() -> dict[str, Any]:
+    return contract.value_defs()
+
+
+def calls_of(items: list[Item], stage: str, who: str) -> int:
+    return sum(1 for x in items if (x[0]["stage"], x[0]["what"], x[0]["who"]) == (stage, "call", who))
+
+
+def not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], str] | None:
+    """When the expected item is a participant's invocation that the implementation never
+    made while its stage did run: the rules that say the participant is called."""
+    item = es[i][0]
+    stage, who = item["stage"], item["who"]
+    kind = contract.participant(stage)
+    if item["what"] != "call" or who is None or kind is None or not kind.called_by:
+        return None
+    if decided(es[i]):
+        return None  # the oracle decided which participant this is (P26's finalizer): that decision is to blame
+    if calls_of(acts, stage, who) >= calls_of(es[: i + 1], stage, who):
+        return None  # it was called, elsewhere in the lane: an order question, not this one
+    if (stage, "start") in contract.PROBE_POINTS:
+        ran = any((x[0]["stage"], x[0]["what"], x[0]["who"]) == (stage, "start", None) for x in acts)
+    else:
+        ran = any(x[0]["stage"] == stage and x[0]["who"] not in (None, who) for x in acts)
+    if not ran:
+        return None  # the stage itself did not run: the routing's question
+    return list(kind.called_by), f"the {stage} stage ran but {kind.meaning} {who!r} was never called"
+
+
+def decided(e: Item) -> bool:
+    """Whether the oracle recorded a decision of the item's own stage just before it (a
+    finalize resolve: which finalizer applies, P26): then that decision explains which
+    participant runs there, and the blame is the decision's."""
+    return any(stage == e[0]["stage"] for stage, _what, _rules in e[1][3])
+
+
+def called_too_often(es: list[Item], acts: list[Item], j: int) -> tuple[list[str], str] | None:
+    """When the implementation's item invokes a participant more often in the lane than the
+    oracle ever does: the rules that say which participants run (for listeners a call's
+    agent selects, P7 beside them)."""
+    item = acts[j][0]
+    stage, who = item["stage"], item["who"]
+    kind = contract.participant(stage)
+    if item["what"] != "call" or who is None or kind is None or not kind.called_by:
+        return None
+    if calls_of(acts[: j + 1], stage, who) <= calls_of(es, stage, who):
+        return None
+    rules = list(dict.fromkeys([*(["P7"] if stage in contract.SCOPED_STAGES else []), *kind.called_by]))
+    return rules, f"{kind.meaning} {who!r} was called where the oracle does not call it"
+
+
+def unreported_step(es: list[Item], i: int, a: Item, same: Same) -> str | None:
+    """When the implementation's item is the one after the expected step of the same
+    participant's invocation (the two agree): the step ran, as its script says, and the
+    adapter did not report it. The scenario fixes a participant's steps, so no pipeline
+    rule is to blame: each step that makes an observation is reported (the catalog)."""
+    item = es[i][0]
+    if item["who"] is None or item["what"] in ("call", "return", "throw") or i + 1 >= len(es):
+        return None
+    after = es[i + 1][0]
+    if (after["stage"], after["who"]) != (item["stage"], item["who"]) or not same(after, a[0]):
+        return None
+    return (f"$: the {item['what']!r} step of {item['who']!r} ({item['stage']}) is not reported; "
+            "every scripted step that makes an observation is (docs/observations.md)")
+
+
+def label(item: dict[str, Any]) -> str:
+    who = f" of {item['who']!r}" if item["who"] is not None else ""
+    return f"{item['stage']} {item['what']}{who}"

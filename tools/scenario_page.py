@@ -18,8 +18,8 @@ PAGE = "scenario-language.md"
 SEMANTICS = """\
 ## What a port must know beyond the fields
 
-- **Scripts.** Every participant (listener, guard, tool body, finalizer, renderer, approval
-  service, getter, program) is scripted: a list of steps run in order when it is invoked. A
+- **Scripts.** Every participant (a getter, a listener, the approval service, a guard, a tool
+  body, a renderer, a finalizer, a program) is scripted: a list of steps run in order when it is invoked. A
   script that ends without `return` or `throw` returns `undefined`. Defaults: a waterfall
   listener with no script delegates (`next`, then `return-next`); a `tools/result` observer
   with no script does nothing; **a guard with no script abstains** (returns `undefined`); a

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import anybadge
 
+from .outputs import check_directory, check_distinct, check_writable, write_atomic
 from .report import Report, read_report
 from .scores import Score, scores
+from .terminal import say
 
 # Shields' named colours, by the share of scored rules that pass.
 COLOURS = [(1.0, "#4c1"), (0.9, "#a4a61d"), (0.75, "#dfb317"), (0.5, "#fe7d37"), (0.0, "#e05d44")]
@@ -40,9 +42,9 @@ def slug(report: Report) -> str:
     return re.sub(r"[^A-Za-z0-9._]+", "-", report.name).strip("-.") or "implementation"
 
 
-def write_badges(reports: list[Report], directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+def badge_files(reports: list[Report], directory: Path) -> list[tuple[Path, str]]:
+    """Each badge's path under ``directory`` and its SVG."""
+    out: list[tuple[Path, str]] = []
     taken: dict[str, int] = {}
     for report in reports:
         name = slug(report)
@@ -52,16 +54,28 @@ def write_badges(reports: list[Report], directory: Path) -> list[Path]:
         for score in scores(report):
             overall = score.profile == "all"
             path = directory / (f"{name}.svg" if overall else f"{name}-{score.profile}.svg")
-            path.write_text(badge_svg("dsh conformance" if overall else f"dsh {score.profile}", score),
-                            encoding="utf-8")
-            written.append(path)
-    return written
+            out.append((path, badge_svg("dsh conformance" if overall else f"dsh {score.profile}", score)))
+    return out
+
+
+def write_badges(reports: list[Report], directory: Path, inputs: list[str] | None = None) -> list[Path]:
+    """Write the badges (``outputs.write_atomic``: a symbolic link at a badge's path is
+    replaced, never written through), after checking that the directory can be written and
+    that no badge would replace one of ``inputs``."""
+    check_directory(directory, "--output")
+    files = badge_files(reports, directory)
+    for path, _ in files:
+        check_writable(path, "--output")
+        check_distinct(path, "--output", list(inputs or []))
+    for path, svg in files:
+        write_atomic(path, svg)
+    return [path for path, _ in files]
 
 
 def cmd_badge(args: argparse.Namespace) -> int:
     reports = [read_report(p) for p in args.reports]
-    for path in write_badges(reports, Path(args.output)):
-        print(f"wrote {path}")
+    for path in write_badges(reports, Path(args.output), args.reports):
+        say(f"wrote {path}")
     return 0
 
 
@@ -72,4 +86,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_badge)
 
 
-__all__ = ["write_badges", "badge_svg", "register"]
+__all__ = ["badge_files", "write_badges", "badge_svg", "register"]

@@ -10,8 +10,9 @@ throughput; ``catalogs`` and ``docs`` keep the generated files in step.
 Exit codes: 0 all pass (or only expected failures and errors); 1 conformance failures,
 unexpected errors or stale expectations; 2 usage error or bad input file (before any
 work); 3 the implementation is broken (cannot start, crashes, hangs, breaks the protocol,
-was declared broken by the early stop, or errored on every case); 130 (143) interrupted by
-Ctrl-C (SIGTERM).
+was declared broken by the early stop, or errored on every case); 4 an output could not be
+written completely once the work had begun (a full disk: the report, the JUnit file or a saved
+case is incomplete, and stderr says which); 130 (143) interrupted by Ctrl-C (SIGTERM).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from . import __version__
 from .corpus import CASES
 from .expectations import Expectations, ExpectationsError, from_records, load_expectations
 from .iut import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, ProcessIUT, embedded_oracle
-from .outputs import OutputError, OutputLock, check_writable, write_atomic
+from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
+                      check_writable, write_atomic)
 from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
                      render_junit, render_markdown)
 from .rules import ORACLE_PROFILES, PROFILES, rules
@@ -47,6 +49,10 @@ from .adapter_install import (AdapterInstallError, AdapterSpecError, CannotDrive
                               tree_dir, version_dir)
 from .tree import StaleBuild, build_tree, check_fresh, installed_packages, provenance
 from .resources import ADAPTER, EXPECTATIONS
+# Every line this module prints may hold an implementation's or a file's text (a name, a
+# message, a stderr tail, a case id): ``say`` is print with its control characters shown
+# escaped, never sent raw to the terminal (conformance.terminal).
+from .terminal import say as print  # noqa: A001
 
 
 DEFAULT_EXAMPLES = 100  # generated scenarios of a run that chooses no cases
@@ -204,10 +210,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     profiles, required = _profiles(args)
     locks = _outputs([("--report", args.report), ("--junit", args.junit)])
     expectations = _expectations(args.expectations)
+    for option, value in (("--report", args.report), ("--junit", args.junit)):
+        if value is not None and args.expectations and Path(args.expectations).exists():
+            check_distinct(value, option, [args.expectations])
     cases = Path(args.cases)
-    failures = Path(args.failures)
-    if failures.exists() and not failures.is_dir():
-        raise UsageError(f"--failures {failures}: not a directory")
+    failures = check_directory(args.failures, "--failures", create=False)
     groups, items, expected = _selected(args, cases)
     if not items and args.examples == 0:
         raise UsageError("nothing to run: no corpus cases and --examples 0")
@@ -250,7 +257,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             from .report import Report
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
-    return footer.exit
+        writer.close()
+    return _incomplete_outputs([writer.failed, *runner.unsaved]) or footer.exit
+
+
+def _incomplete_outputs(problems: list[str | None]) -> int:
+    """EXIT_OUTPUT after saying what could not be written (a report cut short by a full
+    disk, a counterexample not saved), else 0: a run whose outputs are incomplete says so."""
+    problems = [p for p in problems if p]
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    return EXIT_OUTPUT if problems else 0
 
 
 def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],
@@ -408,6 +425,7 @@ def _print_all_divergences(expected: Any, actual: Any, profiles: set[str], rec: 
 def cmd_report(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "--output")
+        check_distinct(args.output, "--output", args.reports)
     reports = [read_report(p) for p in args.reports]
     render = {"md": render_markdown, "html": render_html, "json": render_json}[args.format]
     base = Path(args.output).resolve().parent if args.output else Path.cwd()
@@ -421,6 +439,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_expectations(args: argparse.Namespace) -> int:
     check_writable(args.output, "--output")
+    check_distinct(args.output, "--output", [args.report])
     report = read_report(args.report)
     partial = ("it has no footer: the run was killed or is still going" if report.footer is None else
                f"the run stopped early ({report.footer.stopped})" if report.footer.stopped else None)
@@ -769,6 +788,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # a Ctrl-C outside the handler (before it was installed)
         print("dsh-conformance: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OutputWriteError as e:  # once the work had begun: what it was writing is incomplete
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_OUTPUT
     except (UsageError, ScenarioFileError, ExpectationsError, ReportError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from dsh_conformance.oracle.jsonio import MAX_FILE_BYTES, InputLimitError, decode_utf8
+from dsh_conformance.oracle.jsonio import MAX_FILE_BYTES, InputLimitError, decode_utf8, read_limited
 
 from .report import CaseRecord, Outcome
 from .rules import rules
@@ -112,9 +112,7 @@ class Expectations:
 def load_expectations(path: str | Path) -> Expectations:
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise ExpectationsError(f"{p}: $: the file has {p.stat().st_size} bytes; the limit is {MAX_FILE_BYTES}")
-        doc = yaml.safe_load(decode_utf8(p.read_bytes())) or {}
+        doc = yaml.safe_load(decode_utf8(read_limited(p, MAX_FILE_BYTES))) or {}
     except OSError as e:
         raise ExpectationsError(f"{p}: cannot read: {e.strerror or e}") from None
     except InputLimitError as e:

@@ -1,15 +1,24 @@
-"""Files the suite writes, so that a reader never sees a torn one.
+"""Files the suite writes, so that a reader never sees a torn one, and no planted link or
+full disk turns a write into damage or a traceback.
 
-- ``write_atomic``: the whole text goes to a temporary file beside the target, which is then
-  renamed onto it (a rename within a directory is atomic on POSIX): a reader sees the old
-  file or the new one, never a mix.
+- ``write_atomic``: the whole text goes to a temporary file beside the target (created with
+  ``O_EXCL``, so never through a planted link), which is then renamed onto it (a rename
+  within a directory is atomic on POSIX, and replaces a symbolic link at the target
+  itself, never the file it points to): a reader sees the old file or the new one, never a
+  mix. The file gets the mode a new file gets under the umask (0644 under umask 022), or
+  the mode of the regular file it replaces.
 - ``OutputLock``: a run holds an exclusive lock on each path it writes (an ``flock`` on a
   hidden ``.NAME.lock`` beside it, released by the kernel when the process dies, removed at
   the end), so that a second run asked to write the same path is refused at once instead
-  of both corrupting it.
-- ``check_writable``: a path can be written (its directory exists and is writable), asked
-  before any work so that a bad ``--report`` or ``--junit`` fails in the first second, not
-  after the whole run.
+  of both corrupting it. The lock file is opened with ``O_NOFOLLOW`` and must be a regular
+  file of one link: a symbolic or hard link planted there is refused, never written through.
+- ``check_writable``: a path can be written (its directory exists and is writable, it is
+  no directory, device or pipe), asked before any work so that a bad ``--report`` or
+  ``--junit`` fails in the first second, not after the whole run. ``check_distinct``: an
+  output is none of the command's inputs.
+
+A write that fails once the work has begun (a full disk) raises ``OutputWriteError``: the
+command says which file could not be completed and exits ``EXIT_OUTPUT`` (4).
 """
 
 from __future__ import annotations
@@ -17,27 +26,84 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+EXIT_OUTPUT = 4  # an output could not be written completely once the work had begun
+
 
 class OutputError(Exception):
-    """A path the suite cannot write, or one that another run is writing."""
+    """A path the suite cannot write, or one that another run is writing (found before any work)."""
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+class OutputWriteError(OutputError):
+    """A write that failed once the work had begun (a full disk, a file system gone read-only)."""
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(path: Path) -> int:
+    """The mode of the regular file ``path`` replaces, else that of a new file under the umask."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    return 0o666 & ~_umask()
+
+
+def write_atomic(path: str | Path, text: str | bytes) -> None:
+    """Replace ``path`` whole by ``text``; OutputWriteError (one line) if it cannot be done."""
+    p = Path(path)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    except OSError as e:
+        raise OutputWriteError(f"{p}: cannot write: {e.strerror or e}") from None
+    try:
+        os.fchmod(fd, _mode_for(p))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise OutputWriteError(f"{p}: cannot write: {e.strerror or e}; the file was left as it was") from None
         raise
+
+
+def holds(path: str | Path, text: str) -> bool:
+    """Whether ``path`` is a regular file (not a link, a pipe or a device) holding ``text``:
+    read only then, and only as many bytes as the text has."""
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+            return False
+        with open(path, "rb") as f:
+            return f.read(len(data) + 1) == data
+    except OSError:
+        return False
+
+
+def _probe(directory: Path) -> str | None:
+    """Why a file cannot be created in ``directory`` (a read-only mount, an immutable
+    directory), asked by creating one: root passes every mode-bit check."""
+    try:
+        with tempfile.TemporaryFile(dir=directory, prefix=".dsh-conformance-probe."):
+            return None
+    except OSError as e:
+        return e.strerror or str(e)
 
 
 def check_writable(path: str | Path, option: str) -> Path:
@@ -48,11 +114,55 @@ def check_writable(path: str | Path, option: str) -> Path:
         raise OutputError(f"{option} {p}: is a directory")
     if not parent.is_dir():
         raise OutputError(f"{option} {p}: no such directory {parent}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{option} {p}: the directory {parent} is not writable")
-    if p.exists() and not os.access(p, os.W_OK):
+    try:
+        st = os.stat(p)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{option} {p}: not a regular file (a device, a pipe or a socket); name a file")
+    problem = _probe(parent)
+    if problem is not None:
+        raise OutputError(f"{option} {p}: the directory {parent} is not writable ({problem})")
+    if st is not None and not os.access(p, os.W_OK):
         raise OutputError(f"{option} {p}: the file is not writable")
     return p
+
+
+def check_directory(path: str | Path, option: str, create: bool = True) -> Path:
+    """A directory the suite writes files in, checked before any work: created when missing
+    (``create``), else the nearest directory that exists must be one files can be created in."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputError(f"{option} {p}: not a directory")
+    if create:
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"{option} {p}: cannot create the directory ({e.strerror or e})") from None
+    existing = p
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputError(f"{option} {p}: {existing} is not a directory")
+    problem = _probe(existing)
+    if problem is not None:
+        raise OutputError(f"{option} {p}: the directory {existing} is not writable ({problem})")
+    return p
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(os.path.abspath(a)) == Path(os.path.abspath(b))
+
+
+def check_distinct(output: str | Path, option: str, inputs: list[str | Path]) -> None:
+    """OutputError if ``output`` is one of ``inputs`` (writing it would replace what is read)."""
+    for given in inputs:
+        if _same(Path(output), Path(given)):
+            raise OutputError(f"{option} {output}: the same file as the input {given}; writing it would replace "
+                              "what is read (choose another path)")
 
 
 class OutputLock:
@@ -64,9 +174,26 @@ class OutputLock:
         self.option = option
         self.fd: int | None = None
 
+    def _open(self) -> int:
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise OutputError(f"{self.option} {self.path}: its lock file {self.lock_path} is a symbolic link; "
+                                  "the suite does not write through it (remove it)") from None
+            raise OutputError(f"{self.option} {self.path}: cannot create its lock file {self.lock_path} "
+                              f"({e.strerror or e})") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            what = "not a regular file" if not stat.S_ISREG(st.st_mode) else f"a file of {st.st_nlink} links"
+            raise OutputError(f"{self.option} {self.path}: its lock file {self.lock_path} is {what}; the suite "
+                              "does not write it (remove it)")
+        return fd
+
     def acquire(self) -> "OutputLock":
         while True:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
@@ -76,27 +203,35 @@ class OutputLock:
                     who = f" (process {holder})" if holder else ""
                     raise OutputError(f"{self.option} {self.path}: another run{who} is writing this file; "
                                       "wait for it or choose another path") from None
-                raise
+                raise OutputError(f"{self.option} {self.path}: cannot lock {self.lock_path} ({e.strerror})") from None
             # The holder before us may have removed the lock file after we opened it: then
             # our lock is on a file nobody else will see; start over on the current one.
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode())
+            if self._still_ours(fd):
+                try:
+                    os.ftruncate(fd, 0)
+                    os.write(fd, f"{os.getpid()}\n".encode())
+                except OSError:
+                    pass  # the pid is a courtesy to a second run's message; a full disk does not refuse the lock
                 self.fd = fd
                 return self
             os.close(fd)
 
+    def _still_ours(self, fd: int) -> bool:
+        try:
+            return os.fstat(fd).st_ino == os.lstat(self.lock_path).st_ino
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
         if self.fd is None:
             return
-        try:
-            os.unlink(self.lock_path)  # while still holding it: see acquire
-        except OSError:
-            pass
+        # While still holding it (see acquire), and only the file we hold: never a link or
+        # file put in its place since.
+        if self._still_ours(self.fd):
+            try:
+                os.unlink(self.lock_path)
+            except OSError:
+                pass
         os.close(self.fd)
         self.fd = None
 

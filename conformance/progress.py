@@ -20,6 +20,7 @@ import time
 from typing import TextIO
 
 from .report import BROKEN, Outcome
+from .terminal import one_line
 
 DELAY = 2.0  # seconds of a run before its progress shows
 INTERVAL = 0.25  # seconds between redraws
@@ -65,7 +66,7 @@ class Progress:
 
     def begin(self, label: str) -> None:
         with self._lock:
-            self.current = label
+            self.current = one_line(label)  # a case id is a file's name: shown, never obeyed (conformance.terminal)
 
     def done(self, outcome: Outcome) -> None:
         with self._lock:

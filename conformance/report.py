@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
+import re
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -25,14 +27,17 @@ from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, decode_utf8, loads
+from dsh_conformance.oracle.jsonio import (MAX_MESSAGE_DEPTH, MAX_REPORT_BYTES, InputLimitError, decode_utf8, loads,
+                                           read_limited)
 
 from . import __version__, value_diff
 from dsh_conformance.oracle import jsontext
 
-from .outputs import write_atomic
+from .markup import md_code, md_text, xml_text
+from .outputs import OutputWriteError, write_atomic
 from .protocol import PROTOCOL_VERSION
 from .rules import INDEX, rules
+from .terminal import json_visible
 
 REPORT_FORMAT = "dsh-conformance/report/v1"
 
@@ -153,32 +158,79 @@ def _enum_value(v: Any) -> Any:
 
 
 class ReportWriter:
-    """Writes the report at ``path`` as records come, so that it is never torn: after a
-    record the whole file is replaced (a temporary file renamed onto it), at once for the
-    header and the footer and otherwise at most every ``interval`` seconds. A reader, or a
-    run killed at any moment, finds a valid report of the cases decided until then (a
-    killed run's has no footer, and lacks at most the last ``interval``'s cases)."""
+    """Writes the report at ``path`` as records come, in time linear in its size: the header
+    goes to a new file that replaces the path (``outputs.write_atomic``: a symbolic link
+    there is replaced, never written through), and each later record is appended to that
+    file as one complete line, with one ``write`` (flushed to the disk at most every
+    ``interval`` seconds and at the footer). A reader, or a run killed at any moment, finds
+    a valid report of the cases decided until then: a killed run's has no footer, and a
+    last line without its newline (a record being written when it was read or killed) is
+    no record (``read_report`` skips it). A write that fails (a full disk) is kept in
+    ``failed`` and ends the writing: the records before it stay whole."""
 
     def __init__(self, path: str | Path | None, interval: float = 0.2) -> None:
         self.path = Path(path) if path is not None else None
         self.interval = interval
-        self.lines: list[str] = []
-        self.published = 0.0
+        self.fd: int | None = None
+        self.synced = 0.0
+        self.failed: str | None = None  # why the report could not be completed
 
     def write(self, record: BaseModel) -> None:
-        if self.path is None:
+        if self.path is None or self.failed is not None:
             return
         # Python mode and oracle.jsontext: a lone surrogate in a message or a divergence is
         # written as its JSON escape (pydantic's JSON mode refuses it).
         doc = record.model_dump(mode="python", exclude_none=True)
-        self.lines.append(jsontext.dumps(doc, separators=(",", ":"), default=_enum_value) + "\n")
-        if not isinstance(record, CaseRecord) or time.monotonic() - self.published >= self.interval:
+        line = (jsontext.dumps(doc, separators=(",", ":"), default=_enum_value) + "\n").encode("utf-8")
+        try:
+            if self.fd is None:
+                self._create(line)
+            else:
+                _write_all(self.fd, line)
+        except (OSError, OutputWriteError) as e:
+            # Not raised: the run goes on (its summary and exit code still come), and the
+            # command says at the end that the report is incomplete (cli: exit 4).
+            why = str(e) if isinstance(e, OutputWriteError) else f"{self.path}: cannot write: {e.strerror or e}"
+            self.failed = f"{why}; the report holds only the records before it"
+            return
+        if not isinstance(record, CaseRecord) or time.monotonic() - self.synced >= self.interval:
             self.flush()
 
+    def _create(self, first: bytes) -> None:
+        assert self.path is not None
+        write_atomic(self.path, first)
+        # Append through the file just put in place (O_NOFOLLOW: never through a link put
+        # there since); one that another process put there instead is not ours to extend.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if os.fstat(fd).st_size != len(first):
+            os.close(fd)
+            raise OSError(0, "the file was replaced by another process while the run wrote it")
+        self.fd = fd
+
     def flush(self) -> None:
-        if self.path is not None:
-            write_atomic(self.path, "".join(self.lines))
-            self.published = time.monotonic()
+        if self.fd is not None:
+            try:
+                os.fsync(self.fd)
+            except OSError:
+                pass  # a file system without fsync (a pipe, some FUSE mounts): the writes are done
+            self.synced = time.monotonic()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            self.flush()
+            os.close(self.fd)
+            self.fd = None
+
+    def __del__(self) -> None:
+        fd, self.fd = getattr(self, "fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 @dataclass
@@ -205,13 +257,12 @@ def read_report(path: str | Path) -> Report:
     cases: list[CaseRecord] = []
     footer: Footer | None = None
     try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
+        data = read_limited(path, MAX_REPORT_BYTES)
         # Records end with "\n" only: splitlines() would also cut at a U+2028 or a \x1c that a
         # message or a trace holds, unescaped, inside a JSON string.
         lines = decode_utf8(data).split("\n")
+    except OSError as e:
+        raise ReportError(f"{path}: cannot read: {e.strerror or e}") from None
     except InputLimitError as e:
         raise ReportError(f"{path}: {e.message}") from None
     for n, line in enumerate(lines, 1):
@@ -224,12 +275,12 @@ def read_report(path: str | Path) -> Report:
                 break  # a run killed mid-write by an older writer leaves a torn last line
             raise ReportError(f"{path}:{n}: not a report record: {e.message}") from None
         kind = doc.get("kind") if isinstance(doc, dict) else None
-        if kind not in _KINDS:
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise ReportError(f"{path}:{n}: not a report record (an object whose kind is header, case or footer)")
         if header is None and kind != "header":
             raise ReportError(f"{path}:{n}: not a report record here: a report starts with its header, not a {kind} record")
         if kind == "header" and doc.get("format") != REPORT_FORMAT:
-            raise ReportError(f"{path}:{n}: a report of format {doc.get('format')!r}; this suite reads "
+            raise ReportError(f"{path}:{n}: a report of format {_short(repr(doc.get('format')))}; this suite reads "
                               f"{REPORT_FORMAT} (written by dsh-conformance {__version__})")
         try:
             rec = _KINDS[kind].validate_python(doc)
@@ -245,7 +296,44 @@ def read_report(path: str | Path) -> Report:
             footer = rec
     if header is None:
         raise ReportError(f"{path}: no header record")
+    problem = _build_problem(header.implementation.get("build"))
+    if problem:
+        raise ReportError(f"{path}:1: not a report record: header record $.implementation.build{problem}")
     return Report(str(path), header, cases, footer)
+
+
+class _BuiltPackage(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    version: str | None = None
+    digest: str | None = None
+    path: str | None = None
+
+
+class _Build(BaseModel):
+    """What ``diff`` reads of a tree run's provenance (``conformance.tree.provenance``): it
+    comes from the implementation's handshake, so a report's is checked as it is read."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    path: str | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+    changed: list[str] = Field(default_factory=list)
+    packages: dict[str, _BuiltPackage] = Field(default_factory=dict)
+
+
+def _build_problem(build: Any) -> str | None:
+    if build is None:
+        return None
+    try:
+        _Build.model_validate(build)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]) + f": {err['msg']}"
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 _KINDS: dict[str, TypeAdapter[Any]] = {"header": TypeAdapter(Header), "case": TypeAdapter(CaseRecord),
@@ -319,14 +407,19 @@ def _link_cases(rows: list[dict[str, Any]], reports: list[Report], base: Path | 
         for cell, report in zip(row["cells"], reports):
             for case in cell["cases"]:
                 builtin = report.header.corpus == BUILTIN_CORPUS and case["source"] == "corpus"
-                case["link"] = (os.path.relpath(CASES / case["file"], base)
-                                if inside and builtin and case["file"] else None)
+                # By id in the suite's own corpus, never the path the report names.
+                safe = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", case["id"]) and ".." not in case["id"]
+                case["link"] = (os.path.relpath(CASES / f"{case['id']}.json", base)
+                                if inside and builtin and safe else None)
 
 
 def render_markdown(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
                     note: str | None = None) -> str:
     rows = matrix(reports)
     _link_cases(rows, reports, base)
+    # The title and the note are the user's own Markdown; everything from a report is text
+    # (conformance.markup): an implementation's name, ids, reasons and values cannot add
+    # markup, HTML or lines to the page.
     out = [f"# {title}", ""]
     if note:
         out += [note, ""]
@@ -335,12 +428,13 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
     for r in reports:
         h = r.header
         counts = outcome_counts(r.cases)
-        out.append(f"- **{r.name}** ({h.implementation.get('language', '?')}), profiles {', '.join(h.profiles)}; "
-                   f"{case_totals(r.cases, h.examples)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        out.append(f"- **{md_text(r.name)}** ({md_text(h.implementation.get('language', '?'))}), profiles "
+                   f"{md_text(', '.join(h.profiles))}; {case_totals(r.cases, h.examples)}: "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
                    + ("" if r.footer else " (partial run)") + "; score "
                    + ", ".join(f"{s.profile} {s}" for s in scores(r)) + f" ({SCORE})")
     out += ["", f"Each cell: the rule's outcome, then its counts ({LEGEND}).", ""]
-    names = [r.name for r in reports]
+    names = [md_text(r.name) for r in reports]
     for profile in ("core", "reference", "loop", "code-mode"):
         prow = [row for row in rows if row["profile"] == profile]
         if not prow:
@@ -363,31 +457,26 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
             out.append("")
             for case in cell["cases"]:
                 if case["link"]:
-                    link = f"[`{case['id']}`]({case['link']})"
+                    link = f"[{md_code(case['id'])}]({case['link']})"
                 elif case["file"] and case["source"] != "corpus":
-                    link = f"`{case['id']}` (`{case['file']}`)"
+                    link = f"{md_code(case['id'])} ({md_code(case['file'])})"
                 else:
-                    link = f"`{case['id']}`"
+                    link = md_code(case["id"])
                 line = f"- {link}: {case['outcome']}"
                 if case["reason"]:
-                    line += f" (expected: {case['reason']})"
+                    line += f" (expected: {md_text(case['reason'])})"
                 out.append(line)
                 d = case["divergence"]
-                if d:
+                if isinstance(d, dict):
                     found = value_diff.locate_record(d)
                     expected, actual = found.texts(300)
-                    out.append(f"  - first divergence at `{d['where']}`")
+                    out.append(f"  - first divergence at {md_code(d.get('where', '?'))}")
                     if found.headline():
-                        out.append(f"  - differs at `{_md_code(found.headline() or '')}`")
-                    out.append(f"  - expected: `{_md_code(expected)}`")
-                    out.append(f"  - actual: `{_md_code(actual)}`")
+                        out.append(f"  - differs at {md_code(found.headline() or '')}")
+                    out.append(f"  - expected: {md_code(expected)}")
+                    out.append(f"  - actual: {md_code(actual)}")
             out.append("")
     return jsontext.escape_surrogates("\n".join(out).rstrip() + "\n")  # a page is UTF-8 text
-
-
-def _md_code(text: str) -> str:
-    """Text inside a Markdown code span of a list item."""
-    return text.replace("`", "'").replace("|", "\\|")
 
 
 def _md_cell(cell: dict[str, Any]) -> str:
@@ -421,29 +510,32 @@ def render_json(reports: list[Report], title: str = "", base: Path | None = None
                                 "scores": {s.profile: {"passing": s.passing, "scored": s.scored} for s in scores(r)}}
                                for r in reports],
            "rules": matrix(reports)}
-    return jsontext.dumps(doc, indent=1) + "\n"
+    return json_visible(jsontext.dumps(doc, indent=1)) + "\n"  # a terminal may show it: no raw control
 
 
 def render_junit(report: Report) -> str:
-    suite = ET.Element("testsuite", name=f"dsh-conformance {report.name}", tests=str(len(report.cases)))
+    """JUnit XML, always well-formed: every text from the report (an implementation's name,
+    ids, messages, reasons) goes through ``markup.xml_text``, so that a control character or
+    a lone surrogate an implementation sent is shown as its escape (XML 1.0 cannot carry it,
+    not even as a character reference)."""
+    suite = ET.Element("testsuite", name=xml_text(f"dsh-conformance {report.name}"), tests=str(len(report.cases)))
     counts = {"failures": 0, "errors": 0, "skipped": 0}
     for c in report.cases:
-        tc = ET.SubElement(suite, "testcase", classname=c.source, name=f"{c.id} [{' '.join(c.rules)}]",
+        tc = ET.SubElement(suite, "testcase", classname=c.source, name=xml_text(f"{c.id} [{' '.join(c.rules)}]"),
                            time=f"{c.duration_ms / 1000:.3f}")
-        # XML cannot carry a lone surrogate at all, not even as a character reference.
-        text = jsontext.escape_surrogates(c.message or (jsontext.dumps(c.divergence) if c.divergence else ""))
+        text = xml_text(c.message or (jsontext.dumps(c.divergence) if c.divergence else ""))
         if c.outcome == Outcome.FAIL:
             counts["failures"] += 1
-            ET.SubElement(tc, "failure", message=f"rules {', '.join(c.failing_rules or c.rules)}").text = text
+            ET.SubElement(tc, "failure", message=xml_text(f"rules {', '.join(c.failing_rules or c.rules)}")).text = text
         elif c.outcome in BROKEN:
             counts["errors"] += 1
             ET.SubElement(tc, "error", message=c.outcome.value).text = text
         elif c.outcome in (Outcome.SKIP, Outcome.NOT_SCORED, Outcome.XFAIL, Outcome.XERROR, Outcome.NOT_RUN):
             counts["skipped"] += 1
-            ET.SubElement(tc, "skipped", message=jsontext.escape_surrogates(c.expected_reason or c.message or c.outcome.value))
+            ET.SubElement(tc, "skipped", message=xml_text(c.expected_reason or c.message or c.outcome.value))
     for k, v in counts.items():
         suite.set(k, str(v))
-    return jsontext.escape_surrogates(ET.tostring(suite, encoding="unicode") + "\n")  # XML has no lone surrogates
+    return ET.tostring(suite, encoding="unicode") + "\n"
 
 
 def new_header(implementation: dict[str, Any], profiles: list[str], seed: int | None, examples: int) -> Header:

@@ -17,7 +17,9 @@ several side by side (a comparison across implementations or versions) it shows:
   replay command, and the scenario (inline and downloadable for a generated case).
 
 The oracle's trace is recomputed from the case (``conformance.evidence``): from the
-embedded case, or from the corpus the run used when this suite holds the same case.
+embedded case, or, for a corpus case, from this suite's own corpus when it holds the same
+case (by id, checked by digest). A report is input, not a pointer to files: nothing is read
+from a path the report names.
 The page holds no path of the machine that rendered it, and no time of its own: the
 same reports give the same bytes.
 """
@@ -37,6 +39,7 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 
 from dsh_conformance.oracle import parse_scenario, run_scenario
+from dsh_conformance.oracle.jsonio import InputLimitError, loads, read_limited
 from dsh_conformance.oracle.trace import parse_trace
 
 from . import __version__, value_diff
@@ -76,34 +79,38 @@ class CaseView:
     notes: list[str] = field(default_factory=list)
 
 
-def _corpus_dir(report: Report) -> Path | None:
+_CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+def builtin_case(case_id: str) -> dict[str, Any] | None:
+    """The document of this suite's own corpus case ``case_id``, or None. A report is input,
+    not a pointer to files: a view finds a corpus case by its id in the corpus the suite
+    ships, never at a path the report names (its ``corpus`` or ``case_file``)."""
     from .corpus import CASES
 
-    corpus = report.header.corpus
-    if corpus == BUILTIN_CORPUS:
-        return CASES
-    if corpus and Path(corpus).is_dir():
-        return Path(corpus)  # a relative path: the corpus as seen from where the run was made
-    return None
+    if not _CASE_ID.fullmatch(case_id) or ".." in case_id:
+        return None
+    try:
+        doc = loads(read_limited(CASES / f"{case_id}.json"))
+    except (OSError, InputLimitError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def case_view(report: Report, rec: CaseRecord) -> CaseView:
     view = CaseView(rec)
     if rec.scenario is not None:
         view.scenario = rec.scenario
-    elif rec.source == "corpus" and rec.case_file:
-        directory = _corpus_dir(report)
-        path = directory / rec.case_file if directory else None
-        if path is None or not path.is_file():
-            view.notes.append(f"The case {rec.case_file} of the run's corpus ({report.header.corpus or 'unknown'}) "
-                              "is not at hand here: its scenario and expected trace are not shown.")
+    elif rec.source == "corpus":
+        doc = builtin_case(rec.id)
+        if doc is None:
+            view.notes.append(f"The case {rec.id} is not in the corpus of this suite (dsh-conformance {__version__}): "
+                              "its scenario and expected trace are not shown.")
+        elif rec.scenario_sha256 and document_digest(doc) != rec.scenario_sha256:
+            view.notes.append(f"The corpus of this suite (dsh-conformance {__version__}) holds another version of this "
+                              "case than the run used: its scenario and expected trace are not shown.")
         else:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            if rec.scenario_sha256 and document_digest(doc) != rec.scenario_sha256:
-                view.notes.append("The corpus at hand holds another version of this case than the run used: "
-                                  "its scenario and expected trace are not shown.")
-            else:
-                view.scenario = doc
+            view.scenario = doc
     if view.scenario is None or rec.trace is None:
         return view
     try:

@@ -36,10 +36,12 @@ from dsh_conformance.oracle import jsontext
 from .diff_groups import (Group, blame_order, generated_key, generated_verdict, group_regressions, newly_failing,
                           package_changes, side_effects, stage_differs, tree_line)
 from . import value_diff
-from .outputs import check_writable, write_atomic
+from .markup import md_code, md_text
+from .outputs import check_distinct, check_writable, write_atomic
 from .report import INCONCLUSIVE, CaseRecord, Report, read_report, rule_outcomes
 from .report_html import replay_command
 from .rules import rules
+from .terminal import json_visible, visible
 
 NO_CASE = "no case"
 RANK = {"pass": 3, "skip": 2, "not-scored": 2, "not-run": 2, INCONCLUSIVE: 2, NO_CASE: 2,
@@ -327,14 +329,14 @@ def _full_lines(d: RunDiff) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md_text(text)  # a report's text stays text on the page (conformance.markup)
 
 
 def render_markdown(d: RunDiff) -> str:
     c = d.counts()
     out = ["# What changed between two runs", "",
-           f"- OLD: {_md(_name(d.old))} (`{d.old.path}`, {len(d.old.cases)} cases)",
-           f"- NEW: {_md(_name(d.new))} (`{d.new.path}`, {len(d.new.cases)} cases)", ""]
+           f"- OLD: {_md(_name(d.old))} ({md_code(d.old.path)}, {len(d.old.cases)} cases)",
+           f"- NEW: {_md(_name(d.new))} ({md_code(d.new.path)}, {len(d.new.cases)} cases)", ""]
     out += [f"> note: {_md(n)}" for n in d.notes] + ([""] if d.notes else [])
     out[-1:-1] = [f"- {_md(t)}" for t in (tree_line(d.old), tree_line(d.new)) if t]
     if d.packages:
@@ -353,18 +355,18 @@ def render_markdown(d: RunDiff) -> str:
         out += [f"| {ch.kind} | {ch.what} | {_md(ch.detail)} | {ch.old} | {ch.new} |" for ch in d.rules]
     if d.cases:
         out += ["", "## Cases whose outcome changed", "", "| | case | OLD | NEW | detail |", "|---|---|---|---|---|"]
-        out += [f"| {ch.kind} | `{ch.what}` | {ch.old} | {ch.new} | {_md(ch.detail[:200])} |" for ch in d.cases]
+        out += [f"| {ch.kind} | {md_code(ch.what)} | {ch.old} | {ch.new} | {_md(ch.detail[:200])} |" for ch in d.cases]
     if d.traces:
         out += ["", "## Cases whose trace changed, with the same outcome", "", "| case | outcome | OLD | NEW |",
                 "|---|---|---|---|"]
-        out += [f"| `{ch.what}` | {ch.detail} | `{ch.old}` | `{ch.new}` |" for ch in d.traces]
+        out += [f"| {md_code(ch.what)} | {_md(ch.detail)} | {md_code(ch.old)} | {md_code(ch.new)} |" for ch in d.traces]
     for title, found in (("New divergences", d.new_divergences), ("Vanished divergences", d.vanished_divergences)):
         if found:
             out += ["", f"## {title}", ""]
-            out += [f"- `{x.case}` {_md(x.short())}" for x in found]
+            out += [f"- {md_code(x.case)} {_md(x.short())}" for x in found]
     for title, ids in (("Cases only in OLD", d.only_old), ("Cases only in NEW", d.only_new)):
         if ids:
-            out += ["", f"## {title}", "", ", ".join(f"`{i}`" for i in ids)]
+            out += ["", f"## {title}", "", ", ".join(md_code(i) for i in ids)]
     return "\n".join(out) + "\n"
 
 
@@ -385,14 +387,15 @@ def render_json(d: RunDiff) -> str:
         "onlyOld": d.only_old,
         "onlyNew": d.only_new,
     }
-    return jsontext.dumps(doc, indent=1) + "\n"
+    return json_visible(jsontext.dumps(doc, indent=1)) + "\n"  # a terminal may show it: no raw control
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "--output")
+        check_distinct(args.output, "--output", [args.old, args.new])
     d = diff_reports(read_report(args.old), read_report(args.new))
-    text = render_text(d, args.full) if args.format == "text" else \
+    text = visible(render_text(d, args.full)) if args.format == "text" else \
         {"md": render_markdown, "json": render_json}[args.format](d)
     if args.output:
         write_atomic(args.output, text)

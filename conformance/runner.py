@@ -19,6 +19,7 @@ import collections
 import functools
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from .compare import judge
 from .evidence import evidence
 from .expectations import Expectations
 from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
-from .outputs import write_atomic
+from .outputs import OutputWriteError, holds, write_atomic
 from .portable import portable_path, scrub
 from .progress import Progress
 from .protocol import Errored, Skipped
@@ -110,6 +111,7 @@ class Runner:
         self.max_failed = False  # the run stopped at --max-fail (a failure's exit, not a broken IUT's)
         self.records: list[CaseRecord] = []
         self.saved: list[tuple[str, str]] = []  # (what, path) of every case file written
+        self.unsaved: list[str] = []  # why a case file could not be written (a full disk)
         self.seq = 0
         self.broken = False  # the IUT crashed, hung or broke the protocol at least once
         self.consecutive = 0  # timeouts and crashes in a row
@@ -404,14 +406,19 @@ class Runner:
         """Write a generated case as a case file that ``dsh-conformance replay`` re-runs."""
         if self.failures_dir is None:
             return None
-        self.failures_dir.mkdir(parents=True, exist_ok=True)
         text = jsontext.dumps(doc, indent=1) + "\n"
         path = self.failures_dir / f"{case_id}.json"
-        n = 1
-        while path.exists() and path.read_text(encoding="utf-8") != text:  # another run's: never overwritten
-            n += 1
-            path = self.failures_dir / f"{case_id}-{n}.json"
-        write_atomic(path, text)
+        try:
+            self.failures_dir.mkdir(parents=True, exist_ok=True)
+            n = 1
+            # another run's (or a link, a pipe planted there): never overwritten, never read through
+            while os.path.lexists(path) and not holds(path, text):
+                n += 1
+                path = self.failures_dir / f"{case_id}-{n}.json"
+            write_atomic(path, text)
+        except (OSError, OutputWriteError) as e:  # a full disk: said at the end (cli, exit 4), the run goes on
+            self.unsaved.append(f"--failures: the {what} {path} could not be saved: {e}")
+            return None
         self.saved.append((what, str(path)))
         return portable_path(path)
 

@@ -7,7 +7,10 @@ refuse exactly the same inputs, each refusal one ``InputLimitError`` naming the 
 the line and column. The limits (the spec sets none, P13: "nesting depth is unbounded"; these
 are what this implementation handles, stated in the README):
 
-- ``MAX_FILE_BYTES``: a scenario or case file is at most 16 MiB (the corpus's largest is a few KiB);
+- ``MAX_FILE_BYTES``: a scenario or case file (and an expectations file) is at most 16 MiB (the
+  corpus's largest is a few KiB); a report is at most ``MAX_REPORT_BYTES`` (512 MiB); every
+  file is read by ``read_limited``, which refuses what is no regular file (a directory, a
+  pipe, a device such as ``/dev/zero``) before reading a byte, and never reads past the limit;
 - ``MAX_DEPTH``: arrays and objects nest at most 200 levels, the document's root being level 1
   (a ``{"$js": ...}`` token counts as the object it is); values inside a scenario can nest
   about 190 levels, a trace nests them a few levels deeper still (``MAX_MESSAGE_DEPTH``
@@ -21,11 +24,14 @@ are what this implementation handles, stated in the README):
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_REPORT_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 200
 MAX_MESSAGE_DEPTH = MAX_DEPTH + 16
 MAX_INTEGER_DIGITS = 309  # 10**309 is past the largest double (about 1.8e308)
@@ -110,13 +116,44 @@ def decode_utf8(data: bytes, surrogates: bool = False) -> str:
                                    f"{e.reason}") from None
 
 
+def read_limited(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes. A directory, a pipe, a socket
+    or a device is refused before a byte is read (opened without blocking: a FIFO with no
+    writer does not hang the reader), and a file that grows while it is read is read only
+    up to the limit. InputLimitError for those; OSError (cannot open) propagates."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputLimitError("$", f"not a regular file ({_file_kind(st.st_mode)}); name a file")
+        if st.st_size > limit:
+            raise InputLimitError("$", f"the file has {st.st_size} bytes; the limit is {limit} ({limit >> 20} MiB)")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise InputLimitError("$", f"the file has more than {limit} bytes; the limit is {limit} ({limit >> 20} MiB)")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def load_file(path: str | Path, max_depth: int = MAX_DEPTH) -> Any:
     """Read and decode a JSON file within the limits. OSError propagates to the caller."""
-    p = Path(path)
-    size = p.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InputLimitError("$", f"the file has {size} bytes; the limit is {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
-    return loads(p.read_bytes(), max_depth)
+    return loads(read_limited(path), max_depth)
 
 
 def check_limits(doc: Any, max_depth: int = MAX_DEPTH) -> None:
@@ -222,5 +259,5 @@ def _too_deep_at(text: str, max_depth: int) -> tuple[int, int]:
     return 1, 1
 
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INTEGER_DIGITS", "MAX_MESSAGE_DEPTH", "InputLimitError",
-           "check_limits", "decode_utf8", "load_file", "loads"]
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INTEGER_DIGITS", "MAX_MESSAGE_DEPTH", "MAX_REPORT_BYTES",
+           "InputLimitError", "check_limits", "decode_utf8", "load_file", "loads", "read_limited"]

@@ -109,16 +109,19 @@ def test_replay_takes_a_corpus_case_by_id(capsys):
 
 
 def test_changed_corpus_case_is_noted_not_shown(tmp_path, monkeypatch):
-    """A view whose corpus holds another version of a case says so instead of showing an
-    expected trace of another case."""
+    """A corpus case is shown from this suite's own corpus, by id and only when the digest
+    says it is the case the run used: a run on a corpus whose case differs says so instead
+    of showing an expected trace of another case."""
     monkeypatch.chdir(tmp_path)
     cases = corpus_subset(tmp_path, PICK[:1])
     assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "r.jsonl"]) == 1
     rep = read_report("r.jsonl")
     assert rep.header.corpus == "cases"
-    assert case_view(rep, rep.cases[0]).lanes  # found relative to where the run was made
+    assert case_view(rep, rep.cases[0]).lanes  # the same case as the suite's own: shown
     f = cases / f"{PICK[0]}.json"
     f.write_text(f.read_text().replace('"title": "', '"title": "changed: '))
+    assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "r2.jsonl"]) == 1
+    rep = read_report("r2.jsonl")
     view = case_view(rep, rep.cases[0])
     assert view.lanes == [] and "another version of this case" in view.notes[0]
     assert "another version of this case" in render([rep])

@@ -52,7 +52,7 @@ from .resources import ADAPTER, EXPECTATIONS
 # Every line this module prints may hold an implementation's or a file's text (a name, a
 # message, a stderr tail, a case id): ``say`` is print with its control characters shown
 # escaped, never sent raw to the terminal (conformance.terminal).
-from .terminal import say as print  # noqa: A001
+from .terminal import one_line, say as print  # noqa: A001
 
 
 DEFAULT_EXAMPLES = 100  # generated scenarios of a run that chooses no cases
@@ -322,8 +322,9 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
 
     records = runner.records
     outcomes = rule_outcomes(records)
-    print(f"dsh-conformance {__version__}: {impl.get('name')} {impl.get('version', '')} "
-          f"({impl.get('language', '?')}), profiles {', '.join(sorted(profiles))}\n")
+    name, version, language = (one_line(str(impl.get(k, d))) for k, d in (("name", None), ("version", ""),
+                                                                           ("language", "?")))
+    print(f"dsh-conformance {__version__}: {name} {version} ({language}), profiles {', '.join(sorted(profiles))}\n")
     counts = rule_counts(records)
     print(f"{'profile':<10} {'rule':<5} {'title':<56} {CITING:>6} {BLAMED:>6}  outcome")
     for rule in rules().values():
@@ -789,10 +790,10 @@ def main(argv: list[str] | None = None) -> int:
         print("dsh-conformance: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OutputWriteError as e:  # once the work had begun: what it was writing is incomplete
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_OUTPUT
     except (UsageError, ScenarioFileError, ExpectationsError, ReportError, OutputError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except IUTFailure as e:
         print(f"error: the implementation is broken: {e.message}", file=sys.stderr)

@@ -41,7 +41,7 @@ from .outputs import check_distinct, check_writable, write_atomic
 from .report import INCONCLUSIVE, CaseRecord, Report, read_report, rule_outcomes
 from .report_html import replay_command
 from .rules import rules
-from .terminal import json_visible, visible
+from .terminal import json_visible, one_line, visible
 
 NO_CASE = "no case"
 RANK = {"pass": 3, "skip": 2, "not-scored": 2, "not-run": 2, INCONCLUSIVE: 2, NO_CASE: 2,
@@ -262,8 +262,8 @@ def _group_lines(d: RunDiff, n: int, g: Group) -> list[str]:
 def render_text(d: RunDiff, full: bool = False) -> str:
     """The diff for a maintainer: what to act on first, in a screen; ``full`` adds the case by
     case lists."""
-    lines = [f"OLD {_name(d.old)}  ({d.old.path}, {len(d.old.cases)} cases)",
-             f"NEW {_name(d.new)}  ({d.new.path}, {len(d.new.cases)} cases)"]
+    lines = [f"OLD {one_line(_name(d.old))}  ({d.old.path}, {len(d.old.cases)} cases)",
+             f"NEW {one_line(_name(d.new))}  ({d.new.path}, {len(d.new.cases)} cases)"]
     lines += [f"    {t}" for t in (tree_line(d.old), tree_line(d.new)) if t]
     lines.append("")
     if d.packages:
@@ -343,7 +343,7 @@ def render_markdown(d: RunDiff) -> str:
         out += ["Packages that differ:", ""] + [f"- {_md(ln)}" for ln in d.packages] + [""]
     if d.groups:
         out += ["## Regressions by first divergence", "", "| | cases | rules | where | replay |", "|---|---|---|---|---|"]
-        out += [f"| {n} | {len(g.cases)} | {', '.join(g.rules)} | `{_md(g.where)}` | `{_md(_replay(d, g))}` |"
+        out += [f"| {n} | {len(g.cases)} | {', '.join(g.rules)} | {md_code(g.where)} | {md_code(_replay(d, g))} |"
                 for n, g in enumerate(d.groups, 1)] + [""]
     if d.side_effects:
         out += [f"Side effects (rules only no longer judged): {', '.join(ch.what for ch in d.side_effects)}", ""]

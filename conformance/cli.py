@@ -658,7 +658,8 @@ def parser() -> argparse.ArgumentParser:
                      help=f"generated scenarios (default {DEFAULT_EXAMPLES}, or 0 when -k, --case or --rule choose "
                           "cases; 0: corpus only)")
     run.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
-    run.add_argument("--report", help="write the JSON-lines report here (replaced whole as the run goes, never torn)")
+    run.add_argument("--report", help="write the JSON-lines report here (a record appended as each case is decided: "
+                     "a killed run leaves a valid partial report)")
     run.add_argument("--junit", help="write JUnit XML here at the end of the run")
     run.add_argument("--cases", default=str(CASES),
                      help="the corpus: a directory of case files, or one case file (default: the built-in corpus)")

@@ -3,9 +3,14 @@
 Only non-passing cases carry it, which keeps reports small. A corpus case is referred to
 by its id and path in the corpus, with a digest of its document (a view that finds the
 case in its corpus can tell whether it is still the same); a generated or replayed case
-is embedded whole. The IUT's trace is kept as it came; the oracle's trace is not: a view
-recomputes it from the case, and the digest of the trace the run compared against tells
-whether the view's oracle gives the same one.
+is embedded whole. The IUT's trace is kept as it came, up to ``MAX_KEPT_TRACE_BYTES``
+(1 MiB of JSON): a bigger one is left out and its size recorded (``trace_omitted``), so
+that a report grows with the number of cases, not with what an implementation sends (its
+``trace_digest`` is kept whatever the size). Likewise each side of the first divergence is
+kept up to ``MAX_KEPT_VALUE_BYTES`` (64 KiB of JSON); a bigger one becomes
+``{"$omitted": BYTES, "sha256": DIGEST}``, which two reports still compare by. The oracle's trace is
+not kept: a view recomputes it from the case, and the digest of the trace the run compared
+against tells whether the view's oracle gives the same one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,22 @@ def trace_digest(trace: Trace) -> str:
     return digest(trace.dumps())
 
 
+MAX_KEPT_TRACE_BYTES = 1 << 20
+MAX_KEPT_VALUE_BYTES = 64 << 10
+
+
+def kept_divergence(divergence: dict[str, Any]) -> dict[str, Any]:
+    """A first divergence as a record keeps it: each side within ``MAX_KEPT_VALUE_BYTES``."""
+    out = dict(divergence)
+    for side in ("expected", "actual"):
+        text = jsontext.dumps(divergence.get(side), sort_keys=True, separators=(",", ":"))
+        if len(text) > MAX_KEPT_VALUE_BYTES // 4:  # characters: the bytes are counted only when it may be over
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > MAX_KEPT_VALUE_BYTES:
+                out[side] = {"$omitted": size, "sha256": digest(text)}
+    return out
+
+
 def evidence(doc: dict[str, Any], source: str, profiles: set[str] | None = None,
              expected: Trace | None = None, actual: Trace | None = None) -> dict[str, Any]:
     """The optional fields of a non-passing case record (``conformance.report.CaseRecord``)."""
@@ -43,7 +64,12 @@ def evidence(doc: dict[str, Any], source: str, profiles: set[str] | None = None,
         out["scenario"] = doc
     if actual is not None:
         out["profiles"] = sorted(profiles or ())
-        out["trace"] = actual.to_json()
+        trace = actual.to_json()
+        size = len(jsontext.dumps(trace, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+        if size <= MAX_KEPT_TRACE_BYTES:
+            out["trace"] = trace
+        else:
+            out["trace_omitted"] = size
     if expected is not None:
         out["expected_sha256"] = trace_digest(expected)
     return out

@@ -109,6 +109,9 @@ class CaseRecord(_Model):
     scenario_sha256: str | None = Field(None, description="digest of the corpus case's document")
     profiles: list[str] | None = Field(None, description="the profiles the traces were compared under")
     trace: dict[str, Any] | None = Field(None, description="the implementation's trace (trace.schema.json)")
+    trace_omitted: int | None = Field(None, ge=0, description=(
+        "the size in bytes of the implementation's trace, when it was over the 1 MiB a record keeps and was left out "
+        "(conformance.evidence)"))
     expected_sha256: str | None = Field(None, description="digest of the oracle's trace the run compared against")
     trace_digest: str | None = Field(default=None, description=(
         "sha256 of the implementation's normalized trace (conformance.compare.normalized), when it sent one: "
@@ -172,7 +175,7 @@ class ReportWriter:
         self.path = Path(path) if path is not None else None
         self.interval = interval
         self.fd: int | None = None
-        self.synced = 0.0
+        self.synced = time.monotonic()
         self.failed: str | None = None  # why the report could not be completed
 
     def write(self, record: BaseModel) -> None:
@@ -193,7 +196,11 @@ class ReportWriter:
             why = str(e) if isinstance(e, OutputWriteError) else f"{self.path}: cannot write: {e.strerror or e}"
             self.failed = f"{why}; the report holds only the records before it"
             return
-        if not isinstance(record, CaseRecord) or time.monotonic() - self.synced >= self.interval:
+        # To the disk with the footer and at most every ``interval`` seconds (a killed process
+        # loses nothing written: this is for a machine that goes down). Not after the header:
+        # the run has not entered the part that completes the report on an interrupt yet.
+        if isinstance(record, Footer) or (isinstance(record, CaseRecord)
+                                          and time.monotonic() - self.synced >= self.interval):
             self.flush()
 
     def _create(self, first: bytes) -> None:

@@ -50,6 +50,7 @@ from .report_assets import CSS, JS
 from .rule_text import statements
 from .rules import PROFILES
 from .scores import LEGEND, SCORE, RuleCount, case_totals, outcome_counts, scores
+from .terminal import visible
 from .trace_lanes import Lane, divergences, lanes
 
 FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
@@ -57,7 +58,9 @@ SHOWN = FAILING | {Outcome.XFAIL.value, Outcome.XERROR.value}  # cells that open
 
 
 def esc(v: Any) -> str:
-    return html.escape(str(v), quote=True)
+    # Control characters (which HTML forbids, and a terminal showing the page acts on) are
+    # shown as their escapes, as on the terminal (conformance.terminal).
+    return html.escape(visible(str(v)), quote=True)
 
 
 def _json(v: Any, indent: int | None = None) -> str:
@@ -111,6 +114,9 @@ def case_view(report: Report, rec: CaseRecord) -> CaseView:
                               "case than the run used: its scenario and expected trace are not shown.")
         else:
             view.scenario = doc
+    if rec.trace is None and rec.trace_omitted:
+        view.notes.append(f"The implementation's trace ({rec.trace_omitted:,} bytes) was over the 1 MiB a report keeps "
+                          "of it: the traces are not shown; replay the case to see them.")
     if view.scenario is None or rec.trace is None:
         return view
     try:

@@ -30,7 +30,7 @@ from dsh_conformance.oracle import Scenario, ScenarioRunError, jsontext, parse_s
 from dsh_conformance.oracle.trace import Trace
 
 from .compare import judge
-from .evidence import evidence
+from .evidence import evidence, kept_divergence
 from .expectations import Expectations
 from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
 from .outputs import OutputWriteError, holds, write_atomic
@@ -220,7 +220,7 @@ class Runner:
         failing = list(dict.fromkeys([*blamed, *(v["rule"] for v in violations)])) or rules
         reason = self.expectations.reason(case.id, failing)
         return CaseRecord(**base, outcome=Outcome.XFAIL if reason else Outcome.FAIL, failing_rules=failing,
-                          divergence=divergence.to_json() if divergence else None, violations=violations,
+                          divergence=kept_divergence(divergence.to_json()) if divergence else None, violations=violations,
                           expected_reason=reason, duration_ms=_ms(t0),
                           message=divergence.describe() if divergence else violations[0]["message"],
                           **evidence(doc, case.source, needed, expected, answer.trace))

@@ -69,11 +69,15 @@ def test_a_reader_never_sees_a_torn_report(tmp_path, cases):
     try:
         _wait_for(report, run)
         while run.poll() is None:
-            text = report.read_text(encoding="utf-8")
-            assert text.endswith("\n")
-            for line in text.splitlines():
+            # Records are appended whole, one write each: every line ended by its newline is
+            # a whole record, and a last line without it (being written) is no record.
+            data = report.read_bytes()
+            for line in data.split(b"\n")[:-1]:
                 json.loads(line)  # every line whole
-            seen.add(len(text.splitlines()))
+            snapshot = tmp_path / "snapshot.jsonl"
+            snapshot.write_bytes(data)
+            read_report(snapshot)  # a valid (partial) report at every moment
+            seen.add(data.count(b"\n"))
     finally:
         run.communicate(timeout=180)
     assert run.returncode == 0 and read_report(report).footer is not None

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from dsh_conformance.oracle.jsonio import (MAX_MESSAGE_DEPTH, MAX_REPORT_BYTES, InputLimitError, decode_utf8, loads,
                                            read_limited)
@@ -116,6 +116,27 @@ class CaseRecord(_Model):
     trace_digest: str | None = Field(default=None, description=(
         "sha256 of the implementation's normalized trace (conformance.compare.normalized), when it sent one: "
         "two reports of one suite version tell from it whether anything at all changed in the case"))
+
+    # A report is input (it may be crafted): the views index these dicts, so their shape is
+    # checked as they are read, a bad one being a one-line refusal, not a KeyError later.
+    @field_validator("divergence")
+    @classmethod
+    def _divergence_shape(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is None:
+            return v
+        if not isinstance(v.get("where"), str):
+            raise ValueError("a divergence names its place: 'where', a string")
+        if not isinstance(v.get("rules", []), list) or not all(isinstance(r, str) for r in v.get("rules", [])):
+            raise ValueError("a divergence's 'rules' is a list of rule ids")
+        return v
+
+    @field_validator("violations")
+    @classmethod
+    def _violations_shape(cls, v: list[dict[str, str]]) -> list[dict[str, str]]:
+        for item in v:
+            if "rule" not in item or "message" not in item:
+                raise ValueError("a violation has a 'rule' and a 'message'")
+        return v
 
 
 class Footer(_Model):

@@ -303,15 +303,13 @@ def run_mutants(mutants: list[Mutant | None], cases: list[Case], jobs: int, scen
 # ============================================================================ the command
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    from .outputs import check_writable
+    from .outputs import check_directory, check_writable
 
     output = Path(args.output)
     if args.cases and not Path(args.cases).is_dir():
         print(f"error: --cases {args.cases}: no such directory", file=sys.stderr)
         return EXIT_USAGE
-    if output.exists() and not output.is_dir():
-        print(f"error: --output {output}: not a directory", file=sys.stderr)
-        return EXIT_USAGE
+    check_directory(output, "--output", create=False)  # a read-only place is refused before minutes of work
     for path, option in ((args.markdown, "--markdown"), (args.html, "--html")):
         if path:
             check_writable(path, option)

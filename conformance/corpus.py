@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from dsh_conformance.oracle import ScenarioRunError, run_scenario
 
     from .expect import check
+    from .terminal import say as print  # noqa: A001 - a case file's text, shown escaped
 
     paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)] or sorted(CASES.glob("*.json"))
     bad = 0

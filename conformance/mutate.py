@@ -51,6 +51,8 @@ from dsh_conformance.oracle.trace import Trace
 
 from .mutants import Mutant, MutantError, Plan, equivalents, excluded_functions, excluded_modules, materialize, plan
 from .rules import ORACLE_PROFILES
+# A case file's text can reach the messages printed here: shown escaped (conformance.terminal).
+from .terminal import say as print  # noqa: A001
 
 EXIT_OK, EXIT_SURVIVORS, EXIT_USAGE, EXIT_BASELINE = 0, 1, 2, 3
 DEFAULT_BUDGET = 20

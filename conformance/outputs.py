@@ -42,6 +42,15 @@ class OutputWriteError(OutputError):
 
 
 def _umask() -> int:
+    # Read where the kernel shows it: setting it to read it back would, for an instant, give
+    # another thread's new files the wrong mode.
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -84,13 +84,16 @@ class Header(_Model):
     options: dict[str, str] = Field(default_factory=dict)
 
 
+RuleId = Annotated[str, Field(pattern=r"^P[1-9][0-9]{0,3}$")]  # a crafted report's ids are refused as it is read
+
+
 class CaseRecord(_Model):
     kind: Literal["case"] = "case"
     id: str
     source: Literal["corpus", "property", "replay"]
-    rules: list[str]
+    rules: list[RuleId]
     outcome: Outcome
-    failing_rules: list[str] = Field(default_factory=list)
+    failing_rules: list[RuleId] = Field(default_factory=list)
     divergence: dict[str, Any] | None = None
     violations: list[dict[str, str]] = Field(default_factory=list)
     message: str | None = None

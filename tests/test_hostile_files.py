@@ -305,6 +305,9 @@ def crafted_lines(tmp_path: Path) -> dict[str, bytes]:
         "empty": b"",
         "binary": bytes(range(256)) * 4,
         "extra field": with_case(evil=True),
+        "bad rule id": with_case(failing_rules=["X"]),
+        "divergence without place": with_case(divergence={"expected": 1}),
+        "violation without rule": with_case(violations=[{"message": "m"}]),
         "NaN": header + b"\n" + case[:-1] + b',"x":NaN}\n',
     }
 
@@ -418,3 +421,27 @@ def test_no_output_replaces_an_input_or_another_output(tmp_path):
     as_badge.write_bytes(before)
     refused(["badge", str(as_badge), "-o", str(tmp_path)], "the same file as the input")
     assert good.read_bytes() == before and as_badge.read_bytes() == before
+
+
+def test_a_saved_case_replaces_a_planted_link_and_gets_the_umask_mode(tmp_path, victim):
+    """A counterexample saved under --failures (as run_properties saves it)."""
+    from dsh_conformance.runner import Runner
+
+    failures = tmp_path / "failures"
+    failures.mkdir()
+    (failures / "prop-0123456789ab.json").symlink_to(victim)
+    doc = {**json.loads((CASES / "guard-denies-with-number.json").read_text()), "id": "prop-0123456789ab"}
+    from dsh_conformance.iut import embedded_oracle
+
+    iut = embedded_oracle()
+    iut.start()
+    old = os.umask(0o022)
+    try:
+        saved = Runner(iut, {"core"}, failures_dir=failures)._save(doc["id"], doc)
+    finally:
+        os.umask(old)
+        iut.close()
+    unchanged(victim)
+    path = failures / "prop-0123456789ab.json"
+    assert saved and not path.is_symlink() and json.loads(path.read_text())["id"] == doc["id"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644

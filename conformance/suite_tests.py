@@ -10,6 +10,7 @@ from dsh_conformance.expectations import load_expectations, Expectations
 from dsh_conformance.report import Outcome
 from dsh_conformance.rules import ORACLE_PROFILES
 from dsh_conformance.runner import Runner, corpus_items
+from dsh_conformance.terminal import visible
 
 ITEMS = corpus_items(CASES)
 
@@ -29,13 +30,15 @@ def dsh_runner(request: pytest.FixtureRequest):
 
 
 def _verdict(rec):
+    # The reasons and messages come from the implementation or an expectations file: pytest
+    # prints them to the terminal, escaped like every other print of the suite's.
     if rec.outcome == Outcome.PASS:
         return
     if rec.outcome in (Outcome.XFAIL, Outcome.XERROR):
-        pytest.xfail(rec.expected_reason or "expected failure")
+        pytest.xfail(visible(rec.expected_reason or "expected failure"))
     if rec.outcome in (Outcome.SKIP, Outcome.NOT_SCORED):
-        pytest.skip(rec.message or rec.outcome.value)
-    pytest.fail(f"{rec.outcome.value}: {rec.message}", pytrace=False)
+        pytest.skip(visible(rec.message or rec.outcome.value))
+    pytest.fail(visible(f"{rec.outcome.value}: {rec.message}"), pytrace=False)
 
 
 @pytest.mark.parametrize("item", [pytest.param(i, id=i[0]) for i in ITEMS])

@@ -135,3 +135,12 @@ def test_visible_escapes_every_control_and_keeps_text():
     assert "\n" not in one_line("a\nb") and "\t" not in one_line("a\tb")
     assert json_visible('{"a":"\u009b\u202e"}') == '{"a":"\\u009b\\u202e"}'
     assert xml_text("\x00\x1b\ufffe\ud800ok") == "\\0\\x1b\\ufffe\\ud800ok"
+
+
+def test_the_pytest_plugin_shows_the_implementations_text_escaped(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsxf", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--dsh-impl", IMPL, "--dsh-examples", "0", "-k", " or ".join(CASES)],
+                          cwd=tmp_path, capture_output=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert_inert(proc.stdout + proc.stderr, "pytest --dsh-impl")
+    assert b"errored \\x1b]52;c;" in proc.stdout and b"skipped \\x1b]52;c;" in proc.stdout

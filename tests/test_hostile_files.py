@@ -426,16 +426,19 @@ def test_no_output_replaces_an_input_or_another_output(tmp_path):
     assert good.read_bytes() == before and as_badge.read_bytes() == before
 
 
-def test_a_saved_case_replaces_a_planted_link_and_gets_the_umask_mode(tmp_path, victim):
-    """A counterexample saved under --failures (as run_properties saves it)."""
+def test_a_saved_case_never_writes_or_reads_through_what_is_planted_at_its_path(tmp_path, victim):
+    """A counterexample saved under --failures (as run_properties saves it), where a link to
+    a victim and a FIFO nobody writes sit at the names it would take: neither is written
+    through or replaced (another run's file is never overwritten), the FIFO is not opened
+    (it would hang), and the case is saved beside them with the umask's mode."""
+    from dsh_conformance.iut import embedded_oracle
     from dsh_conformance.runner import Runner
 
     failures = tmp_path / "failures"
     failures.mkdir()
     (failures / "prop-0123456789ab.json").symlink_to(victim)
+    os.mkfifo(failures / "prop-0123456789ab-2.json")
     doc = {**json.loads((CASES / "guard-denies-with-number.json").read_text()), "id": "prop-0123456789ab"}
-    from dsh_conformance.iut import embedded_oracle
-
     iut = embedded_oracle()
     iut.start()
     old = os.umask(0o022)
@@ -445,6 +448,8 @@ def test_a_saved_case_replaces_a_planted_link_and_gets_the_umask_mode(tmp_path, 
         os.umask(old)
         iut.close()
     unchanged(victim)
-    path = failures / "prop-0123456789ab.json"
-    assert saved and not path.is_symlink() and json.loads(path.read_text())["id"] == doc["id"]
+    assert (failures / "prop-0123456789ab.json").is_symlink()
+    assert stat.S_ISFIFO(os.lstat(failures / "prop-0123456789ab-2.json").st_mode)
+    path = failures / "prop-0123456789ab-3.json"
+    assert saved == path.name and json.loads(path.read_text())["id"] == doc["id"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o644

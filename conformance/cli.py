@@ -36,7 +36,7 @@ from .corpus import CASES
 from .expectations import Expectations, ExpectationsError, from_records, load_expectations
 from .iut import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, ProcessIUT, embedded_oracle
 from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
-                      check_writable, write_atomic)
+                      check_writable, incomplete_outputs, write_atomic)
 from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
                      render_junit, render_markdown)
 from .rules import ORACLE_PROFILES, PROFILES, rules
@@ -49,9 +49,7 @@ from .adapter_install import (AdapterInstallError, AdapterSpecError, CannotDrive
                               tree_dir, version_dir)
 from .tree import StaleBuild, build_tree, check_fresh, installed_packages, provenance
 from .resources import ADAPTER, EXPECTATIONS
-# Every line this module prints may hold an implementation's or a file's text (a name, a
-# message, a stderr tail, a case id): ``say`` is print with its control characters shown
-# escaped, never sent raw to the terminal (conformance.terminal).
+# Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
 from .terminal import one_line, say as print  # noqa: A001
 
 
@@ -258,16 +256,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
         writer.close()
-    return _incomplete_outputs([writer.failed, *runner.unsaved]) or footer.exit
+    return incomplete_outputs([writer.failed, *runner.unsaved], sys.stderr) or footer.exit
 
-
-def _incomplete_outputs(problems: list[str | None]) -> int:
-    """EXIT_OUTPUT after saying what could not be written (a report cut short by a full
-    disk, a counterexample not saved), else 0: a run whose outputs are incomplete says so."""
-    problems = [p for p in problems if p]
-    for p in problems:
-        print(f"error: {p}", file=sys.stderr)
-    return EXIT_OUTPUT if problems else 0
 
 
 def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],

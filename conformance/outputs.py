@@ -29,6 +29,9 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import TextIO
+
+from .terminal import one_line
 
 EXIT_OUTPUT = 4  # an output could not be written completely once the work had begun
 
@@ -172,6 +175,16 @@ def check_distinct(output: str | Path, option: str, inputs: list[str | Path]) ->
         if _same(Path(output), Path(given)):
             raise OutputError(f"{option} {output}: the same file as the input {given}; writing it would replace "
                               "what is read (choose another path)")
+
+
+def incomplete_outputs(problems: list[str | None], stream: TextIO) -> int:
+    """EXIT_OUTPUT after saying on ``stream`` what could not be written (a report cut short
+    by a full disk, a counterexample not saved), else 0: a run whose outputs are incomplete
+    says so."""
+    found = [p for p in problems if p]
+    for p in found:
+        stream.write(f"error: {one_line(p)}\n")
+    return EXIT_OUTPUT if found else 0
 
 
 class OutputLock:

@@ -36,8 +36,9 @@ def run(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def check(argv: list[str]) -> int:
-    code, out, err = run(argv)
+def check(argv: list[str], cwd: Path) -> int:
+    with contextlib.chdir(cwd):  # a drawn command line writes its defaults (badges, dsh-failures) there only
+        code, out, err = run(argv)
     assert "Traceback" not in out + err, (argv, err)
     assert code in DOCUMENTED, (argv, code, err)
     if code == 2:
@@ -97,9 +98,9 @@ def test_case_files(tmp_path_factory, data):
     (d / "cases").mkdir()
     f = d / "cases" / "pre-deny-skips-body.json"
     f.write_bytes(data)
-    check(["replay", str(f), "--impl", "oracle-inprocess"])
+    check(["replay", str(f), "--impl", "oracle-inprocess"], d)
     check(["run", "--impl", "oracle-inprocess", "--cases", str(d / "cases"), "--examples", "0", "--quiet",
-           "--report", str(d / "r.jsonl"), "--failures", str(d / "f")])
+           "--report", str(d / "r.jsonl"), "--failures", str(d / "f")], d)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def test_report_records(tmp_path_factory, good_lines, which, key, pick, value, k
                  ["diff", str(good), str(p)], ["diff", str(p), str(good), "--format", "md"],
                  ["badge", str(p), "-o", str(d / "b")],
                  ["expectations", "update", "--report", str(p), "--output", str(d / "e.yaml"), "--allow-partial"]):
-        code = check(argv)
+        code = check(argv, d)
         if argv[0] != "diff":
             assert code in (0, 2), (argv, code)
 
@@ -157,4 +158,4 @@ def test_command_lines(tmp_path_factory, words, command):
         argv += ["--impl", "oracle-inprocess"]
     if command == "run":
         argv += ["--cases", str(d / "cases"), "--examples", "0", "--failures", str(d / "f"), "--quiet"]
-    check(argv)
+    check(argv, d)

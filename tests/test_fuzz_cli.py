@@ -50,9 +50,11 @@ def check(argv: list[str], cwd: Path) -> int:
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10 ** 400), max_value=10 ** 400),
                       st.floats(allow_nan=False), st.text(max_size=20))
-json_values = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                               st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                           max_leaves=20)
+def _containers(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+
+
+json_values = st.recursive(json_leaf, _containers, max_leaves=20)
 
 
 def mutate(doc: dict, path: list[str], value: object) -> dict:

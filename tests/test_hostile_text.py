@@ -99,7 +99,8 @@ def test_the_junit_file_is_well_formed_xml(hostile_run):
     joined = "".join(texts)
     assert "errored \\x1b" in joined and "\\0" in joined and "\\ud800" in joined and "\\ufffe" in joined
     assert_inert((d / "j.xml").read_bytes(), "junit")
-    assert int(root.get("errors")) == 2 and int(root.get("skipped")) == 1
+    # errored, crashed, and one whose observation values the contract refuses (invalid)
+    assert int(root.get("errors")) == 3 and int(root.get("skipped")) == 1
 
 
 def test_the_markdown_report_cannot_be_broken_by_the_implementation(hostile_run):

@@ -7,7 +7,8 @@ overwrites the line, a backspace, a C1 CSI, a bidi override) and Markdown/HTML b
 by the case (so that a restart after the crash does the same): it answers ``errored`` with
 such a message to the cases of ERRORED, skips those of SKIPPED with such a reason, writes
 such text to stderr and crashes on those of CRASHES (its stderr tail reaches the message),
-and answers the others with traces whose values hold it (a divergence). Every message also holds
+and answers the others with traces whose observation values hold it (a divergence the
+contract refuses: the case is invalid, its first divergence printed). Every message also holds
 characters XML 1.0 cannot carry (NUL, ESC, U+FFFE) and a lone surrogate.
 """
 

@@ -567,8 +567,8 @@ def _print_scaling(bench: Any, impl: ProcessIUT | InProcessIUT | None, args: arg
             if theirs is not None and first[1]:
                 line += f"  {theirs:>10.1f} {theirs / first[1]:>7.2f}"
             print(line)
-        if impl is not None and isinstance(impl, ProcessIUT) and impl.proc is not None:
-            peak = bench.peak_rss_kib(impl.proc.pid)
+        if impl is not None and isinstance(impl, ProcessIUT) and impl.pid is not None:
+            peak = bench.peak_rss_kib(impl.pid)
             if peak is not None:
                 print(f"--impl peak resident memory over the table: {peak:,.0f} KiB")
 

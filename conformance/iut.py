@@ -35,8 +35,11 @@ import signal
 import subprocess
 import threading
 import time
+import sys
 import traceback
+import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -54,6 +57,11 @@ STOP_GRACE = 5.0  # seconds an IUT has to exit after {"cmd":"stop"} before its g
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one protocol line from the IUT
 STDERR_TAIL_BYTES = 64 * 1024  # how much of the IUT's log is kept
 _POLL = 0.2  # seconds between looks at a silent process
+REAPER = Path(__file__).with_name("reaper.py")
+# The reaper needs Linux's prctl (a child subreaper, a signal when its parent dies); elsewhere
+# the IUT is started directly and its process group is what is killed.
+REAPED = sys.platform.startswith("linux")
+_LIVE: "weakref.WeakSet[ProcessIUT]" = weakref.WeakSet()  # started and not closed (kill_all)
 
 
 class IUTFailure(Exception):
@@ -122,6 +130,7 @@ class ProcessIUT:
         self.cwd = cwd
         self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None  # the IUT's own process (proc is its reaper on Linux)
         self.lines: queue.Queue[Any] = queue.Queue()
         self.log = _Log()
         self.started: Started | None = None
@@ -137,14 +146,35 @@ class ProcessIUT:
     def start(self) -> Started:
         self.generation += 1
         self.pending.clear()
+        self.pid = None
+        status_r, status_w = os.pipe() if REAPED else (-1, -1)
         try:
             # A session of its own: the IUT and everything it starts form one process group
             # that close() can end, and a Ctrl-C on the suite's terminal is the suite's to handle.
+            # On Linux the IUT is started by its reaper (conformance/reaper.py), which ends its
+            # whole tree, also when the suite itself is killed.
+            argv = ([sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), str(status_w), *self.argv]
+                    if REAPED else self.argv)
             self.proc = subprocess.Popen(
-                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=self.cwd, env={**os.environ, **(self.env or {})}, start_new_session=True)
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=self.cwd, env={**os.environ, **(self.env or {})}, start_new_session=True,
+                pass_fds=(status_w,) if REAPED else ())
         except (OSError, ValueError) as e:
+            if REAPED:
+                os.close(status_r)
+                os.close(status_w)
             raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {getattr(e, 'strerror', None) or e}") from None
+        _LIVE.add(self)
+        if REAPED:
+            os.close(status_w)
+            started = _read_status(status_r, self.start_timeout)
+            if not started.startswith("ok "):
+                self.close(graceful=False)
+                why = started.removeprefix("error: ") or "its reaper exited"
+                raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {why}")
+            self.pid = int(started[3:])
+        else:
+            self.pid = self.proc.pid
         self.lines = queue.Queue()
         self.log = _Log()
         proc = self.proc
@@ -295,6 +325,15 @@ class ProcessIUT:
                 proc.wait(timeout=STOP_GRACE)
             except subprocess.TimeoutExpired:
                 pass
+        _LIVE.discard(self)
+        if REAPED and proc.poll() is None:
+            # Its reaper ends the whole tree, whatever group or session a descendant moved to
+            # (SIGKILL to the group could end the reaper first and leave those behind).
+            try:
+                os.kill(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=STOP_GRACE)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
         # The group outlives its leader: children of an IUT that exited are still in it.
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -313,6 +352,40 @@ class ProcessIUT:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _read_status(fd: int, limit: float) -> str:
+    """The reaper's word on the start: ``ok PID`` or ``error: WHY`` (empty: it died first)."""
+    data = b""
+    deadline = time.monotonic() + limit
+    try:
+        while (remaining := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([fd], [], [], remaining)
+            if not readable:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace")
+
+
+def kill_all() -> None:
+    """End every process IUT still running, at once (a forced exit: no stop message, no
+    waiting). On Linux their reapers end their trees, and would when the suite exits anyway."""
+    for iut in list(_LIVE):
+        proc = iut.proc
+        if proc is None:
+            continue
+        try:
+            if REAPED:
+                os.kill(proc.pid, signal.SIGTERM)
+            else:
+                os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _pump_stdout(stream: Any, lines: queue.Queue[Any]) -> None:

@@ -52,7 +52,8 @@ P, E, T, N = "pass", "error", "timeout", "not-run"
 ROWS = [
     # the process level
     Row("closes-stdout-and-keeps-running", "close-stdout", [E, E, N, N], 3, HANG, "closed its stdout"),
-    Row("exits-leaving-a-child-on-the-pipe", "orphan-child", [P, E, P, P], 3, HANG, "still holds its stdout"),
+    # its reaper ends the child holding the pipe when the IUT exits: the exit is seen at once
+    Row("exits-leaving-a-child-on-the-pipe", "orphan-child", [P, E, P, P], 3, HANG, "exited (status 71) before answering"),
     Row("never-answers", "never-answers", [T, T, N, N], 3, HANG, "no answer to run 1 within 3s"),
     Row("hangs-once", "hang", [P, T, P, P], 3, HANG, "no answer to run 2"),
     Row("crashes-always", "crash-always", [E, E, N, N], 3, HANG, "exited (status 72)"),

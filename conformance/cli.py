@@ -34,7 +34,8 @@ from dsh_conformance.oracle.scenario import load_scenario_document
 from . import __version__
 from .corpus import CASES
 from .expectations import Expectations, ExpectationsError, from_records, load_expectations
-from .iut import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, ProcessIUT, embedded_oracle
+from .iut import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, NotAnImplementation, ProcessIUT,
+                  PythonIUT, embedded_oracle)
 from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
                       check_writable, incomplete_outputs, write_atomic)
 from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
@@ -133,23 +134,23 @@ def _dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float, bu
     return ProcessIUT(["node", str(home / "adapter.mjs")], timeout, validate, env=env, start_timeout=start_timeout)
 
 
-def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> InProcessIUT:
-    import importlib
+def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> PythonIUT:
+    """A Python implementation module, run in a worker process (``iut.PythonIUT``): the
+    suite's process never imports it. A top-level package that does not exist is refused
+    here; the worker process finds every other reason a module is not an implementation."""
+    import importlib.util
 
     name = spec[3:]
     if not name:
         raise UsageError(f"--impl {spec}: name a module, as in py:mypackage.iut")
+    top = name.partition(".")[0]
     try:
-        module = importlib.import_module(name)
-    except ImportError as e:
+        found = importlib.util.find_spec(top)  # a top-level name: found, not run
+    except (ImportError, ValueError) as e:
         raise UsageError(f"--impl {spec}: cannot import {name}: {e}") from None
-    except Exception as e:  # noqa: BLE001 - the module's own import-time failure
-        raise UsageError(f"--impl {spec}: importing {name} raised {type(e).__name__}: {e}") from None
-    started, answer = getattr(module, "started", None), getattr(module, "answer", None)
-    if not callable(started) or not callable(answer):
-        raise UsageError(f"--impl {spec}: {name} is not an in-process implementation: it needs the functions "
-                         "started() and answer(seq, scenario)")
-    return InProcessIUT(started, answer, validate, timeout, start_timeout)
+    if found is None:
+        raise UsageError(f"--impl {spec}: cannot import {name}: no module named {top!r}")
+    return PythonIUT(name, timeout, validate, start_timeout)
 
 
 def _expectations(path: str | None) -> Expectations:
@@ -783,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
     except OutputWriteError as e:  # once the work had begun: what it was writing is incomplete
         print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_OUTPUT
-    except (UsageError, ScenarioFileError, ExpectationsError, ReportError, OutputError) as e:
+    except (UsageError, NotAnImplementation, ScenarioFileError, ExpectationsError, ReportError, OutputError) as e:
         print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except IUTFailure as e:

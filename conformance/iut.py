@@ -140,6 +140,7 @@ class ProcessIUT:
         # run at a time, in order; the runner may send the next before reading an answer.
         self.pending: collections.deque[tuple[int, float]] = collections.deque()
         self.answered_at = 0.0  # when the latest answer arrived
+        self._stderr_pump: threading.Thread | None = None
 
     # ---------------------------------------------------------------- process
 
@@ -181,7 +182,8 @@ class ProcessIUT:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         os.set_blocking(proc.stdin.fileno(), False)  # writes are bounded by the deadline (_send)
         threading.Thread(target=_pump_stdout, args=(proc.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=_pump_stderr, args=(proc.stderr, self.log), daemon=True).start()
+        self._stderr_pump = threading.Thread(target=_pump_stderr, args=(proc.stderr, self.log), daemon=True)
+        self._stderr_pump.start()
         try:
             deadline = time.monotonic() + self.start_timeout
             self._send({"cmd": "start", "version": 1}, deadline, "the handshake", self.start_timeout)
@@ -425,6 +427,62 @@ def _first_error(e: ValidationError) -> str:
     err = e.errors(include_url=False)[0]
     path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
     return f"{path}: {err['msg']}"
+
+
+# ------------------------------------------------------------------------------ py:MODULE
+
+class NotAnImplementation(ValueError):
+    """``py:MODULE`` names a module that cannot be imported or has no ``started()`` and
+    ``answer()``: a usage error (found by the worker process, which alone imports it)."""
+
+
+_HOST_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
+              "from dsh_conformance.python_host import main; main(sys.argv)")
+
+
+class PythonIUT(ProcessIUT):
+    """A Python implementation module (``py:MODULE``), run in a worker process of its own
+    (``conformance.python_host``) and spoken to over the protocol, as any process IUT: its
+    death is a crash, its threads die with it, and it cannot patch the judging process. A
+    crash message is the host's own account of it (``answer() raised ValueError: ...``)."""
+
+    def __init__(self, module: str, timeout: float = DEFAULT_TIMEOUT, validate: bool = False,
+                 start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
+        import json
+
+        self.module = module
+        super().__init__([sys.executable, "-c", _HOST_BOOT, module, json.dumps(sys.path)], timeout, validate,
+                         start_timeout=start_timeout)
+
+    def _host_says(self) -> str | None:
+        """The host's last word on stderr (why it ended), once its stderr has been read to the end."""
+        from .python_host import MARK
+
+        if self._stderr_pump is not None:
+            self._stderr_pump.join(timeout=EXIT_GRACE)
+        said = [line[len(MARK):] for line in self.log.text(200).splitlines() if line.startswith(MARK)]
+        return said[-1] if said else None
+
+    def start(self) -> Started:
+        from .python_host import USAGE_STATUS
+
+        try:
+            return super().start()
+        except IUTFailure as e:
+            said = self._host_says()
+            if said is None:
+                raise
+            if f"(status {USAGE_STATUS})" in e.message:
+                raise NotAnImplementation(f"--impl py:{self.module}: {said}") from None
+            raise IUTFailure("start", f"handshake failed: {said}", e.stderr) from None
+
+    def collect(self, seq: int) -> Traced | Skipped | Errored:
+        try:
+            return super().collect(seq)
+        except IUTFailure as e:
+            if e.kind == "crash" and (said := self._host_says()) is not None:
+                e.message = said
+            raise
 
 
 # ------------------------------------------------------------------------------ in-process

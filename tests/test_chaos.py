@@ -86,6 +86,11 @@ ROWS = [
     Row("in-process-sys-exit", "py:exit", [P, E, P, P], 3, (), "raised SystemExit"),
     Row("in-process-not-a-dict", "py:not-a-dict", [E, E, E, E], 3, (), "returned str, not a dict"),
     Row("in-process-errored", "py:errored", [E, E, E, E], 3, (), "cannot run this"),
+    # in a worker process of its own: its death is a crash, its threads die with it, and what
+    # it patches is the worker's copy of the suite, not the judge's
+    Row("in-process-os-exit", "py:os-exit", [P, E, P, P], 3, (), "exited (status 0) before answering run 2"),
+    Row("in-process-leaves-a-thread", "py:thread", [P, P, P, P], 0),
+    Row("in-process-patches-the-judge", "py:patch-judge", ["fail", "fail", "fail", "fail"], 1),
     # the generated phase: no shrinking of timeouts, an early stop there too
     Row("never-answers-generated", "never-answers", [T, T, N], 3, (*HANG, "--no-corpus", "--examples", "10")),
     Row("never-answers-corpus-and-generated", "never-answers", [T, T, N, N, N], 3, (*HANG, "--examples", "5")),
@@ -96,7 +101,8 @@ ROWS = [
 
 def _impl(mode: str) -> tuple[str, dict[str, str]]:
     if mode.startswith("py:"):
-        return "py:fake_inprocess", {"FAKE_INPROCESS_MODE": mode[3:], "PYTHONPATH": str(FAKES)}
+        return "py:fake_inprocess", {"FAKE_INPROCESS_MODE": mode[3:], "PYTHONPATH": str(FAKES),
+                                     "FAKE_INPROCESS_ONCE": "{state}"}
     return f"{sys.executable} {FAKE} {mode} {{state}}", {}
 
 
@@ -164,6 +170,7 @@ def test_chaos(row: Row, tmp_path: Path) -> None:
             "--failures", str(tmp_path / "failures"), *row.args]
     if "--examples" not in row.args:
         args += ["--examples", "0"]
+    env = {k: v.format(state=tmp_path / "state") for k, v in env.items()}
     done, tag = run_cli(args, {**env, **row.env}, cwd=tmp_path)
     assert done.returncode == row.exit, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr

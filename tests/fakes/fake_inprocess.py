@@ -9,13 +9,22 @@ PYTHONPATH): the oracle, except for what ``FAKE_INPROCESS_MODE`` says.
 - ``not-a-dict``: every run returns a string;
 - ``errored``: every run answers ``errored``;
 - ``start-raises``: ``started()`` raises;
-- ``loop-always``: every run loops.
+- ``loop-always``: every run loops;
+- ``os-exit``: the second run calls ``os._exit(0)`` (no exception, no clean-up);
+- ``thread``: ``started()`` leaves a non-daemon thread running for an hour;
+- ``patch-judge``: patches the suite's comparison and invariant checks to find nothing, and
+  answers every run with an empty trace (wrong: the suite must still say so).
+
+It runs in a worker process of its own (``conformance.python_host``), restarted after a
+crash: a mode that breaks the second run does it once when ``FAKE_INPROCESS_ONCE`` names a
+file (a restarted worker finds it and behaves).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -23,12 +32,37 @@ from typing import Any
 from dsh_conformance.oracle import serve  # noqa: E402
 
 MODE = os.environ.get("FAKE_INPROCESS_MODE", "")
+ONCE = os.environ.get("FAKE_INPROCESS_ONCE")
 _runs = 0
+
+
+def _second() -> bool:
+    """Whether this is the second run, the first time a worker sees one."""
+    if _runs != 2:
+        return False
+    if ONCE is None:
+        return True
+    if os.path.exists(ONCE):
+        return False
+    open(ONCE, "w").close()
+    return True
+
+
+def _patch_the_judge() -> None:
+    """What a hostile in-process implementation would do to pass whatever it answers."""
+    from dsh_conformance import compare, invariants, runner
+
+    compare.judge = runner.judge = lambda expected, actual, profiles: (None, "sha256:" + "0" * 64)
+    invariants.check = lambda scenario, trace: []
 
 
 def started() -> dict[str, Any]:
     if MODE == "start-raises":
         raise RuntimeError("no handshake today")
+    if MODE == "thread":
+        threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()
+    if MODE == "patch-judge":
+        _patch_the_judge()
     reply = serve.started()
     reply["implementation"]["name"] = f"fake-inprocess-{MODE}"
     return reply
@@ -41,20 +75,26 @@ def _recurse(n: int) -> int:
 def answer(seq: int, scenario: dict[str, Any]) -> Any:
     global _runs
     _runs += 1
-    if MODE == "loop-always" or (MODE == "loop" and _runs == 2):
+    if MODE == "loop-always" or (MODE == "loop" and _second()):
         while True:
             try:
                 sum(range(1000))
             except Exception:  # noqa: BLE001 - a hostile implementation swallows what it can
                 pass
-    if MODE == "sleep" and _runs == 2:
+    if MODE == "sleep" and _second():
         time.sleep(3600)
-    if MODE == "raise" and _runs == 2:
+    if MODE == "raise" and _second():
         raise ValueError("the implementation fell over")
-    if MODE == "recursion" and _runs == 2:
+    if MODE == "recursion" and _second():
         _recurse(0)
-    if MODE == "exit" and _runs == 2:
+    if MODE == "exit" and _second():
         sys.exit(5)
+    if MODE == "os-exit" and _second():
+        os._exit(0)
+    if MODE == "patch-judge":
+        reply = serve.answer(seq, scenario)
+        reply["trace"].update(observations=[], events=[], results=[])
+        return reply
     if MODE == "not-a-dict":
         return "a string"
     if MODE == "errored":

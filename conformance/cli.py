@@ -22,7 +22,6 @@ import contextlib
 import json
 import math
 import shlex
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +32,8 @@ from dsh_conformance.oracle.scenario import load_scenario_document
 
 from . import __version__
 from .corpus import CASES
+from . import interrupts
+from .interrupts import Interrupted
 from .expectations import Expectations, ExpectationsError, from_records, load_expectations
 from .iut import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, NotAnImplementation, ProcessIUT,
                   PythonIUT, embedded_oracle)
@@ -59,17 +60,6 @@ DEFAULT_EXAMPLES = 100  # generated scenarios of a run that chooses no cases
 
 class UsageError(Exception):
     pass
-
-
-class Interrupted(KeyboardInterrupt):
-    """The run was stopped from outside (Ctrl-C, SIGTERM): ``code`` is its exit code. A
-    KeyboardInterrupt, so that nothing on the way (hypothesis, an ``except Exception``)
-    takes it for a failure."""
-
-    def __init__(self, what: str, code: int) -> None:
-        super().__init__(what)
-        self.what, self.code = what, code
-        self.report: str | None = None  # the report completed with a footer before stopping
 
 
 # ------------------------------------------------------------------------- IUTs
@@ -232,24 +222,30 @@ def cmd_run(args: argparse.Namespace) -> int:
                             args.seed, args.examples)
         header.corpus = corpus_name(groups[0].directory) if groups else None
         header.options = _replay_options(args)
-        writer.write(header)
         runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required,
                         max_fail=1 if args.fail_fast else args.max_fail)
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
+        begun = False  # the header is written: from then on, every ending writes a footer
         try:
+            with interrupts.deferred():
+                writer.write(header)
+                begun = True
             progress.phase("corpus", len(items))
             runner.run_cases(items, progress, expected)
             if args.examples:
                 progress.phase("generated", args.examples)
                 runner.run_properties(args.examples, args.seed, frozenset(runner.iut_profiles), progress)
             progress.close()
+            with interrupts.deferred():  # a signal now is this run's ending, or comes after its footer
+                interrupts.check()
+                footer = runner.finish()
         except Interrupted as e:
             progress.close()
-            runner.finish(e.code, stopped=e.what)
-            e.report = args.report
+            e.report = args.report if begun else None
+            if begun and not runner.finished:  # (a second signal now ends the process at once)
+                runner.finish(e.code, stopped=e.what)
             raise
-        footer = runner.finish()
         _print_summary(started.implementation.model_dump(), runner, footer.stale, profiles, footer.exit,
                        args.report, args.impl)
         if args.junit:
@@ -736,28 +732,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    # Once: a second Ctrl-C must not cut the clean-up short (it is bounded, a few seconds).
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
-    raise Interrupted("terminated" if signum == signal.SIGTERM else "interrupted", 128 + signum)
-
-
-@contextlib.contextmanager
-def _signals() -> Any:
-    """Ctrl-C and SIGTERM become ``Interrupted`` (clean-up runs: the IUT's process group is
-    killed, the report gets its footer)."""
-    previous = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, _interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        pass
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 def _readable_streams() -> None:
     """What this command prints is text for people (JSON it prints is escaped already, see
     oracle.jsontext): a lone surrogate an implementation sent in a message is shown as its
@@ -772,7 +746,8 @@ def main(argv: list[str] | None = None) -> int:
     _readable_streams()
     args = parser().parse_args(argv)
     try:
-        with _signals():
+        with interrupts.handled():
+            interrupts.check()  # a signal while the command was being read
             return args.func(args)
     except Interrupted as e:
         print(f"dsh-conformance: {e.what}; nothing it started is left running"

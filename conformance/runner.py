@@ -29,6 +29,7 @@ from typing import Any
 from dsh_conformance.oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import Trace
 
+from . import interrupts
 from .compare import judge
 from .evidence import evidence, kept_divergence
 from .expectations import Expectations
@@ -119,6 +120,7 @@ class Runner:
         self.judged = 0  # cases whose answer was judged (pass or fail)
         self.errors = 0  # cases the IUT answered with an error
         self.last: tuple[Trace, Trace, set[str]] | None = None  # (oracle's, IUT's, profiles) of the latest trace
+        self.finished = False  # the footer is written
 
     # ------------------------------------------------------------------ one case
 
@@ -133,6 +135,7 @@ class Runner:
                  scenario: Scenario | None, expected: Trace | None) -> "_Case | CaseRecord":
         """What the case needs before the IUT is asked, or its record when it is decided
         without asking (not run, not scored)."""
+        interrupts.check()  # a safe point: a signal whose exception was swallowed ends the run here
         t0 = time.monotonic()
         if scenario is None:
             # Parsed once, with its reference trace (expected_traces keeps both).
@@ -323,6 +326,7 @@ class Runner:
 
         def fails(example: Example) -> bool:
             nonlocal count, attempts, best
+            interrupts.check()
             if self.gave_up:
                 raise _GiveUp()
             if best is None:
@@ -465,6 +469,7 @@ class Runner:
                         exit=self.exit_code() if code is None else code, finished=now(),
                         stopped=stopped or self.gave_up)
         self.writer.write(footer)
+        self.finished = True
         return footer
 
 

@@ -259,3 +259,79 @@ def test_ctrl_c_ends_the_run_and_its_children(tmp_path: Path) -> None:
     rep = read_report(report)
     assert rep.footer is not None and rep.footer.exit == 130 and rep.footer.stopped == "interrupted"
     assert_none_alive(tag)
+
+
+def _start_run(tmp_path: Path, args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """``dsh-conformance ARGS`` through its real entry point, tagged, in a session of its own."""
+    tag = uuid.uuid4().hex
+    full_env = {**os.environ, **(env or {}), TAG: tag}
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full_env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", "dsh_conformance", *args], env=full_env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return proc, tag
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=WALL)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the run hung after a signal\nstderr:\n{err[-3000:]}")
+
+
+SIGNAL_TRIES = 14
+
+
+def test_signals_at_random_points_are_never_lost(tmp_path: Path) -> None:
+    """SIGTERM or SIGINT at a random moment of a real run (the imports, the handshake, the
+    corpus, hypothesis' generated phase, the footer), many times: every try ends with 143 or
+    130, one line and no traceback, a report that was begun has its footer, and nothing the
+    run started is alive afterwards."""
+    import random
+
+    rng = random.Random(21)
+    cases = corpus_subset(tmp_path, CASES)
+    landed = 0
+    for n in range(SIGNAL_TRIES):
+        sig = rng.choice([signal.SIGTERM, signal.SIGINT])
+        report = tmp_path / f"report-{n}.jsonl"
+        proc, tag = _start_run(tmp_path, ["run", "--cases", str(cases), "--examples", "400", "--quiet",
+                                          "--report", str(report), "--failures", str(tmp_path / "failures")])
+        time.sleep(rng.uniform(0.15, 6.0))
+        if proc.poll() is not None:  # it finished first: not a try
+            _finish(proc)
+            continue
+        proc.send_signal(sig)
+        out, err = _finish(proc)
+        landed += 1
+        what = f"try {n}: {sig.name}, exit {proc.returncode}\nstderr:\n{err[-3000:]}"
+        assert proc.returncode == 128 + sig, what
+        assert "Traceback" not in err and "Exception ignored" not in err, what
+        assert err.splitlines()[-1].startswith("dsh-conformance: " + ("terminated" if sig == signal.SIGTERM
+                                                                     else "interrupted")), what
+        if report.exists():
+            rep = read_report(report)
+            assert rep.footer is not None, what
+            # the footer says the signal, unless the run had written its own before it came
+            assert rep.footer.exit == 128 + sig or rep.footer.stopped is None, what
+        assert_none_alive(tag)
+    assert landed >= SIGNAL_TRIES // 2, f"only {landed} signals landed in a running run"
+
+
+def test_a_second_signal_forces_the_exit(tmp_path: Path) -> None:
+    """A second SIGTERM ends the run at once, with the first one's code, and ends what it started."""
+    cases = corpus_subset(tmp_path, CASES)
+    proc, tag = _start_run(tmp_path, ["run", "--impl", f"{sys.executable} {FAKE} ignore-term", "--cases", str(cases),
+                                      "--examples", "0", "--report", str(tmp_path / "r.jsonl")],
+                           {"FAKE_SLOW_SECONDS": "3600"})
+    deadline = time.monotonic() + WALL
+    while not (tmp_path / "r.jsonl").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)
+    out, err = _finish(proc)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    assert_none_alive(tag)

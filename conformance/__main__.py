@@ -1,0 +1,23 @@
+"""``dsh-conformance`` (and ``python -m dsh_conformance``): the signal handlers first, then
+the command. Importing the command takes seconds on a busy machine; a Ctrl-C or SIGTERM
+meanwhile ends it with one line and exit 130 (143), as it does any later."""
+
+from __future__ import annotations
+
+import sys
+
+from .interrupts import Interrupted, install
+
+
+def main() -> int:
+    install()
+    try:
+        from .cli import main as command
+    except Interrupted as e:
+        print(f"dsh-conformance: {e.what}", file=sys.stderr)
+        return e.code
+    return command()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

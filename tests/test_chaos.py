@@ -62,6 +62,7 @@ ROWS = [
     Row("segfaults", "segfault", [P, E, P, P], 3, (), "status -11"),
     Row("ignores-sigterm-and-stop", "ignore-term", [P, P, P, P], 0),
     Row("keeps-a-worker-process", "worker", [P, P, P, P], 0),
+    Row("descendants-leave-its-group-and-session", "escapes", [P, P, P, P], 0),
     Row("slow-handshake", "slow-start", [P, P, P, P], 0),
     Row("floods-stderr", "stderr-flood", [P, P, P, P], 0),
     # the wire
@@ -335,3 +336,50 @@ def test_a_second_signal_forces_the_exit(tmp_path: Path) -> None:
     assert proc.returncode == 143, err
     assert "Traceback" not in err
     assert_none_alive(tag)
+
+
+def _wait_for(tag: str, count: int, proc: subprocess.Popen[str]) -> None:
+    """Until ``count`` processes of the run are alive (the suite, the reaper, the IUT, its two
+    descendants that left its group and session, ...)."""
+    deadline = time.monotonic() + WALL
+    while len(alive(tag)) < count:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper needs Linux's prctl")
+def test_sigkill_of_the_suite_ends_everything_it_started(tmp_path: Path) -> None:
+    """A CI timeout SIGKILLs the job's process group: the IUT, and its descendants that left
+    its process group (setpgid) and its session (setsid), do not outlive the suite."""
+    cases = corpus_subset(tmp_path, CASES)
+    proc, tag = _start_run(tmp_path, ["run", "--impl", f"{sys.executable} {FAKE} slow-escapes", "--cases", str(cases),
+                                      "--examples", "0"])
+    try:
+        _wait_for(tag, 5, proc)
+        os.killpg(proc.pid, signal.SIGKILL)  # the suite's own group: nothing it can catch
+        proc.communicate(timeout=WALL)
+        assert_none_alive(tag)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper needs Linux's prctl")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_pytest_session_ends_the_implementation(sig: signal.Signals, tmp_path: Path) -> None:
+    """``pytest --dsh-impl``, SIGTERM (pytest's default: it dies at once) or SIGKILL to pytest:
+    the implementation and its escaping descendants are ended with it."""
+    tag = uuid.uuid4().hex
+    env = {**os.environ, TAG: tag, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                             "--dsh-impl", f"{sys.executable} {FAKE} slow-escapes", "--dsh-examples", "0"],
+                            cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        _wait_for(tag, 5, proc)
+        proc.send_signal(sig)
+        proc.communicate(timeout=WALL)
+        assert_none_alive(tag)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

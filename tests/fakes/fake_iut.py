@@ -152,7 +152,7 @@ def hostile(msg: dict, runs: int, reply: dict) -> dict | None:
         return None
     if MODE == "errored-all" or (MODE == "errored-one" and runs == 2):
         return {"seq": msg["seq"], "errored": True, "message": f"fake-{MODE} cannot run this"}
-    if MODE == "slow" and runs == 1:
+    if MODE in ("slow", "slow-escapes") and runs == 1:
         time.sleep(float(os.environ.get("FAKE_SLOW_SECONDS", "3")))
     return reply
 
@@ -166,6 +166,12 @@ def main() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if MODE == "worker":  # a helper process of its own, for its whole life
         _child(300)
+    if MODE in ("escapes", "slow-escapes"):  # descendants that leave its process group and its session
+        for leave in ("os.setpgid(0, 0)", "os.setsid()"):
+            subprocess.Popen([sys.executable, "-c", f"import os, time; {leave}; time.sleep(3600)"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        if MODE == "slow-escapes":
+            os.environ["FAKE_SLOW_SECONDS"] = "3600"
     runs = 0
     for line in sys.stdin:
         msg = json.loads(line)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import shlex
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from dsh_conformance.oracle.scenario import load_scenario_document
 
 from . import __version__
 from .corpus import CASES
-from . import interrupts
+from . import argtypes, interrupts
 from .interrupts import Interrupted
 from .expectations import Expectations, ExpectationsError, from_records, load_expectations
 from .iut import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, NotAnImplementation, ProcessIUT,
@@ -143,14 +142,7 @@ def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float)
     return PythonIUT(name, timeout, validate, start_timeout)
 
 
-def _expectations(path: str | None) -> Expectations:
-    """An expectations file, or the name of one the suite ships (``dsh-tools-0.1.0-rc.8``)."""
-    if path is None:
-        return Expectations()
-    shipped = EXPECTATIONS / f"{path}.yaml"
-    if not Path(path).exists() and "/" not in path and shipped.is_file():
-        return load_expectations(shipped)
-    return load_expectations(path)
+_expectations = argtypes.load_named_expectations  # a file, or the name of one the suite ships
 
 
 def _asked_profiles(args: argparse.Namespace) -> list[str]:
@@ -589,32 +581,8 @@ def cmd_catalogs(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------- parser
 
-def _count(minimum: int) -> Any:
-    """An argparse type: a whole number of at least ``minimum``."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
-        return value
-    parse.__name__ = "count"
-    return parse
-
-
-def _seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
-
-
-_seconds.__name__ = "seconds"
+# The option types, shared with the pytest plugin.
+_count, _seconds = argtypes.count, argtypes.seconds
 
 
 def _iut_options(p: argparse.ArgumentParser) -> None:

@@ -20,29 +20,58 @@ SUITE = Path(__file__).with_name("suite_tests.py")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from . import argtypes  # the command line's own option types: one definition of each
+
     group = parser.getgroup("dsh-conformance")
     group.addoption("--dsh-impl", help="the implementation under test: oracle, dsh, py:MODULE or a command line")
     group.addoption("--dsh-profile", action="append", choices=["core", "reference", "loop", "code-mode"],
                     help="profiles to check (repeatable; default core, reference, loop)")
-    group.addoption("--dsh-expectations", help="a YAML file of expected failures and errors")
-    group.addoption("--dsh-examples", type=int, default=100, help="generated scenarios (default 100)")
-    group.addoption("--dsh-seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
-    group.addoption("--dsh-timeout", type=float, default=30.0, help="seconds an IUT may take per scenario (default 30)")
-    group.addoption("--dsh-give-up-after", type=int, default=5,
+    group.addoption("--dsh-expectations", help="a YAML file of expected failures and errors, or the name of one "
+                    "the suite ships (dsh-tools-0.1.0-rc.8)")
+    group.addoption("--dsh-examples", type=argtypes.count(0), default=100, help="generated scenarios (default 100)")
+    group.addoption("--dsh-seed", type=argtypes.whole, default=0, help="seed of the generated scenarios (default 0)")
+    group.addoption("--dsh-timeout", type=argtypes.seconds, default=30.0,
+                    help="seconds an IUT may take per scenario (default 30)")
+    group.addoption("--dsh-give-up-after", type=argtypes.count(0), default=5,
                     help="declare the IUT broken after N consecutive timeouts or crashes (default 5; 0: never)")
+
+
+# What pytest_configure made of the options, for the suite's session fixture.
+IUT_KEY = pytest.StashKey[object]()
+EXPECTATIONS_KEY = pytest.StashKey[object]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the spec rules (P1..Pn) a test checks")
     if config.getoption("--dsh-impl"):
-        from .rules import ORACLE_PROFILES
-
-        for p in config.getoption("--dsh-profile") or []:
-            if p not in ORACLE_PROFILES:
-                raise pytest.UsageError(f"--dsh-profile {p}: the oracle does not implement this profile yet")
-        if config.getoption("--dsh-examples") < 0 or config.getoption("--dsh-timeout") <= 0:
-            raise pytest.UsageError("--dsh-examples must be at least 0 and --dsh-timeout positive")
+        _check_options(config)
         if config.args_source == pytest.Config.ArgsSource.ARGS:
             config.args.append(str(SUITE))  # paths the user named, and the suite
         else:
             config.args[:] = [str(SUITE)]  # not the testpaths of the project it is run from
+
+
+def _check_options(config: pytest.Config) -> None:
+    """What ``run`` refuses before any work, refused here as one usage error (option types
+    are checked by argparse already): a profile the oracle lacks, an expectations file that
+    is missing or wrong, an implementation spec that names none."""
+    from .argtypes import load_named_expectations
+    from .cli import UsageError, make_iut
+    from .expectations import ExpectationsError
+    from .iut import IUTFailure
+    from .rules import ORACLE_PROFILES
+
+    opt = config.getoption
+    for p in opt("--dsh-profile") or []:
+        if p not in ORACLE_PROFILES:
+            raise pytest.UsageError(f"--dsh-profile {p}: the oracle does not implement this profile yet")
+    try:
+        config.stash[EXPECTATIONS_KEY] = load_named_expectations(opt("--dsh-expectations"))
+    except ExpectationsError as e:
+        raise pytest.UsageError(f"--dsh-expectations: {e}") from None
+    try:
+        config.stash[IUT_KEY] = make_iut(opt("--dsh-impl"), opt("--dsh-timeout"), validate=True)
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
+    except IUTFailure as e:  # cannot be driven: each case is an error, as run's exit 3
+        config.stash[IUT_KEY] = e

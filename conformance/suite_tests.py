@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_conformance.cli import make_iut
 from dsh_conformance.corpus import CASES
-from dsh_conformance.expectations import load_expectations, Expectations
+from dsh_conformance.iut import IUTFailure, NotAnImplementation
+from dsh_conformance.plugin import EXPECTATIONS_KEY, IUT_KEY
 from dsh_conformance.report import Outcome
 from dsh_conformance.rules import ORACLE_PROFILES
 from dsh_conformance.runner import Runner, corpus_items
@@ -20,11 +20,15 @@ def dsh_runner(request: pytest.FixtureRequest):
     opt = request.config.getoption
     if not opt("--dsh-impl"):
         pytest.skip("no --dsh-impl given")
-    iut = make_iut(opt("--dsh-impl"), opt("--dsh-timeout"), validate=True)
-    iut.start()
-    path = opt("--dsh-expectations")
-    runner = Runner(iut, set(opt("--dsh-profile") or ORACLE_PROFILES),
-                    load_expectations(path) if path else Expectations(), give_up_after=opt("--dsh-give-up-after"))
+    iut = request.config.stash[IUT_KEY]
+    if isinstance(iut, IUTFailure):
+        raise iut
+    try:
+        iut.start()
+    except NotAnImplementation as e:  # found by the worker process that imports it: one usage error
+        pytest.exit(str(e), returncode=pytest.ExitCode.USAGE_ERROR)
+    runner = Runner(iut, set(opt("--dsh-profile") or ORACLE_PROFILES), request.config.stash[EXPECTATIONS_KEY],
+                    give_up_after=opt("--dsh-give-up-after"))
     yield runner
     iut.close()
 

@@ -1,0 +1,64 @@
+"""The option types the command line and the pytest plugin share (one definition each):
+argparse types that raise ``argparse.ArgumentTypeError`` with a one-line reason, and the
+name of an expectations file the suite ships."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+    parse.__name__ = "count"
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def whole(text: str) -> int:
+    """An argparse type: any whole number (a seed)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+whole.__name__ = "whole number"
+
+
+def expectations_path(name: str) -> Path:
+    """An expectations file, or the name of one the suite ships (``dsh-tools-0.1.0-rc.8``)."""
+    from .resources import EXPECTATIONS
+
+    shipped = EXPECTATIONS / f"{name}.yaml"
+    if not Path(name).exists() and "/" not in name and shipped.is_file():
+        return shipped
+    return Path(name)
+
+
+def load_named_expectations(name: str | None) -> Any:
+    """The expectations of ``expectations_path(name)`` (empty without a name); raises
+    ``ExpectationsError`` for a file that is missing or wrong."""
+    from .expectations import Expectations, load_expectations
+
+    return Expectations() if name is None else load_expectations(expectations_path(name))

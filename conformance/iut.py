@@ -48,7 +48,8 @@ from pydantic import ValidationError
 from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
 from dsh_conformance.oracle import jsontext
 
-from .protocol import Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started
+from .protocol import (Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started,
+                       seq_error)
 
 DEFAULT_TIMEOUT = 30.0  # seconds per scenario
 DEFAULT_START_TIMEOUT = 60.0  # seconds for the handshake: a cold Node start on a loaded machine takes a while
@@ -89,9 +90,16 @@ def _validate(name: str, doc: Any) -> None:
         for file, schema in message_schemas().items():
             _SCHEMAS[file] = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(_SCHEMAS[f"{name}.schema.json"].iter_errors(doc))
+    if error is not None and error.context and name == "protocol-answer" and isinstance(doc, dict):
+        # The branch of the answer's own kind (Traced | Skipped | Errored, as parse_answer
+        # chooses it): its error names a field; "valid under none of the schemas" does not.
+        branch = 1 if "skipped" in doc else 2 if "errored" in doc else 0
+        mine = [e for e in error.context if e.relative_schema_path and e.relative_schema_path[0] == branch]
+        error = jsonschema.exceptions.best_match(mine) or error
     if error is not None:
         path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise IUTFailure("invalid", f"IUT sent invalid data at {path}: {error.message}")
+        message = error.message if len(error.message) <= 300 else error.message[:300] + "..."  # it may quote the whole value
+        raise IUTFailure("invalid", f"IUT sent invalid data at {path}: {message}")
 
 
 class _Log:
@@ -285,6 +293,9 @@ class ProcessIUT:
         deadline = max(sent_at, self.answered_at) + self.timeout
         doc = self._receive(f"run {seq}", deadline, self.timeout)
         self.answered_at = time.monotonic()
+        if (wrong := seq_error(doc)) is not None:
+            raise IUTFailure("invalid" if self.validate else "protocol", f"IUT sent invalid data: {wrong}",
+                             self.stderr_text(), restart=False)
         if doc.get("seq") != seq:
             raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", self.stderr_text())
         if self.validate:
@@ -582,6 +593,9 @@ class InProcessIUT:
         doc = self._call(lambda: self._answer(seq, scenario), self.timeout, f"run {seq}", "crash")
         if not isinstance(doc, dict):
             raise IUTFailure("protocol", f"answer() returned {type(doc).__name__}, not a dict", restart=False)
+        if (wrong := seq_error(doc)) is not None:
+            raise IUTFailure("invalid" if self.validate else "protocol", f"IUT sent invalid data: {wrong}",
+                             restart=False)
         if doc.get("seq") != seq:
             raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", restart=False)
         if self.validate:

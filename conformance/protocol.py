@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from dsh_conformance.oracle import jsontext
 from dsh_conformance.oracle.trace import Trace
@@ -38,12 +38,25 @@ from dsh_conformance.oracle.trace import Trace
 PROTOCOL_VERSION = 1
 
 
+# Strict: a field of the wrong JSON type is refused, with or without --validate (lax
+# parsing would read "1" as the sequence number 1 and 1 as true). The trace inside an
+# answer is parsed by its own model (oracle.trace).
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+def _exactly(expected: object) -> object:
+    """A before-validator: the value is ``expected`` itself, of its JSON type (``1`` is not
+    ``true``, and ``true`` is not ``1``, though Python finds them equal)."""
+    def check(cls: type, value: object) -> object:
+        if type(value) is not type(expected) or value != expected:
+            raise ValueError(f"must be {jsontext.dumps(expected)}, not {jsontext.dumps(value)[:40]}")
+        return value
+    return classmethod(check)
 
 
 # ------------------------------------------------------------------ runner -> IUT
@@ -74,6 +87,7 @@ class Implementation(_Open):
 
 class Started(_Model):
     version: Literal[1]
+    _version = field_validator("version", mode="before")(_exactly(1))
     implementation: Implementation
     profiles: list[Literal["core", "reference", "loop", "code-mode"]] = Field(min_length=1)
     features: list[str] = Field(default_factory=list)
@@ -88,12 +102,14 @@ class Skipped(_Model):
     seq: int
     skipped: Literal[True]
     reason: str
+    _skipped = field_validator("skipped", mode="before")(_exactly(True))
 
 
 class Errored(_Model):
     seq: int
     errored: Literal[True]
     message: str
+    _errored = field_validator("errored", mode="before")(_exactly(True))
     details: Any = None
 
 
@@ -108,7 +124,18 @@ def parse_started(line: dict[str, Any]) -> Started:
 
 
 def parse_answer(line: dict[str, Any]) -> Answer:
-    return _ANSWER.validate_python(line)
+    """The answer, of the kind its keys say (so that an error names a field of that kind,
+    not of the first kind of the union): ``skipped``, ``errored``, else a trace."""
+    model = Skipped if "skipped" in line else Errored if "errored" in line else Traced
+    return model.model_validate(line)
+
+
+def seq_error(line: dict[str, Any]) -> str | None:
+    """What is wrong with an answer's sequence number, read before anything else of it."""
+    seq = line.get("seq")
+    if type(seq) is not int:
+        return f"$.seq: must be a whole number, not {jsontext.dumps(seq)[:40]}" if "seq" in line else "$.seq: missing"
+    return None
 
 
 def dumps(message: BaseModel | dict[str, Any]) -> str:

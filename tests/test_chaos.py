@@ -383,3 +383,44 @@ def test_a_killed_pytest_session_ends_the_implementation(sig: signal.Signals, tm
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("validate", [False, True], ids=["lax", "validate"])
+@pytest.mark.parametrize("wrong,says", [
+    ("seq", '$.seq: must be a whole number, not "2"'),
+    ("trace", "$.trace: Input should be a valid dictionary"),
+    ("skipped", '$.skipped: Value error, must be true, not "true"'),
+    ("errored", "$.errored: Value error, must be true, not 1"),
+    ("reason", "$.reason: Input should be a valid string"),
+])
+def test_an_answer_field_of_the_wrong_json_type_is_refused(wrong: str, says: str, validate: bool,
+                                                            tmp_path: Path) -> None:
+    """Without --validate as with it: the case is not judged (error, or invalid under the
+    schema check), its message names the field, and the run goes on."""
+    cases = corpus_subset(tmp_path, CASES)
+    report = tmp_path / "report.jsonl"
+    done, tag = run_cli(["run", "--impl", f"{sys.executable} {FAKE} wrong-type", "--cases", str(cases),
+                         "--examples", "0", "--report", str(report), *(["--validate"] if validate else [])],
+                        {"FAKE_WRONG": wrong}, cwd=tmp_path)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
+    second = read_report(report).cases[1]
+    assert second.outcome.value == ("invalid" if validate else "error"), second
+    if not validate or wrong == "seq":  # the schema check's own words otherwise; it names the field too
+        assert says in (second.message or ""), second.message
+    assert f"$.{wrong}" in (second.message or ""), second.message
+    assert [c.outcome.value for c in read_report(report).cases][2:] == ["pass", "pass"]
+    assert_none_alive(tag)
+
+
+@pytest.mark.parametrize("wrong,says", [
+    ("profiles", "$.profiles[1]"),
+    ("name", "$.implementation.name: Input should be a valid string"),
+    ("version", "$.version: Value error, must be 1, not true"),
+])
+def test_a_handshake_field_of_the_wrong_json_type_is_refused(wrong: str, says: str, tmp_path: Path) -> None:
+    cases = corpus_subset(tmp_path, CASES[:1])
+    done, tag = run_cli(["run", "--impl", f"{sys.executable} {FAKE} wrong-type", "--cases", str(cases),
+                         "--examples", "0"], {"FAKE_WRONG": wrong}, cwd=tmp_path)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    assert "not a valid start answer" in done.stderr.splitlines()[0] and says in done.stderr.splitlines()[0], done.stderr
+    assert_none_alive(tag)

@@ -186,6 +186,14 @@ def main() -> int:
                 time.sleep(2)
             reply = serve.started()
             reply["implementation"]["name"] = f"fake-{MODE}"
+            if MODE == "wrong-type":  # a handshake field of the wrong JSON type (FAKE_WRONG)
+                wrong = os.environ.get("FAKE_WRONG", "")
+                if wrong == "profiles":
+                    reply["profiles"] = ["core", 7]
+                elif wrong == "name":
+                    reply["implementation"]["name"] = 42
+                elif wrong == "version":
+                    reply["version"] = True
             if MODE == "bad-handshake":
                 reply = {"hello": "world"}
             if MODE == "no-loop":  # supports every profile but loop (as dsh-tools 0.0.1-rc.1 does)
@@ -215,6 +223,20 @@ def main() -> int:
                 continue
             elif MODE == "drops-owned-events" and "trace" in reply:
                 reply["trace"]["events"] = [e for e in reply["trace"]["events"] if e["type"] != "todo/write"]
+            elif MODE == "wrong-type" and runs == 2:  # an answer field of the wrong JSON type (FAKE_WRONG)
+                wrong = os.environ.get("FAKE_WRONG", "")
+                if wrong == "seq":
+                    reply["seq"] = str(msg["seq"])
+                elif wrong == "seq-bool" and msg["seq"] == 1:
+                    reply["seq"] = True
+                elif wrong == "trace":
+                    reply["trace"] = []
+                elif wrong == "skipped":
+                    reply = {"seq": msg["seq"], "skipped": "true", "reason": "no"}
+                elif wrong == "errored":
+                    reply = {"seq": msg["seq"], "errored": 1, "message": "no"}
+                elif wrong == "reason":
+                    reply = {"seq": msg["seq"], "skipped": True, "reason": ["no"]}
             elif MODE == "wrong-seq":
                 reply["seq"] = msg["seq"] + 1
             elif MODE == "invalid-trace" and "trace" in reply:

@@ -246,8 +246,12 @@ class Runner:
                           **evidence(doc, base["source"]))
 
     def record(self, rec: CaseRecord) -> CaseRecord:
-        self.records.append(rec)
+        """Write the case to the report whole, and keep what the summary, the footer and the
+        JUnit file need of it: not its evidence (the IUT's trace, a generated scenario, the
+        divergence a message already describes), so that memory does not grow with the
+        traces of every case of a run."""
         self.writer.write(rec)
+        self.records.append(_summary_of(rec))
         if rec.outcome in UNEXPECTED:
             self.unexpected += 1
             if self.max_fail and self.unexpected >= self.max_fail and not self.gave_up:
@@ -471,6 +475,17 @@ class Runner:
         self.writer.write(footer)
         self.finished = True
         return footer
+
+
+_EVIDENCE = ("trace", "scenario")
+
+
+def _summary_of(rec: CaseRecord) -> CaseRecord:
+    """What a kept record holds: everything but its evidence (``record``)."""
+    drop = {k: None for k in _EVIDENCE if getattr(rec, k) is not None}
+    if rec.divergence is not None and rec.message:
+        drop["divergence"] = None
+    return rec.model_copy(update=drop) if drop else rec
 
 
 def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profiles: frozenset[str]) -> Any:

@@ -424,3 +424,33 @@ def test_a_handshake_field_of_the_wrong_json_type_is_refused(wrong: str, says: s
     assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
     assert "not a valid start answer" in done.stderr.splitlines()[0] and says in done.stderr.splitlines()[0], done.stderr
     assert_none_alive(tag)
+
+
+_PEAK = """
+import resource, sys
+from dsh_conformance.cli import main
+code = main(sys.argv[1:])
+print("peak-kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+sys.exit(code)
+"""
+
+
+def _peak_kib(tmp_path: Path, cases: Path) -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FAKE_TRACE_MB": "20"}
+    done = subprocess.run([sys.executable, "-c", _PEAK, "run", "--impl", f"{sys.executable} {FAKE} big-trace",
+                           "--cases", str(cases), "--examples", "0", "--quiet"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=WALL)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    return int(done.stdout.split("peak-kib")[-1])
+
+
+def test_memory_does_not_grow_with_the_traces_of_every_case(tmp_path: Path) -> None:
+    """Every case answered with a 20 MB trace that diverges: the suite keeps what its summary
+    needs, not every trace, so 8 cases peak about where 2 do (a generous bound: one kept
+    trace of 20 MB a case would add some 120 MB or more)."""
+    names = sorted(p.stem for p in (ROOT / "conformance" / "cases").glob("*.json"))[:8]
+    (tmp_path / "two").mkdir()
+    (tmp_path / "eight").mkdir()
+    two = _peak_kib(tmp_path, corpus_subset(tmp_path / "two", names[:2]))
+    eight = _peak_kib(tmp_path, corpus_subset(tmp_path / "eight", names))
+    assert eight - two < 80 * 1024, f"peak {two} KiB for 2 cases, {eight} KiB for 8"

@@ -237,6 +237,10 @@ def main() -> int:
                     reply = {"seq": msg["seq"], "errored": 1, "message": "no"}
                 elif wrong == "reason":
                     reply = {"seq": msg["seq"], "skipped": True, "reason": ["no"]}
+            elif MODE == "big-trace" and "trace" in reply:  # a trace of FAKE_TRACE_MB megabytes, diverging
+                big = "x" * int(float(os.environ.get("FAKE_TRACE_MB", "20")) * 1024 * 1024)
+                for r in reply["trace"]["results"][:1]:
+                    r["result"] = {"content": [{"type": "text", "text": big}]}
             elif MODE == "wrong-seq":
                 reply["seq"] = msg["seq"] + 1
             elif MODE == "invalid-trace" and "trace" in reply:

@@ -2,9 +2,11 @@
 
 ``ProcessIUT`` runs a command and speaks the protocol of ``conformance.protocol`` with it:
 it owns the timeouts, notices a crash, a hang, garbage on stdout or an answer to another
-sequence number, and can restart the process. ``InProcessIUT`` runs a Python callable the
-same way without a process (for Python implementations and the embedded oracle), on a
-worker thread under the same timeout.
+sequence number, and can restart the process. ``PythonIUT`` is a ``ProcessIUT`` that serves
+a Python implementation module (``py:MODULE``) from a worker process of its own
+(``conformance.python_host``). ``InProcessIUT`` runs a trusted Python callable (the
+embedded oracle, the mutants of ``mutate``) without a process, on a worker thread under the
+same timeout.
 
 Every failure of the IUT itself is an ``IUTFailure`` whose ``kind`` becomes the case's
 outcome (``timeout``, ``error``, ``invalid``).
@@ -15,9 +17,10 @@ What is guaranteed, whatever the IUT does (the README's "Reliability" section):
   the scenario to a process that does not read counts into it), a process that closes its
   stdout or exits is noticed within ``EXIT_GRACE`` seconds even when a process it started
   still holds the pipe;
-- a process IUT is started in a session of its own, and its whole process group is killed
-  when it is restarted and when it is closed: workers, shell wrappers and ``npm exec``
-  children go with it (a descendant that starts a session of its own escapes the group);
+- a process IUT is started in a session of its own and, on Linux, by its keeper
+  (``conformance.reaper``), which ends the IUT's whole tree (descendants that left its
+  process group or session included) when the IUT exits, when it is restarted or closed,
+  and when the suite dies, even by SIGKILL; elsewhere its process group is killed;
 - an in-process IUT that does not return in time is abandoned: its thread is asked to stop
   (an exception raised inside it at its next Python instruction) and a fresh worker thread
   serves the next case.

@@ -1,9 +1,12 @@
-"""What the in-process watchdog costs: ``python -m tools.bench_inprocess [REPEATS]``.
+"""What running an implementation under the suite's watch costs:
+``python -m dsh_conformance.tools.bench_inprocess [REPEATS]``.
 
-Runs the corpus through the embedded oracle's ``answer()`` called directly and through
-``conformance.iut.InProcessIUT`` (a worker thread under a timeout), alternating, and prints
-the best time of each (the best of several runs is what a loaded, shared machine lets one
-compare), then the bare cost of one hand-off to the worker.
+Runs the corpus through the embedded oracle's ``answer()`` called directly, through
+``conformance.iut.InProcessIUT`` (a worker thread under a timeout: the embedded oracle's
+path), and through ``conformance.iut.PythonIUT`` (the worker process that ``--impl
+py:MODULE`` runs, here with the oracle's own module), alternating, and prints the best time
+of each (the best of several runs is what a loaded, shared machine lets one compare), then
+the bare cost of one hand-off to the worker thread and the worker process's start.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import time
 
 def main(argv: list[str] | None = None) -> int:
     from dsh_conformance.corpus import CASES
-    from dsh_conformance.iut import _Worker, embedded_oracle
+    from dsh_conformance.iut import PythonIUT, _Worker, embedded_oracle
     from dsh_conformance.protocol import parse_answer
     from dsh_conformance.runner import corpus_items
     from dsh_conformance.oracle.serve import answer
@@ -32,23 +35,36 @@ def main(argv: list[str] | None = None) -> int:
         for n, doc in enumerate(docs):
             iut.run(n, doc)
 
-    best = {"called directly": float("inf"), "through the watchdog": float("inf")}
+    t0 = time.perf_counter()
+    worker = PythonIUT("dsh_conformance.oracle.serve")
+    worker.start()
+    worker_start = time.perf_counter() - t0
+
+    def in_a_worker() -> None:
+        for n, doc in enumerate(docs):
+            worker.run(n, doc)
+
+    best = {"called directly": float("inf"), "through the watchdog": float("inf"),
+            "in a worker process": float("inf")}
     for _ in range(repeats):
-        for name, fn in (("called directly", direct), ("through the watchdog", watched)):
+        for name, fn in (("called directly", direct), ("through the watchdog", watched),
+                         ("in a worker process", in_a_worker)):
             t0 = time.perf_counter()
             fn()
             best[name] = min(best[name], time.perf_counter() - t0)
     iut.close()
+    worker.close()
     for name, seconds in best.items():
         print(f"{name:<22} {seconds / len(docs) * 1000:.3f} ms a scenario ({len(docs)} scenarios, best of {repeats})")
-    worker = _Worker()
+    thread = _Worker()
     hand_off = float("inf")
     for _ in range(5):
         t0 = time.perf_counter()
         for _ in range(10_000):
-            worker.call(lambda: None, 30)
+            thread.call(lambda: None, 30)
         hand_off = min(hand_off, (time.perf_counter() - t0) / 10_000)
-    print(f"one hand-off to the worker: {hand_off * 1e6:.1f} us")
+    print(f"one hand-off to the worker thread: {hand_off * 1e6:.1f} us")
+    print(f"the worker process's start and handshake: {worker_start * 1000:.0f} ms")
     return 0
 
 

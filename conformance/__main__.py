@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import sys
 
-from .interrupts import Interrupted, install
+from .interrupts import Interrupted, check, install
 
 
 def main() -> int:
     install()
     try:
         from .cli import main as command
-    except Interrupted as e:
+
+        code = command()
+        check()  # a signal on the way out
+        return code
+    except Interrupted as e:  # one that came before the command's own handling of it began
         print(f"dsh-conformance: {e.what}", file=sys.stderr)
         return e.code
-    return command()
 
 
 if __name__ == "__main__":

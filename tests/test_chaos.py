@@ -454,3 +454,36 @@ def test_memory_does_not_grow_with_the_traces_of_every_case(tmp_path: Path) -> N
     two = _peak_kib(tmp_path, corpus_subset(tmp_path / "two", names[:2]))
     eight = _peak_kib(tmp_path, corpus_subset(tmp_path / "eight", names))
     assert eight - two < 80 * 1024, f"peak {two} KiB for 2 cases, {eight} KiB for 8"
+
+
+_GC_SIGNAL = """
+import gc, os, signal
+from dsh_conformance import interrupts
+
+fired = []
+
+def callback(phase, info):
+    if phase == "start" and not fired:
+        fired.append(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(1000))  # the handler runs here, inside the callback: its exception is swallowed
+
+with interrupts.handled():
+    gc.callbacks.append(callback)
+    gc.collect()
+    gc.callbacks.remove(callback)
+    try:
+        interrupts.check()
+        print("lost")
+    except interrupts.Interrupted as e:
+        print("raised", e.code)
+"""
+
+
+def test_a_signal_swallowed_in_a_gc_callback_is_raised_at_the_next_safe_point() -> None:
+    """Where hypothesis' gc callback swallows the interruption, the signal is still
+    recorded, the swallowed exception prints nothing, and the next safe point raises it."""
+    done = subprocess.run([sys.executable, "-c", _GC_SIGNAL], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.strip() == "raised 143", done.stdout + done.stderr
+    assert done.stderr == "", done.stderr

@@ -33,7 +33,7 @@ from . import __version__
 from .corpus import CASES
 from . import argtypes, interrupts
 from .interrupts import Interrupted
-from .expectations import Expectations, ExpectationsError, from_records, load_expectations
+from .expectations import ExpectationsError, from_records, load_expectations
 from .iut import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, NotAnImplementation, ProcessIUT,
                   PythonIUT, embedded_oracle)
 from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
@@ -49,7 +49,7 @@ from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRU
 from .adapter_install import (AdapterInstallError, AdapterSpecError, CannotDrive, adapter_dir, check, linked_packages,
                               tree_dir, version_dir)
 from .tree import StaleBuild, build_tree, check_fresh, installed_packages, provenance
-from .resources import ADAPTER, EXPECTATIONS
+from .resources import ADAPTER
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
 from .terminal import one_line, say as print  # noqa: A001
 

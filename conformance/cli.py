@@ -66,7 +66,7 @@ class UsageError(Exception):
 def make_iut(spec: str | None, timeout: float, validate: bool,
              start_timeout: float = DEFAULT_START_TIMEOUT, build: bool = False) -> ProcessIUT | InProcessIUT:
     """``None``/``oracle``: the embedded oracle over the protocol; ``dsh``: the real DSH
-    package through the Node adapter; ``py:MODULE``: a Python IUT in-process (the module
+    package through the Node adapter; ``py:MODULE``: a Python IUT in a worker process (the module
     has ``started()`` and ``answer(seq, scenario)``); anything else: a command line. A spec
     that names no implementation is a UsageError, before anything is started."""
     if spec in (None, "oracle"):

@@ -50,10 +50,11 @@ def _second() -> bool:
 
 def _patch_the_judge() -> None:
     """What a hostile in-process implementation would do to pass whatever it answers."""
-    from dsh_conformance import compare, invariants, runner
+    from dsh_conformance import compare, laws, runner
 
     compare.judge = runner.judge = lambda expected, actual, profiles: (None, "sha256:" + "0" * 64)
-    invariants.check = lambda scenario, trace: []
+    laws.check = lambda scenario, trace: []
+    runner._invariants = lambda scenario, trace: []
 
 
 def started() -> dict[str, Any]:

@@ -248,7 +248,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return incomplete_outputs([writer.failed, *runner.unsaved], sys.stderr) or footer.exit
 
 
-
 def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],
                                                               dict[str, Any]]:
     """The corpus cases the run's selection keeps (``conformance.selection``), with their

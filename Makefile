@@ -85,7 +85,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mutate]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mutate,fuzz]'
 	rm -f $(VENV)/.installed-dev-*
 	touch $@
 

@@ -1,7 +1,9 @@
 """The pytest plugin: ``pytest --dsh-impl CMD`` checks an implementation under test.
 
 With ``--dsh-impl`` the session collects the suite (``conformance/suite_tests.py``): one
-test per corpus case, marked with the rules it cites, and one property test. Outcomes map
+test per corpus case, marked with the rules it cites, and one property test (the default
+run's draws); with ``--dsh-fuzz`` also ``test_property``, the generated property as an
+ordinary hypothesis test that HypoFuzz (``hypothesis fuzz``) can drive. Outcomes map
 onto pytest's: pass; fail; expected failures and errors (``--dsh-expectations``) as xfail;
 a skipped scenario or a profile the IUT does not support as skip; a broken IUT as an error.
 
@@ -30,6 +32,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dsh-timeout", type=float, default=30.0, help="seconds an IUT may take per scenario (default 30)")
     group.addoption("--dsh-give-up-after", type=int, default=5,
                     help="declare the IUT broken after N consecutive timeouts or crashes (default 5; 0: never)")
+    group.addoption("--dsh-fuzz", action="store_true", help="also collect the generated property as a hypothesis "
+                    "test (test_property), for HypoFuzz: hypothesis fuzz -- --dsh-impl CMD --dsh-fuzz")
+    group.addoption("--dsh-failures", default="dsh-failures",
+                    help="where test_property saves a failing scenario as a case file (default dsh-failures)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

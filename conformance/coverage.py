@@ -13,9 +13,9 @@ elsewhere do not move it). Exit codes: 0 every branch the corpus reaches is reac
 generated run or listed; 1 one is neither, or a listed exception is stale (the generated
 run reaches it now, or the corpus no longer does); 2 a usage error (coverage.py missing).
 
-Traces are not cached in the oracle (no memo tables), so the two runs in one process see
-the same cold code; the generated scenarios are drawn before the measurement starts, the
-draws' own oracle runs are not counted.
+Each run is measured in a fresh interpreter (the oracle keeps memo tables: compiled schema
+validators, JSON encoders), so neither hides a branch from the other; the generated
+scenarios are drawn before, and the draws' own oracle runs are not counted.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import ast
 import io
 import json
 import re
+import subprocess
 import sys
+import tempfile
 import tokenize
 from collections import defaultdict
 from collections.abc import Iterable
@@ -75,15 +77,30 @@ def _oracle_files() -> list[Path]:
 
 def measure(docs: Iterable[dict[str, Any]]) -> tuple[set[Branch], set[Branch]]:
     """The oracle branches that parsing and running ``docs`` takes, and every branch arc of
-    the oracle's modules as coverage.py counts them."""
+    the oracle's modules as coverage.py counts them: in a fresh interpreter, so that what an
+    earlier run left in the oracle's memo tables (compiled schema validators, JSON encoders)
+    does not hide a branch from this one."""
+    with tempfile.TemporaryDirectory(prefix="dsh-coverage-") as tmp:
+        path = Path(tmp) / "docs.json"
+        path.write_text(json.dumps(list(docs)), encoding="utf-8")
+        out = subprocess.run([sys.executable, "-m", "dsh_conformance.coverage", str(path)],
+                             capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"the measuring process failed: {out.stderr.strip()[-2000:]}")
+    got = json.loads(out.stdout)
+    return ({Branch(*b) for b in got["taken"]}, {Branch(*b) for b in got["every"]})
+
+
+def _measure_here(path: Path) -> dict[str, list[list[Any]]]:
+    """``measure``'s work, in this (fresh) process: coverage starts before the oracle is imported."""
     import coverage
 
-    from dsh_conformance.oracle import ScenarioRunError, parse_scenario, run_scenario
-
-    docs = list(docs)
+    docs = json.loads(path.read_text(encoding="utf-8"))
     cov = coverage.Coverage(branch=True, data_file=None, source=[str(ORACLE_DIR)], config_file=False)
     cov.start()
     try:
+        from dsh_conformance.oracle import ScenarioRunError, parse_scenario, run_scenario
+
         for doc in docs:
             try:
                 run_scenario(parse_scenario(doc))
@@ -93,13 +110,14 @@ def measure(docs: Iterable[dict[str, Any]]) -> tuple[set[Branch], set[Branch]]:
         cov.stop()
     taken: set[Branch] = set()
     every: set[Branch] = set()
-    for path in _oracle_files():
+    for file in _oracle_files():
         # coverage.py's per-file analysis (private in the pinned 7.17.5: the public API gives lines only)
-        analysis = cov._analyze(str(path))
+        analysis = cov._analyze(str(file))
         for line, tos in analysis.executed_branch_arcs().items():
-            taken.update(Branch(path.name, line, to) for to in tos)
-        every.update(Branch(path.name, line, to) for line, tos in analysis.missing_branch_arcs().items() for to in tos)
-    return taken, every | taken
+            taken.update(Branch(file.name, line, to) for to in tos)
+        every.update(Branch(file.name, line, to) for line, tos in analysis.missing_branch_arcs().items() for to in tos)
+    return {"taken": [[b.module, b.line, b.to] for b in sorted(taken)],
+            "every": [[b.module, b.line, b.to] for b in sorted(every | taken)]}
 
 
 def corpus_docs(cases: Path = CASES) -> list[dict[str, Any]]:
@@ -347,3 +365,7 @@ def register(sub: Any) -> None:
 
 __all__ = ["cmd_coverage", "register", "measure", "compare", "place", "load_exceptions",
            "Branch", "Place", "Measure"]
+
+
+if __name__ == "__main__":  # the measuring process of ``measure``
+    print(json.dumps(_measure_here(Path(sys.argv[1]))))

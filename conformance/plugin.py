@@ -52,3 +52,25 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args.append(str(SUITE))  # paths the user named, and the suite
         else:
             config.args[:] = [str(SUITE)]  # not the testpaths of the project it is run from
+
+
+_HOME: list = []  # the session's hypothesis home, while it lasts
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Hypothesis caches what it reads of a test's modules (``.hypothesis/constants``) once a
+    @given test is collected: a session of the suite keeps that in a temporary directory, as
+    ``run`` does, except with ``--dsh-fuzz``, whose example database in the current
+    directory is the point (HypoFuzz's dashboard and later runs share it)."""
+    config = session.config
+    if config.getoption("--dsh-impl") and not config.getoption("--dsh-fuzz"):
+        from .runner import _hypothesis_home
+
+        home = _hypothesis_home()
+        home.__enter__()
+        _HOME.append(home)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    while _HOME:
+        _HOME.pop().__exit__(None, None, None)

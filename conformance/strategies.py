@@ -1099,6 +1099,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES) -> dict[st
             quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards, draw(weighted((2, False), (1, True))))
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
+    if not loop and len(plan) == n_tools and code_mode_strategies.FOCUS not in foci and draw(chance("entry" in foci, 6)):
+        spared_by_restriction(doc)  # not with run_code: its bindings show the same view (P117), blamed there
     if loop:
         observed_raw_arguments(draw, doc, listeners, guards)
     if "guards" in foci:
@@ -1224,6 +1226,25 @@ def ret_step(value: Any) -> dict[str, Any]:
     return {"do": "return", "value": value}
 
 
+def spared_by_restriction(doc: dict[str, Any]) -> None:
+    """An agent that restricts ``t1`` registers its own ``t1``, and its child calls it: a
+    restriction hides inherited global tools only, so the ancestor's scoped definition
+    runs (P56). Without a finalizeContent of its own: rc.8 departs here (it hides the
+    scoped definition too, listed under P56), and a finalizer the call would capture makes
+    the first divergence a later stage's, blamed on whatever decided the call's fate there
+    (P80, P81, ...) instead of on P56."""
+    child = next((a for a in doc.get("agents", []) if "parent" in a), None)
+    if child is None:
+        return
+    parent = next(a for a in doc["agents"] if a["id"] == child["parent"])
+    parent["restrict"] = {"deny": ["t1"]}
+    doc["tools"].append({"name": "t1", "id": "t1@spared", "scope": parent["id"],
+                         "body": [{"do": "return", "value": "scoped"}]})
+    first = doc["run"]["calls"][0]
+    first.update(name="t1", agent=child["id"])
+    first.pop("aborted", None)
+
+
 def observed_raw_arguments(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]],
                            guards: list[dict[str, Any]]) -> None:
     """A later block carries a raw argument text at P16's boundaries (the focus aims the
@@ -1258,7 +1279,8 @@ def layered_guards(draw: Any, doc: dict[str, Any], guards: list[dict[str, Any]],
     """The guards focus, where the agents form a chain: the first call's agent is the
     innermost, with a denying guard in an ancestor's layer and another in its own (P45:
     the farthest ancestor's layer first); or a guard that registers a later, unregistered
-    one during the pass, which then denies (P45: tables are read live)."""
+    one during the pass, which then denies, and maybe unregisters one not reached yet (P45:
+    tables are read live)."""
     chain = [a["id"] for a in doc.get("agents", []) if "parent" in a]
     run = doc["run"]
     if chain and draw(weighted((1, False), (2, True))):
@@ -1274,8 +1296,15 @@ def layered_guards(draw: Any, doc: dict[str, Any], guards: list[dict[str, Any]],
     elif draw(weighted((1, False), (1, True))):
         n = len(guards)
         late = {"id": f"G{n + 2}", "registered": False, "script": [{"do": "return", "value": "registered late"}]}
-        guards += [{"id": f"G{n + 1}", "script": [{"do": "register", "ref": late["id"]}, {"do": "return", "value": UNDEF}]},
-                   late]
+        first = [{"do": "register", "ref": late["id"]}, {"do": "return", "value": UNDEF}]
+        guards += [{"id": f"G{n + 1}", "script": first}, late]
+        if draw(weighted((1, False), (1, True))):
+            # and unregisters a guard the pass has not reached yet, which is then never asked (P45)
+            doomed = {"id": f"G{n + 3}", "script": [{"do": "return", "value": "should never be asked"}]}
+            if doc.get("agents"):
+                doomed["scope"] = doc["agents"][0]["id"]
+            first.insert(1, {"do": "unregister", "ref": doomed["id"]})
+            guards.append(doomed)
 
 
 def _has_step(v: Any, do: str) -> bool:

@@ -8,7 +8,9 @@ attempts, aborts at every checkpoint, unknown and vanishing tools, invalid argum
 approval in every state, scoped and global listeners and guards on agent chains, retries,
 signal replacement, the timeout policy, direct multi-call runs and loop batches, the work a
 body does (filesystem intent waterfalls it dispatches, session events it appends, P71) and
-a client's view of a loop step through ``presentCall``/``presentResult`` (P14).
+a client's view of a loop step through ``presentCall``/``presentResult`` (P14), and the values
+the spec turns into text (the ``values`` focus). A third of the draws are swarm draws: a
+random subset of further foci turned on at once, so that rare combinations meet.
 
 Every drawn scenario
 

@@ -96,9 +96,10 @@ def test_property(dsh_runner, pytestconfig, data):
     """One drawn scenario against the IUT: an ordinary hypothesis test (the default
     database, no seed), so that HypoFuzz's coverage-guided search, dashboard and shared
     example database drive it. Hypothesis' targeting steers toward draws that exercise
-    many rules and many kinds of observation (the oracle's stage boundaries and steps).
+    many rules and many kinds of observation (the oracle's stage boundaries and steps). It
+    draws the wide strategy (``strategies.WIDE_ONLY``: foci the default run leaves out).
     Only fixtures HypoFuzz can supply (``request`` is not one: ``pytestconfig`` is)."""
-    example = data.draw(examples(frozenset(dsh_runner.iut_profiles)), label="scenario")
+    example = data.draw(examples(frozenset(dsh_runner.iut_profiles), wide=True), label="scenario")
     target(float(len(example.doc.get("rules", ()))), label="distinct rules exercised")
     target(float(len(observation_kinds(example.trace))), label="distinct observations")
     rec = dsh_runner.decide(content_id(example.doc), example.doc, "property", scenario=example.scenario,

@@ -127,11 +127,22 @@ def corpus_docs(cases: Path = CASES) -> list[dict[str, Any]]:
 
 
 def generated_docs(examples: int, seed: int) -> list[dict[str, Any]]:
-    """The generated default run's scenarios: what ``run --no-corpus`` judges and the
-    mutation report's generated-only column counts (one function draws them for both)."""
-    from .mutate import default_cases
+    """The generated default run's scenarios: the independent draws ``run --no-corpus``
+    judges and the mutation report's generated-only column counts (``mutate.default_cases``
+    draws the same, a test holds them equal), each once. Not imported from mutate, which
+    reaches back to the command line (an import circle)."""
+    from .rules import ORACLE_PROFILES
+    from .runner import content_id, hypothesis_home
+    from .strategies import independent_draws
 
-    return [case.doc for case in default_cases(examples, seed, corpus=False)]
+    out: dict[str, dict[str, Any]] = {}
+    with hypothesis_home():
+        draws = independent_draws(examples, seed, frozenset(ORACLE_PROFILES))
+        if draws is None:
+            raise RuntimeError("hypothesis' internal draw API is not there: the pinned release is needed")
+        for example, _choices in draws:
+            out.setdefault(content_id(example.doc), example.doc)
+    return list(out.values())
 
 
 # ============================================================================ naming a branch
@@ -337,11 +348,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     except ExceptionsError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from .runner import _hypothesis_home
-
     corpus = corpus_docs(Path(args.cases))
-    with _hypothesis_home():
-        generated = generated_docs(args.examples, args.seed)
+    generated = generated_docs(args.examples, args.seed)
     (by_corpus, every), (by_generated, _) = measure(corpus), measure(generated)
     m = compare(by_corpus, by_generated, len(every), exceptions,
                 len(corpus), len(generated), args.examples, args.seed)
@@ -349,12 +357,20 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     return EXIT_GAPS if m.gaps or m.stale else EXIT_OK
 
 
-def register(sub: Any) -> None:
-    from .cli import _count
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"not a count (0 or more): {text!r}")
+    return n
 
+
+def register(sub: Any) -> None:
     p = sub.add_parser("coverage", help="oracle branch coverage of the corpus alone and of the generated default "
                        "run alone; prints, by rule, the branches only the corpus reaches")
-    p.add_argument("--examples", type=_count(0), default=100, help="generated scenarios (default 100, as run)")
+    p.add_argument("--examples", type=_count, default=100, help="generated scenarios (default 100, as run)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0, as run)")
     p.add_argument("--cases", default=str(CASES), help="the corpus directory (default: the built-in corpus)")
     p.add_argument("--exceptions", default=str(EXCEPTIONS_FILE),

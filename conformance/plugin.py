@@ -64,9 +64,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     directory is the point (HypoFuzz's dashboard and later runs share it)."""
     config = session.config
     if config.getoption("--dsh-impl") and not config.getoption("--dsh-fuzz"):
-        from .runner import _hypothesis_home
+        from .runner import hypothesis_home
 
-        home = _hypothesis_home()
+        home = hypothesis_home()
         home.__enter__()
         _HOME.append(home)
 

@@ -86,3 +86,10 @@ def test_a_bad_exceptions_file_is_one_line_and_exit_2(tmp_path):
 def test_the_committed_exceptions_are_well_formed():
     for e in cov.load_exceptions():
         assert (cov.ORACLE_DIR / e.module).is_file() and len(e.reason) > 20
+
+
+def test_the_generated_run_is_the_mutation_reports():
+    """Both measures count the same scenarios: the generated-only column's and coverage's."""
+    from dsh_conformance.mutate import default_cases
+
+    assert cov.generated_docs(20, 0) == [c.doc for c in default_cases(20, 0, corpus=False)]

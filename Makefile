@@ -74,7 +74,7 @@ regen: $(DEV_STAMP)
 	$(BIN)/dsh-conformance docs generate
 	$(BIN)/python -m pytest tests/test_corpus.py -n 0 -q --snapshot-update
 
-# The runtime dependencies (what `make run` needs), and on top of them the dev and mutate
+# The runtime dependencies (what `make run` needs), and on top of them the dev, mutate and fuzz
 # extras (what `make test` and the other targets need). Each stamp names the pyproject.toml
 # it installed: an edit of it installs again; the dev stamp implies the runtime one.
 $(STAMP): pyproject.toml
@@ -85,7 +85,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mutate]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mutate,fuzz]'
 	rm -f $(VENV)/.installed-dev-*
 	touch $@
 

@@ -687,11 +687,12 @@ def parser() -> argparse.ArgumentParser:
 
     from dsh_conformance.tools import docs_cli
 
-    from . import badges, mutate, run_diff
+    from . import badges, coverage, mutate, run_diff
 
     from . import tree_command
 
     badges.register(sub)
+    coverage.register(sub)
     run_diff.register(sub)
     tree_command.register(sub)
     mutate.register(sub)

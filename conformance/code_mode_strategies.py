@@ -51,9 +51,11 @@ BAD_BINDING_ARGUMENTS: list[Any] = [
 binding_arguments: S = weighted((5, st.just({"x": 1})), (2, st.just({})), (1, lossless_values),
                                 (2, st.sampled_from(BAD_BINDING_ARGUMENTS)))
 
-DEEP = {"a": {"b": {"c": {"d": {"e": {"f": [1, {"g": "h"}]}}}}}, "s": "x\"y\n"}
+# past depth 5 compact; every escape JSON.stringify writes (a quote, a backslash, a short
+# escape, a control character, U+2028 as is); empty containers (P128)
+DEEP = {"a": {"b": {"c": {"d": {"e": {"f": [1, {"g": "h"}]}}}}}, "s": "x\"y\\z\n\u0001\u2028", "e": [], "o": {}}
 completion_values: S = weighted(
-    (3, st.just(UNDEF)), (3, lossless_values), (1, st.just(DEEP)),
+    (3, st.just(UNDEF)), (3, lossless_values), (2, st.just(DEEP)),
     (1, st.sampled_from(["", "plain text", "line one\nline two"])),
     (1, st.just({"n": {"$js": "NaN"}})),  # not lossless: the run fails (invalid-output)
 )

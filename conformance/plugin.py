@@ -1,7 +1,9 @@
 """The pytest plugin: ``pytest --dsh-impl CMD`` checks an implementation under test.
 
 With ``--dsh-impl`` the session collects the suite (``conformance/suite_tests.py``): one
-test per corpus case, marked with the rules it cites, and one property test. Outcomes map
+test per corpus case, marked with the rules it cites, and one property test (the default
+run's draws); with ``--dsh-fuzz`` also ``test_property``, the generated property as an
+ordinary hypothesis test that HypoFuzz (``hypothesis fuzz``) can drive. Outcomes map
 onto pytest's: pass; fail; expected failures and errors (``--dsh-expectations``) as xfail;
 a skipped scenario or a profile the IUT does not support as skip; a broken IUT as an error.
 
@@ -34,6 +36,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="seconds an IUT may take per scenario (default 30)")
     group.addoption("--dsh-give-up-after", type=argtypes.count(0), default=5,
                     help="declare the IUT broken after N consecutive timeouts or crashes (default 5; 0: never)")
+    group.addoption("--dsh-fuzz", action="store_true", help="also collect the generated property as a hypothesis "
+                    "test (test_property), for HypoFuzz: hypothesis fuzz -- --dsh-impl CMD --dsh-fuzz")
+    group.addoption("--dsh-failures", default="dsh-failures",
+                    help="where test_property saves a failing scenario as a case file (default dsh-failures)")
 
 
 # What pytest_configure made of the options, for the suite's session fixture.
@@ -75,3 +81,25 @@ def _check_options(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     except IUTFailure as e:  # cannot be driven: each case is an error, as run's exit 3
         config.stash[IUT_KEY] = e
+
+
+_HOME: list = []  # the session's hypothesis home, while it lasts
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Hypothesis caches what it reads of a test's modules (``.hypothesis/constants``) once a
+    @given test is collected: a session of the suite keeps that in a temporary directory, as
+    ``run`` does, except with ``--dsh-fuzz``, whose example database in the current
+    directory is the point (HypoFuzz's dashboard and later runs share it)."""
+    config = session.config
+    if config.getoption("--dsh-impl") and not config.getoption("--dsh-fuzz"):
+        from .runner import hypothesis_home
+
+        home = hypothesis_home()
+        home.__enter__()
+        _HOME.append(home)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    while _HOME:
+        _HOME.pop().__exit__(None, None, None)

@@ -575,6 +575,9 @@ def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Pat
     return out
 
 
+hypothesis_home = _hypothesis_home  # its public name, for the plugin and the coverage command
+
+
 _REFERENCES: collections.OrderedDict[str, tuple[Scenario, Trace]] = collections.OrderedDict()
 MAX_REFERENCES = 512  # traces kept (the corpus has a few hundred cases, a trace some tens of KiB)
 

@@ -1,5 +1,5 @@
 """The README's two commands install what each needs (issue 26, item 5): ``make run`` the
-runtime dependencies only, ``make test`` the dev and mutate extras on top. Read from make's
+runtime dependencies only, ``make test`` the dev, mutate and fuzz extras on top. Read from make's
 own plan (``make -n``) in a directory laid out as a fresh clone (no .venv)."""
 
 from __future__ import annotations
@@ -34,4 +34,4 @@ def test_make_run_installs_the_runtime_only(tmp_path):
 def test_make_test_adds_the_extras(tmp_path):
     installs = _plan(tmp_path, "test")
     assert any(line.endswith("-e .") for line in installs)
-    assert installs[-1].endswith("pip install --quiet -e '.[dev,mutate]'")
+    assert installs[-1].endswith("pip install --quiet -e '.[dev,mutate,fuzz]'")

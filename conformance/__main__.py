@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import sys
 
-from .interrupts import Interrupted, check, install
+from .interrupts import Interrupted, check, deferred, install
 
 
 def main() -> int:
     install()
     try:
-        from .cli import main as command
+        # Deferred: an exception raised inside a library's import (pydantic builds its
+        # serializers in Rust and turns what it catches there into a SchemaError) would be a
+        # traceback and exit 1; the signal is recorded and raised once the imports are done.
+        with deferred():
+            from .cli import main as command
 
         code = command()
         check()  # a signal on the way out

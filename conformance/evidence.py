@@ -40,6 +40,18 @@ def trace_digest(trace: Trace) -> str:
 
 MAX_KEPT_TRACE_BYTES = 1 << 20
 MAX_KEPT_VALUE_BYTES = 64 << 10
+MAX_KEPT_MESSAGE_CHARS = 16 << 10
+
+
+def kept_message(text: str) -> str:
+    """An implementation's own text (an ``errored`` message, a skip reason) as a record keeps
+    it: the first ``MAX_KEPT_MESSAGE_CHARS`` characters, then how much was left out and the
+    whole text's digest, so that a report grows with the number of cases, not with what an
+    implementation sends (a protocol line may hold 64 MiB)."""
+    if len(text) <= MAX_KEPT_MESSAGE_CHARS:
+        return text
+    return (f"{text[:MAX_KEPT_MESSAGE_CHARS]}... ({len(text) - MAX_KEPT_MESSAGE_CHARS} more characters, "
+            f"{digest(text)})")
 
 
 def kept_divergence(divergence: dict[str, Any]) -> dict[str, Any]:

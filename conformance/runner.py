@@ -31,7 +31,7 @@ from dsh_conformance.oracle.trace import Trace
 
 from . import interrupts
 from .compare import judge
-from .evidence import evidence, kept_divergence
+from .evidence import evidence, kept_divergence, kept_message
 from .expectations import Expectations
 from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
 from .outputs import OutputWriteError, holds, write_atomic
@@ -192,11 +192,12 @@ class Runner:
             return self._iut_failed(e, base, t0, doc)
         self.consecutive = 0
         if isinstance(answer, Skipped):
-            return CaseRecord(**base, outcome=Outcome.SKIP, message=answer.reason, duration_ms=_ms(t0))
+            return CaseRecord(**base, outcome=Outcome.SKIP, message=kept_message(answer.reason), duration_ms=_ms(t0))
         if isinstance(answer, Errored):
             self.errors += 1
             reason = self.expectations.error_reason(case.id)
-            return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR, message=answer.message,
+            return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR,
+                              message=kept_message(answer.message),
                               expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, case.source))
         expected, needed, rules = case.expected, case.needed, base["rules"]
         try:

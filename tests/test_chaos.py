@@ -153,7 +153,7 @@ _VALIDATOR = jsonschema.Draft202012Validator(report_schemas()["report-record.sch
 
 
 def assert_valid_report(path: Path, count: int, code: int) -> None:
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8").split("\n")[:-1]  # JSON lines: U+2028 or NEL is no line end
     for line in lines:
         _VALIDATOR.validate(json.loads(line))
     rep = read_report(path)

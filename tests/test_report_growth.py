@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from dsh_conformance.cli import main
-from dsh_conformance.evidence import MAX_KEPT_VALUE_BYTES, kept_divergence
+from dsh_conformance.evidence import MAX_KEPT_MESSAGE_CHARS, MAX_KEPT_VALUE_BYTES, kept_divergence
 from dsh_conformance.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
 from dsh_conformance.report_html import case_view
 
@@ -41,6 +41,22 @@ def test_huge_traces_give_a_small_report(tmp_path):
     assert view.lanes == [] and "over the 1 MiB a report keeps" in view.notes[-1]
     assert main(["report", str(report), "--format", "html", "-o", str(tmp_path / "p.html")]) == 0
     assert main(["diff", str(report), str(report)]) == 0
+
+
+def test_huge_messages_give_a_small_report(tmp_path):
+    """A real process answers errored and skipped with 3 MiB messages: each record keeps the
+    start of its text, how much it left out and the whole text's digest."""
+    cases = corpus_subset(tmp_path, CASES)
+    report = tmp_path / "r.jsonl"
+    assert main(["run", "--impl", f"{sys.executable} {BIG} 3 words", "--cases", str(cases), "--examples", "0",
+                 "--report", str(report), "--junit", str(tmp_path / "j.xml")]) == 3  # errored to every case asked
+    small = 64 * 1024 * len(CASES)
+    assert report.stat().st_size < small and (tmp_path / "j.xml").stat().st_size < small
+    rep = read_report(report)
+    assert {c.outcome for c in rep.cases} == {Outcome.ERROR, Outcome.SKIP}
+    for c in rep.cases:
+        assert c.message.startswith("x" * MAX_KEPT_MESSAGE_CHARS + "... (")
+        assert f"{3 * 1024 * 1024 - MAX_KEPT_MESSAGE_CHARS} more characters, sha256:" in c.message
 
 
 def test_a_divergence_keeps_small_values_whole_and_digests_big_ones():

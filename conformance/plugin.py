@@ -51,10 +51,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the spec rules (P1..Pn) a test checks")
     if config.getoption("--dsh-impl"):
         _check_options(config)
+        if config.getoption("--dsh-fuzz"):
+            _fuzz_profile()
         if config.args_source == pytest.Config.ArgsSource.ARGS:
             config.args.append(str(SUITE))  # paths the user named, and the suite
         else:
             config.args[:] = [str(SUITE)]  # not the testpaths of the project it is run from
+
+
+def _fuzz_profile() -> None:
+    """HypoFuzz needs an example database and random search: hypothesis' "ci" profile (loaded
+    when CI is set) has neither, so a fuzz session loads a profile of its own on top of the
+    current one, with the default database in the current directory."""
+    from hypothesis import settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    settings.register_profile("dsh-fuzz", parent=settings(), derandomize=False,
+                              database=DirectoryBasedExampleDatabase(".hypothesis/examples"))
+    settings.load_profile("dsh-fuzz")
 
 
 def _check_options(config: pytest.Config) -> None:

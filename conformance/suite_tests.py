@@ -93,8 +93,11 @@ def _save_failure(directory: Path, doc: dict[str, Any]) -> Path:
 
 @pytest.mark.skipif("not config.getoption('--dsh-fuzz')", reason="the generated property as a hypothesis test: "
                     "--dsh-fuzz (for hypothesis fuzz); test_generated_scenarios runs the default draws")
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                HealthCheck.large_base_example, HealthCheck.filter_too_much])
+# derandomize=False: a fuzzer's search is random by nature, and hypothesis' "ci" profile (chosen
+# when CI is set) derandomizes, which HypoFuzz refuses ("sets_derandomize").
+@settings(deadline=None, derandomize=False,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.large_base_example, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_property(dsh_runner, pytestconfig, data):
     """One drawn scenario against the IUT: an ordinary hypothesis test (the default

@@ -133,7 +133,7 @@ def generated_docs(examples: int, seed: int) -> list[dict[str, Any]]:
     reaches back to the command line (an import circle)."""
     from .rules import ORACLE_PROFILES
     from .runner import content_id, hypothesis_home
-    from .strategies import independent_draws
+    from .strategies.draws import independent_draws
 
     out: dict[str, dict[str, Any]] = {}
     with hypothesis_home():

@@ -108,7 +108,7 @@ def generated(examples: int, seed: int) -> list[Any]:
     from hypothesis.errors import NoSuchExample
 
     from .runner import _hypothesis_home
-    from .strategies import independent_draws
+    from .strategies.draws import independent_draws
 
     profiles = frozenset(ORACLE_PROFILES)
     with _hypothesis_home():
@@ -122,7 +122,7 @@ def generated(examples: int, seed: int) -> list[Any]:
             return False
 
         cfg = settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
-        from .strategies import examples as drawn
+        from .strategies.scenarios import examples as drawn
 
         with contextlib.suppress(NoSuchExample):
             find(drawn(profiles), keep, settings=cfg, random=random.Random(seed))

@@ -315,7 +315,8 @@ class Runner:
         from hypothesis.errors import NoSuchExample
         import random
 
-        from .strategies import Example, examples as drawn, sort_rules
+        from .strategies.citation import Example, sort_rules
+        from .strategies.scenarios import examples as drawn
 
         if self.gave_up:
             return self.record(CaseRecord(id=f"generated-seed-{seed}", source="property", rules=[],
@@ -492,7 +493,7 @@ def _summary_of(rec: CaseRecord) -> CaseRecord:
 def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profiles: frozenset[str]) -> Any:
     """The first of ``examples`` independent draws that ``fails``, shrunk by hypothesis.
 
-    Independent draws (``strategies.independent_draws``) spread a run over the scenario
+    Independent draws (``strategies.draws.independent_draws``) spread a run over the scenario
     language: hypothesis' own generate phase mutates each novel example several times, so
     its first 100 examples hold some 20 independent scenarios. The failing draw's choice
     sequence is handed to hypothesis through an in-memory example database, which replays
@@ -503,7 +504,7 @@ def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profi
     from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
     from hypothesis.errors import NoSuchExample
 
-    from .strategies import independent_draws
+    from .strategies.draws import independent_draws
 
     draws = independent_draws(examples, seed, profiles)
     if draws is None:

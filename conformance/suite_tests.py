@@ -17,7 +17,8 @@ from dsh_conformance.rules import ORACLE_PROFILES
 from dsh_conformance.oracle import jsontext
 from dsh_conformance.outputs import write_atomic
 from dsh_conformance.runner import Runner, content_id, corpus_items
-from dsh_conformance.strategies import examples, observation_kinds
+from dsh_conformance.strategies.citation import observation_kinds
+from dsh_conformance.strategies.scenarios import examples
 from dsh_conformance.terminal import visible
 
 ITEMS = corpus_items(CASES)
@@ -104,7 +105,7 @@ def test_property(dsh_runner, pytestconfig, data):
     database, no seed), so that HypoFuzz's coverage-guided search, dashboard and shared
     example database drive it. Hypothesis' targeting steers toward draws that exercise
     many rules and many kinds of observation (the oracle's stage boundaries and steps). It
-    draws the wide strategy (``strategies.WIDE_ONLY``: foci the default run leaves out).
+    draws the wide strategy (``strategies.scenarios.WIDE_ONLY``: foci the default run leaves out).
     Only fixtures HypoFuzz can supply (``request`` is not one: ``pytestconfig`` is)."""
     example = data.draw(examples(frozenset(dsh_runner.iut_profiles), wide=True), label="scenario")
     target(float(len(example.doc.get("rules", ()))), label="distinct rules exercised")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_conformance.code_mode_strategies import RACING_STEPS, _calm
+from dsh_conformance.strategies.code_mode import RACING_STEPS, _calm
 
 UNDEF = {"$js": "undefined"}
 

@@ -57,7 +57,7 @@ def test_every_portable_observation_of_the_corpus_is_in_the_catalog():
 def test_generated_scenarios_stay_within_the_catalog():
     """The strategies reach further than the corpus: what the oracle makes for their draws
     is in the catalog too (60 independent draws, seed 0)."""
-    from dsh_conformance.strategies import draw_examples
+    from dsh_conformance.strategies.draws import draw_examples
 
     for example in draw_examples(60, 0):
         for n, o in enumerate(example.trace.observations):

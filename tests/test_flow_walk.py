@@ -115,7 +115,7 @@ def test_coverage_command_lists_edges_with_cases(capsys):
 def test_generated_traces_walk_the_graph_too():
     # The corpus is curated; the strategies reach corners nobody wrote a case for. Every
     # oracle trace of a generated scenario must stay on the graph and end where it should.
-    from dsh_conformance.strategies import draw_examples
+    from dsh_conformance.strategies.draws import draw_examples
 
     cov = coverage(MODEL, {f"example {i}": ex.trace for i, ex in enumerate(draw_examples(150, 0))})
     assert [f"{c}: {w.call}: {s}" for c, w, s in cov.off_graph] == []

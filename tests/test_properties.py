@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 
 from dsh_conformance.laws import check
 from dsh_conformance.rules import ORACLE_PROFILES, rules, rules_of
-from dsh_conformance.strategies import (ALL_PROFILES, DEFAULT_EXAMPLES, DEFAULT_SEED, cite, measure_coverage,
-                                    scenarios)
+from dsh_conformance.strategies.citation import ALL_PROFILES, cite
+from dsh_conformance.strategies.draws import DEFAULT_EXAMPLES, DEFAULT_SEED, measure_coverage
+from dsh_conformance.strategies.scenarios import scenarios
 from dsh_conformance.oracle import Scenario, Trace, parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import PROBE_POINTS, Event, Observation, is_portable
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.strategies import DEFAULT_SEED, draw_examples, exercised_rules, observation_kinds
+from dsh_conformance.strategies.citation import exercised_rules, observation_kinds
+from dsh_conformance.strategies.draws import DEFAULT_SEED, draw_examples
 
 SAMPLE = 100
 PRESENTER_STEPS = {"return", "throw", "observe"}  # synchronous, handed no record, after the step

@@ -13,7 +13,9 @@ from dsh_conformance.mutate import default_cases
 from dsh_conformance.oracle.jsvalue import message_value
 from hypothesis import HealthCheck, given, settings
 
-from dsh_conformance.strategies import ALL_PROFILES, TO_MESSAGE, WIDE_ONLY, examples
+from dsh_conformance.strategies.citation import ALL_PROFILES
+from dsh_conformance.strategies.recipes import TO_MESSAGE
+from dsh_conformance.strategies.scenarios import WIDE_ONLY, examples
 
 FOCI_IN_TITLE = re.compile(r"focus: ([a-z, ]+)")
 

@@ -68,12 +68,13 @@ def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED
                       profiles: tuple[str, ...] = ORACLE_PROFILES) -> tuple[int, Counter[str]]:
     """How many scenarios the default generated run draws, and how many of them cite each
     rule. The draws are the run's own: the independent draws ``Runner.run_properties``
-    judges (``strategies.independent_draws``), or, without them, the same strategy,
+    judges (``strategies.draws.independent_draws``), or, without them, the same strategy,
     settings and seeded random with a predicate that only counts."""
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from dsh_conformance.strategies import independent_draws, scenarios
+    from dsh_conformance.strategies.draws import independent_draws
+    from dsh_conformance.strategies.scenarios import scenarios
 
     drawn = 0
     counts: Counter[str] = Counter()

@@ -1,7 +1,7 @@
 """Hypothesis strategies for Code Mode (section 5.15): programs, run_code calls and the
 participants only Code Mode has.
 
-``scenario_docs`` (``conformance.strategies``) draws a whole scenario; when its focus is
+``scenario_docs`` (``strategies.scenarios``) draws a whole scenario; when its focus is
 ``code`` it hands the drawn document to ``code_mode``, which turns it into a Code Mode
 scenario: a presentation mode (the deployment's or an agent's), run_code calls (direct or
 loop blocks) whose programs call the scenario's tools, unknown names and ``run_code``
@@ -27,12 +27,10 @@ from hypothesis import strategies as st
 from dsh_conformance.oracle import Scenario, Trace
 from dsh_conformance.oracle.scenario import DirectRun, LoopRun
 
-from .strategy_kit import PARTICIPANTS, UNDEF, edit_steps, err, reused, text, weighted
-
-S = st.SearchStrategy
+from .basics import PARTICIPANTS, UNDEF, S, edit_steps, err, reused, text, weighted
 
 # Lossless JSON a program hands a binding or completes with (the value strategies of
-# conformance.strategies cover the wider domain at every other boundary).
+# strategies.values cover the wider domain at every other boundary).
 _leaves = st.one_of(st.integers(-3, 3), st.none(), st.booleans(), st.sampled_from(["", "a", "Ünïcödé", "x\ny"]),
                     st.sampled_from([1.5, -2.25, 1e21, 1e-7]))
 lossless_values: S = st.recursive(_leaves, lambda inner: st.one_of(

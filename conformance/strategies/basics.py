@@ -1,6 +1,6 @@
 """The smallest pieces the scenario strategies are built of: weighted choice, and the
-content blocks, messages and errors they write (shared by ``conformance.strategies`` and
-``conformance.code_mode_strategies``)."""
+content blocks, messages and errors they write (shared by every module of
+``conformance.strategies``)."""
 
 from __future__ import annotations
 

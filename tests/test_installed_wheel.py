@@ -33,8 +33,11 @@ UPSTREAM = SHARED / "upstream" / "b150a551b8"
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("wheel")
     # One build for the whole session: xdist workers each run this fixture, and two builds of
-    # one source tree at once collide in its build/ directory.
-    shared = tmp_path_factory.getbasetemp().parent
+    # one source tree at once collide in its build/ directory. A worker's base temp is inside
+    # the session's; without xdist the base temp's parent is every session's (pytest-of-USER),
+    # where an earlier session's wheel, of another tree, would be taken for this one.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     with open(shared / "dsh-wheel.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         dist = shared / "dsh-wheel"

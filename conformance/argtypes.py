@@ -1,6 +1,7 @@
 """The option types the command line and the pytest plugin share (one definition each):
-argparse types that raise ``argparse.ArgumentTypeError`` with a one-line reason, and the
-name of an expectations file the suite ships."""
+argparse types that raise ``argparse.ArgumentTypeError`` with a one-line reason, the name
+of an expectations file the suite ships, and ``UsageError``, an option value refused past
+argparse (a bad ``--impl``, conflicting options)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import argparse
 import math
 from pathlib import Path
 from typing import Any, Callable
+
+
+class UsageError(Exception):
+    """An option value the command refuses: its one-line reason, exit 2 (the plugin turns it
+    into ``pytest.UsageError``)."""
 
 
 def count(minimum: int) -> Callable[[str], int]:

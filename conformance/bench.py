@@ -52,11 +52,10 @@ from typing import Any
 
 from dsh_conformance.oracle import parse_scenario, run_scenario
 
-from .iut import InProcessIUT, ProcessIUT, embedded_oracle
+from .connect import IUT
+from .iut import ProcessIUT, embedded_oracle
 from .rules import ORACLE_PROFILES
 from .runner import Runner, corpus_items, expected_traces, forget_references
-
-IUT = ProcessIUT | InProcessIUT
 
 
 @dataclass

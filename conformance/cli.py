@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import shlex
 import sys
 import tempfile
@@ -34,8 +33,9 @@ from .corpus import CASES
 from . import argtypes, interrupts
 from .interrupts import Interrupted
 from .expectations import ExpectationsError, from_records, load_expectations
-from .iut import (DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, InProcessIUT, IUTFailure, NotAnImplementation, ProcessIUT,
-                  PythonIUT, embedded_oracle)
+from .argtypes import UsageError
+from .connect import IUT, make_iut
+from .iut import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, IUTFailure, NotAnImplementation, embedded_oracle
 from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
                       check_writable, incomplete_outputs, write_atomic)
 from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
@@ -46,100 +46,12 @@ from .progress import Progress
 from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
                      corpus_items, expected_traces)
 
-from .adapter_install import (AdapterInstallError, AdapterSpecError, CannotDrive, adapter_dir, check, linked_packages,
-                              tree_dir, version_dir)
-from .tree import StaleBuild, build_tree, check_fresh, installed_packages, provenance
-from .resources import ADAPTER
+from .adapter_install import adapter_dir
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
 from .terminal import one_line, say as print  # noqa: A001
 
 
 DEFAULT_EXAMPLES = 100  # generated scenarios of a run that chooses no cases
-
-
-class UsageError(Exception):
-    pass
-
-
-# ------------------------------------------------------------------------- IUTs
-
-def make_iut(spec: str | None, timeout: float, validate: bool,
-             start_timeout: float = DEFAULT_START_TIMEOUT, build: bool = False) -> ProcessIUT | InProcessIUT:
-    """``None``/``oracle``: the embedded oracle over the protocol; ``dsh``: the real DSH
-    package through the Node adapter; ``py:MODULE``: a Python IUT in a worker process (the module
-    has ``started()`` and ``answer(seq, scenario)``); anything else: a command line. A spec
-    that names no implementation is a UsageError, before anything is started."""
-    if spec in (None, "oracle"):
-        return ProcessIUT([sys.executable, "-m", "dsh_conformance.oracle", "serve"], timeout, validate, start_timeout=start_timeout)
-    if spec == "oracle-inprocess":
-        return embedded_oracle(validate, timeout)
-    if spec == "dsh" or spec.startswith(("dsh@", "dsh:")):
-        return _dsh_iut(spec, timeout, validate, start_timeout, build)
-    if spec.startswith("py:"):
-        return _python_iut(spec, timeout, validate, start_timeout)
-    if not spec.strip():
-        raise UsageError("--impl '': an empty command line")
-    try:
-        argv = shlex.split(spec)
-    except ValueError as e:
-        raise UsageError(f"--impl {spec}: not a command line: {e}") from None
-    return ProcessIUT(argv, timeout, validate, start_timeout=start_timeout)
-
-
-def _dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float, build: bool = False) -> ProcessIUT:
-    """The real package through the Node adapter: ``dsh`` the pinned release, ``dsh@VERSION``
-    a published version (its package set installed once per version), ``dsh:PATH`` a DSH
-    working tree's built packages (``conformance.adapter_install``)."""
-    env: dict[str, str] = {}
-    try:
-        if build and not spec.startswith("dsh:"):
-            raise UsageError(f"--build builds a DSH working tree: it goes with --impl dsh:PATH, not --impl {spec}")
-        if spec == "dsh":
-            home = adapter_dir()
-        elif spec.startswith("dsh@"):
-            if not spec[4:]:
-                raise UsageError("--impl dsh@: name a version, as in dsh@0.1.0-rc.7")
-            home = version_dir(spec[4:])
-        else:
-            if not spec[4:]:
-                raise UsageError("--impl dsh:: name a directory, as in dsh:../deepseek-harness")
-            root = Path(spec[4:]).expanduser().resolve()
-            if build:
-                build_tree(str(root))
-            home = tree_dir(spec[4:])
-            check_fresh(root)  # P1..P128 judged on old code is no verdict on the tree: refused, exit 3
-            env["DSH_ADAPTER_SOURCE"] = f"tree {root.name}"
-            env["DSH_ADAPTER_TREE"] = json.dumps(provenance(root, linked_packages(home)))
-        if spec != "dsh":  # the pinned set is known to be drivable
-            check(home, env)  # one the adapter cannot drive: its one line, exit 3
-        if not spec.startswith("dsh:"):
-            env["DSH_ADAPTER_TREE"] = json.dumps({"packages": installed_packages(home)})
-    except AdapterSpecError as e:
-        raise UsageError(str(e)) from None
-    except (CannotDrive, StaleBuild) as e:
-        raise IUTFailure("start", str(e)) from None
-    except AdapterInstallError as e:
-        raise IUTFailure("start", f"the DSH adapter cannot be installed: {e}") from None
-    return ProcessIUT(["node", str(home / "adapter.mjs")], timeout, validate, env=env, start_timeout=start_timeout)
-
-
-def _python_iut(spec: str, timeout: float, validate: bool, start_timeout: float) -> PythonIUT:
-    """A Python implementation module, run in a worker process (``iut.PythonIUT``): the
-    suite's process never imports it. A top-level package that does not exist is refused
-    here; the worker process finds every other reason a module is not an implementation."""
-    import importlib.util
-
-    name = spec[3:]
-    if not name:
-        raise UsageError(f"--impl {spec}: name a module, as in py:mypackage.iut")
-    top = name.partition(".")[0]
-    try:
-        found = importlib.util.find_spec(top)  # a top-level name: found, not run
-    except (ImportError, ValueError) as e:
-        raise UsageError(f"--impl {spec}: cannot import {name}: {e}") from None
-    if found is None:
-        raise UsageError(f"--impl {spec}: cannot import {name}: no module named {top!r}")
-    return PythonIUT(name, timeout, validate, start_timeout)
 
 
 _expectations = argtypes.load_named_expectations  # a file, or the name of one the suite ships
@@ -456,7 +368,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for label, loop in (("plain call, direct (1,000 a scenario)", False), ("plain call, loop (1,000 a batch)", True)):
         figures.append(bench.Figure(label, bench.per_call_us(bench.plain_calls(1000, loop), 1000, rounds), "us",
                                     at_most=100))
-    suites: list[tuple[str, ProcessIUT | InProcessIUT]] = [("in-process", embedded_oracle(timeout=args.timeout)),
+    suites: list[tuple[str, IUT]] = [("in-process", embedded_oracle(timeout=args.timeout)),
                                                           ("over the protocol", make_iut(None, args.timeout, False))]
     if impl is not None:
         suites.append((f"--impl {args.impl}", impl))
@@ -529,7 +441,7 @@ def _source_tree() -> Path:
     return root
 
 
-def _print_scaling(bench: Any, impl: ProcessIUT | InProcessIUT | None, args: argparse.Namespace, rounds: int) -> None:
+def _print_scaling(bench: Any, impl: IUT | None, args: argparse.Namespace, rounds: int) -> None:
     """The table of ``bench --scaling``: cost per call and per scenario as scenarios grow."""
     rows: list[tuple[str, int, dict[str, Any]]] = []
     for loop in (False, True):
@@ -555,7 +467,7 @@ def _print_scaling(bench: Any, impl: ProcessIUT | InProcessIUT | None, args: arg
             if theirs is not None and first[1]:
                 line += f"  {theirs:>10.1f} {theirs / first[1]:>7.2f}"
             print(line)
-        if impl is not None and isinstance(impl, ProcessIUT) and impl.pid is not None:
+        if impl is not None and impl.pid is not None:
             peak = bench.peak_rss_kib(impl.pid)
             if peak is not None:
                 print(f"--impl peak resident memory over the table: {peak:,.0f} KiB")

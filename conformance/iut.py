@@ -153,6 +153,12 @@ class ProcessIUT:
         self.answered_at = 0.0  # when the latest answer arrived
         self._stderr_pump: threading.Thread | None = None
 
+    @property
+    def pipeline(self) -> ProcessIUT:
+        """Runs may be sent ahead (``submit``, ``collect``): the process reads its input
+        while the suite judges the answer before (``connect.IUT.pipeline``)."""
+        return self
+
     # ---------------------------------------------------------------- process
 
     def start(self) -> Started:
@@ -557,7 +563,13 @@ class InProcessIUT:
         self.start_timeout = start_timeout
         self.started: Started | None = None
         self.restarts = 0
+        self.pid: int | None = None  # it runs in the suite's process: no process of its own
         self._worker: _Worker | None = None
+
+    @property
+    def pipeline(self) -> None:
+        """Each run is a call that returns its answer: nothing is sent ahead."""
+        return None
 
     def _call(self, fn: Callable[[], Any], limit: float, what: str, kind: str) -> Any:
         if self._worker is None:

@@ -75,8 +75,8 @@ def _check_options(config: pytest.Config) -> None:
     """What ``run`` refuses before any work, refused here as one usage error (option types
     are checked by argparse already): a profile the oracle lacks, an expectations file that
     is missing or wrong, an implementation spec that names none."""
-    from .argtypes import load_named_expectations
-    from .cli import UsageError, make_iut
+    from .argtypes import UsageError, load_named_expectations
+    from .connect import make_iut
     from .expectations import ExpectationsError
     from .iut import IUTFailure
     from .rules import ORACLE_PROFILES

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_conformance.oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
 from dsh_conformance.oracle.trace import Trace
@@ -33,7 +33,7 @@ from . import interrupts
 from .compare import judge
 from .evidence import evidence, kept_divergence, kept_message
 from .expectations import Expectations
-from .iut import HARD_FAILURES, InProcessIUT, IUTFailure, ProcessIUT
+from .iut import HARD_FAILURES, IUTFailure
 from .outputs import OutputWriteError, holds, write_atomic
 from .portable import portable_path, scrub
 from .progress import Progress
@@ -41,7 +41,8 @@ from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
 from .rules import profiles_needed
 
-IUT = ProcessIUT | InProcessIUT
+if TYPE_CHECKING:
+    from .connect import IUT
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 DEFAULT_GIVE_UP_AFTER = 5  # consecutive timeouts or crashes that declare an IUT broken
@@ -156,22 +157,24 @@ class Runner:
     def _send(self, case: _Case) -> None:
         """Ask the IUT for the case's answer without waiting (a ProcessIUT reads it later, see
         run_cases). A failure to send is left to ``_answer``, which asks again."""
+        pipeline = self.iut.pipeline
+        assert pipeline is not None, "runs are sent ahead only to an IUT that takes them"
         self.seq += 1
         case.seq = self.seq
-        assert isinstance(self.iut, ProcessIUT)
-        first = not self.iut.pending
+        first = not pipeline.pending
         try:
-            self.iut.submit(case.seq, case.doc)
+            pipeline.submit(case.seq, case.doc)
         except IUTFailure as e:
             case.seq = None
             if first:  # nothing was waiting before it: the failure is its own
                 case.failure = e
             return
-        case.generation = self.iut.generation
+        case.generation = pipeline.generation
 
     def _in_flight(self, case: _Case) -> bool:
         """Whether the case was sent to the IUT process running now (its answer is coming)."""
-        return case.seq is not None and isinstance(self.iut, ProcessIUT) and case.generation == self.iut.generation
+        pipeline = self.iut.pipeline
+        return case.seq is not None and pipeline is not None and case.generation == pipeline.generation
 
     def _answer(self, case: _Case) -> CaseRecord:
         """The IUT's answer to the case, judged. A case sent ahead to a process that has been
@@ -182,9 +185,10 @@ class Runner:
         if case.failure is not None:
             return self._iut_failed(case.failure, base, t0, doc)
         try:
+            pipeline = self.iut.pipeline
             if self._in_flight(case):
-                assert isinstance(self.iut, ProcessIUT)
-                answer = self.iut.collect(case.seq)
+                assert pipeline is not None and case.seq is not None
+                answer = pipeline.collect(case.seq)
             else:
                 self.seq += 1
                 answer = self.iut.run(self.seq, doc)
@@ -274,7 +278,7 @@ class Runner:
         """Decide each case and record it, in order. A process IUT is sent the next case
         before the answer to the one before is judged (one case ahead: it works while the
         suite judges), when that case's message is small enough to wait in the pipe."""
-        ahead = isinstance(self.iut, ProcessIUT)
+        ahead = self.iut.pipeline is not None
         waiting: collections.deque[_Case] = collections.deque()  # sent, answer not judged yet
 
         def finish(case: _Case) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.cli import ADAPTER, main
+from dsh_conformance.cli import main
+from dsh_conformance.resources import ADAPTER
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTATIONS = ROOT / "conformance" / "expectations" / "dsh-tools-0.1.0-rc.8.yaml"

@@ -493,6 +493,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         figures.append(bench.Figure("  the adapter's own time per scenario (profile)", times.own_ms, "ms"))
         ratio = times.own_ms / times.package_ms if times.own_ms is not None and times.package_ms else None
         figures.append(bench.Figure("  adapter / package", ratio, "x", at_most=3))
+    figures += bench.startup_figures(rounds)
     if not args.skip_run:
         seconds, code = bench.command_seconds(["run", "--quiet"])
         figures.append(bench.Figure("dsh-conformance run (make run)", seconds, "s", at_most=10,
@@ -515,6 +516,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             note = "; ".join(filter(None, [note, "the target is for 1,000 examples with --impl dsh"]))
         figures.append(bench.Figure(f"generated run, {args.generated:,} examples, seed {args.seed}, --impl {spec}", seconds,
                                     "s", at_most=60 if target else None, note=note))
+        # Here: the --jobs 2 / --jobs 1 ratio of the same generated run (issue 25, >= 1.7x).
     bench.print_figures(figures)
     if args.scaling:
         print()

@@ -1,5 +1,7 @@
 """``dsh-conformance`` (and ``python -m dsh_conformance``): the signal handlers first, then
-the command. Importing the command takes seconds on a busy machine; a Ctrl-C or SIGTERM
+the command line read by its light grammar (``conformance.command_line``: ``--help``,
+``--version`` and a usage error are answered there, importing nothing heavy), then the
+command's module. Importing it takes seconds on a busy machine; a Ctrl-C or SIGTERM
 meanwhile ends it with one line and exit 130 (143), as it does any later."""
 
 from __future__ import annotations
@@ -12,13 +14,20 @@ from .interrupts import Interrupted, check, deferred, install
 def main() -> int:
     install()
     try:
+        from .command_line import Command, parser
+        from .terminal import readable_streams
+
+        readable_streams()
+        args = parser().parse_args()
         # Deferred: an exception raised inside a library's import (pydantic builds its
         # serializers in Rust and turns what it catches there into a SchemaError) would be a
         # traceback and exit 1; the signal is recorded and raised once the imports are done.
         with deferred():
-            from .cli import main as command
+            from .cli import run_command
 
-        code = command()
+            if isinstance(args.func, Command):  # a command whose module is heavy
+                args.func.load()
+        code = run_command(args)
         check()  # a signal on the way out
         return code
     except Interrupted as e:  # one that came before the command's own handling of it began

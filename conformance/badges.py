@@ -79,11 +79,4 @@ def cmd_badge(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("badge", help="write SVG badges of each report's scores, overall and per profile")
-    p.add_argument("reports", nargs="+", metavar="REPORT.jsonl", help="JSON-lines reports written by run --report")
-    p.add_argument("-o", "--output", default=".", help="the directory to write the badges in (default: here)")
-    p.set_defaults(func=cmd_badge)
-
-
-__all__ = ["badge_files", "write_badges", "badge_svg", "register"]
+__all__ = ["cmd_badge", "badge_files", "write_badges", "badge_svg"]

@@ -31,11 +31,13 @@ from dsh_conformance.oracle.scenario import load_scenario_document
 from . import __version__
 from .corpus import CASES
 from . import argtypes, interrupts
+from .command_line import parser  # the grammar, in a light module (--help imports nothing of the rest)
+from .defaults import DEFAULT_EXAMPLES
 from .interrupts import Interrupted
 from .expectations import ExpectationsError, from_records, load_expectations
 from .argtypes import UsageError
 from .connect import IUT, make_iut
-from .iut import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, IUTFailure, NotAnImplementation, embedded_oracle
+from .iut import DEFAULT_START_TIMEOUT, IUTFailure, NotAnImplementation, embedded_oracle
 from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
                       check_writable, incomplete_outputs, write_atomic)
 from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
@@ -43,15 +45,14 @@ from .report import (Outcome, ReportError, ReportWriter, new_header, read_report
 from .rules import ORACLE_PROFILES, PROFILES, rules
 from .portable import corpus_name, portable_command, portable_path
 from .progress import Progress
-from .runner import (DEFAULT_GIVE_UP_AFTER, EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
+from .runner import (EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
                      corpus_items, expected_traces)
 
 from .adapter_install import adapter_dir
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
-from .terminal import one_line, say as print  # noqa: A001
+from .terminal import one_line, readable_streams, say as print  # noqa: A001
 
 
-DEFAULT_EXAMPLES = 100  # generated scenarios of a run that chooses no cases
 
 
 _expectations = argtypes.load_named_expectations  # a file, or the name of one the suite ships
@@ -404,6 +405,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         figures.append(bench.Figure("  the adapter's own time per scenario (profile)", times.own_ms, "ms"))
         ratio = times.own_ms / times.package_ms if times.own_ms is not None and times.package_ms else None
         figures.append(bench.Figure("  adapter / package", ratio, "x", at_most=3))
+    figures += bench.startup_figures(rounds)
     if not args.skip_run:
         seconds, code = bench.command_seconds(["run", "--quiet"])
         figures.append(bench.Figure("dsh-conformance run (make run)", seconds, "s", at_most=10,
@@ -426,6 +428,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             note = "; ".join(filter(None, [note, "the target is for 1,000 examples with --impl dsh"]))
         figures.append(bench.Figure(f"generated run, {args.generated:,} examples, seed {args.seed}, --impl {spec}", seconds,
                                     "s", at_most=60 if target else None, note=note))
+        # Here: the --jobs 2 / --jobs 1 ratio of the same generated run (issue 25, >= 1.7x).
     bench.print_figures(figures)
     if args.scaling:
         print()
@@ -490,141 +493,13 @@ def cmd_catalogs(args: argparse.Namespace) -> int:
     return EXIT_FAIL if problems else EXIT_OK
 
 
-# ------------------------------------------------------------------------- parser
-
-# The option types, shared with the pytest plugin.
-_count, _seconds = argtypes.count, argtypes.seconds
-
-
-def _iut_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--impl", help="the implementation under test: 'oracle' (default), 'dsh' (the real package "
-                   "via the Node adapter, at the version it pins), 'dsh@VERSION' (a published version), 'dsh:PATH' "
-                   "(a DSH working tree's built packages), 'py:MODULE' (in-process), or a command line")
-    p.add_argument("--profile", action="append", choices=list(PROFILES), help="a profile to check, and that the run "
-                   "must score (repeatable; default: every profile, none required)")
-    p.add_argument("--profiles", action="append", metavar="P,Q", help="profiles to check and that the run must score, "
-                   "comma-separated (core,reference,loop,code-mode): one the implementation does not support, or "
-                   "no case of the run scores, fails the run (exit 1)")
-    p.add_argument("--expectations", help="a YAML file of expected failures and errors of this implementation")
-    p.add_argument("--validate", action="store_true", help="check every IUT message against the protocol schemas")
-    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
-                   help=f"seconds an IUT may take per scenario (default {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--start-timeout", type=_seconds, default=DEFAULT_START_TIMEOUT,
-                   help=f"seconds an IUT may take to start and answer the handshake (default {DEFAULT_START_TIMEOUT:g})")
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dsh-conformance", description="Conformance suite for the DSH tool execution pipeline.")
-    p.add_argument("--version", action="version", version=f"dsh-conformance {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser("run", help="run the suite against an implementation and print the compliance table")
-    _iut_options(run)
-    run.add_argument("--examples", type=_count(0), default=None,
-                     help=f"generated scenarios (default {DEFAULT_EXAMPLES}, or 0 when -k, --case or --rule choose "
-                          "cases; 0: corpus only)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
-    run.add_argument("--report", help="write the JSON-lines report here (a record appended as each case is decided: "
-                     "a killed run leaves a valid partial report)")
-    run.add_argument("--junit", help="write JUnit XML here at the end of the run")
-    run.add_argument("--cases", default=str(CASES),
-                     help="the corpus: a directory of case files, or one case file (default: the built-in corpus)")
-    run.add_argument("-k", dest="keyword", metavar="EXPR",
-                     help="only cases matching EXPR: words (part of a case id, or a rule id it cites) joined by "
-                          "and/or/not and parentheses, as pytest's -k")
-    run.add_argument("--case", action="append", metavar="ID|FILE",
-                     help="only this case: an id of the corpus, or a case file (repeatable)")
-    run.add_argument("--rule", action="append", metavar="P11", help="only cases citing this rule (repeatable)")
-    run.add_argument("--max-fail", type=_count(0), default=0, metavar="N",
-                     help="stop after N unexpected failures or errors; the cases left are not-run (default 0: never)")
-    run.add_argument("--fail-fast", action="store_true", help="stop at the first unexpected failure (--max-fail 1)")
-    run.add_argument("--no-corpus", action="store_true", help="run generated scenarios only")
-    run.add_argument("--failures", default="dsh-failures",
-                     help="where shrunk counterexamples and generated cases that errored are saved (default dsh-failures)")
-    run.add_argument("--give-up-after", type=_count(0), default=DEFAULT_GIVE_UP_AFTER, metavar="N",
-                     help="declare the implementation broken after N consecutive timeouts or crashes: the cases "
-                          f"left are recorded as not run, exit 3 (default {DEFAULT_GIVE_UP_AFTER}; 0: never)")
-    run.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
-    run.add_argument("--build", action="store_true", help="with --impl dsh:PATH: install and build what the adapter "
-                     "needs of the tree first, only what changed (as `dsh-conformance tree` does)")
-    run.set_defaults(func=cmd_run)
-
-    replay = sub.add_parser("replay", help="re-run one case file and print the first divergence")
-    replay.add_argument("case", help="a case file (for example one saved under dsh-failures/), or the id of a case "
-                        "of the built-in corpus")
-    replay.add_argument("--all", action="store_true", help="list every divergence, each with its place and rules")
-    _iut_options(replay)
-    replay.set_defaults(func=cmd_replay)
-
-    rep = sub.add_parser("report", help="render reports as a compliance matrix (rules x implementations)")
-    rep.add_argument("reports", nargs="+", help="JSON-lines reports written by run --report")
-    rep.add_argument("--format", choices=["md", "html", "json"], default="md", help="the output format (default md)")
-    rep.add_argument("-o", "--output", help="write the matrix here (default: standard output)")
-    rep.add_argument("--title", default="Compliance matrix", help="the page's title")
-    rep.add_argument("--note", help="a line of text under the title (for example how to regenerate the page)")
-    rep.set_defaults(func=cmd_report)
-
-    exp = sub.add_parser("expectations", help="write an expectations file from a report")
-    exp.add_argument("action", choices=["update"], help="update: write (or rewrite, keeping its reasons) the file")
-    exp.add_argument("--report", required=True, help="the report of a finished run")
-    exp.add_argument("--output", required=True, help="the expectations file to write")
-    exp.add_argument("--allow-partial", action="store_true",
-                     help="write even from a partial report (a killed or early-stopped run)")
-    exp.set_defaults(func=cmd_expectations)
-
-    bench = sub.add_parser("bench", help="every speed figure side by side: the oracle, plain calls, the suite "
-                           "in-process, over the protocol and against --impl, the Node adapter, run's duration")
-    bench.add_argument("--impl", help="an implementation to measure beside the oracle (as for run); 'dsh' adds "
-                       "the Node adapter's own figures")
-    bench.add_argument("--cases", default=str(CASES), help="the scenarios to run (default: the built-in corpus)")
-    bench.add_argument("--repeat", type=_count(1), default=3, help="rounds of each measurement; the best counts "
-                       "(default 3)")
-    bench.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
-                       help=f"seconds an IUT may take per scenario (default {DEFAULT_TIMEOUT:g})")
-    bench.add_argument("--scaling", action="store_true", help="also print how cost grows with calls per batch "
-                       "(direct and loop) and with scenario size, with peak memory")
-    bench.add_argument("--generated", type=_count(1), metavar="N", nargs="?", const=1000,
-                       help="also time `run --no-corpus --examples N` (default N: 1,000) against --impl (the oracle "
-                       "without it), start to end; with --impl dsh and 1,000 examples against its 60 s target")
-    bench.add_argument("--make-test", action="store_true", help="also time `make test` in the source tree this "
-                       "package runs from (against its 3-minute target; takes minutes)")
-    bench.add_argument("--seed", type=int, default=2, help="the seed of --generated (default 2)")
-    bench.add_argument("--skip-run", action="store_true", help="do not time `dsh-conformance run` (make run) "
-                       "from start to end")
-    bench.set_defaults(func=cmd_bench)
-
-    cat = sub.add_parser("catalogs", help="generate or check the generated catalogs")
-    cat.add_argument("action", choices=["generate", "check"], help="generate: write catalogs/; check: compare with it")
-    cat.set_defaults(func=cmd_catalogs)
-
-    from dsh_conformance.tools import docs_cli
-
-    from . import badges, coverage, mutate, run_diff
-
-    from . import tree_command
-
-    badges.register(sub)
-    coverage.register(sub)
-    run_diff.register(sub)
-    tree_command.register(sub)
-    mutate.register(sub)
-    docs_cli.register(sub)
-    return p
-
-
-def _readable_streams() -> None:
-    """What this command prints is text for people (JSON it prints is escaped already, see
-    oracle.jsontext): a lone surrogate an implementation sent in a message is shown as its
-    escape instead of ending the command with a UnicodeEncodeError."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
-
-
 def main(argv: list[str] | None = None) -> int:
-    _readable_streams()
-    args = parser().parse_args(argv)
+    readable_streams()
+    return run_command(parser().parse_args(argv))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """The command the parsed ``args`` name, with the exit code of how it ended."""
     try:
         with interrupts.handled():
             interrupts.check()  # a signal while the command was being read

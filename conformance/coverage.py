@@ -39,9 +39,10 @@ from typing import Any
 import yaml
 
 from .corpus import CASES
+from .resources import COVERAGE_EXCEPTIONS
 
 ORACLE_DIR = Path(__file__).resolve().parent.parent / "oracle"
-EXCEPTIONS_FILE = Path(__file__).resolve().parent / "data" / "coverage-exceptions.yaml"
+EXCEPTIONS_FILE = COVERAGE_EXCEPTIONS
 RULE_ID = re.compile(r"\bP\d+\b")
 NO_RULE = "(no rule cited)"
 EXIT_OK, EXIT_GAPS, EXIT_USAGE = 0, 1, 2
@@ -357,29 +358,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     return EXIT_GAPS if m.gaps or m.stale else EXIT_OK
 
 
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"not a count (0 or more): {text!r}")
-    return n
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("coverage", help="oracle branch coverage of the corpus alone and of the generated default "
-                       "run alone; prints, by rule, the branches only the corpus reaches")
-    p.add_argument("--examples", type=_count, default=100, help="generated scenarios (default 100, as run)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0, as run)")
-    p.add_argument("--cases", default=str(CASES), help="the corpus directory (default: the built-in corpus)")
-    p.add_argument("--exceptions", default=str(EXCEPTIONS_FILE),
-                   help="the listed branches no draw can reach, with why (default: the committed list)")
-    p.add_argument("--format", choices=["text", "json"], default="text", help="the output format (default text)")
-    p.set_defaults(func=cmd_coverage)
-
-
-__all__ = ["cmd_coverage", "register", "measure", "compare", "place", "load_exceptions",
+__all__ = ["cmd_coverage", "measure", "compare", "place", "load_exceptions",
            "Branch", "Place", "Measure"]
 
 

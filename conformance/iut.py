@@ -51,11 +51,10 @@ from pydantic import ValidationError
 from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
 from dsh_conformance.oracle import jsontext
 
+from .defaults import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT
 from .protocol import (Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started,
                        seq_error)
 
-DEFAULT_TIMEOUT = 30.0  # seconds per scenario
-DEFAULT_START_TIMEOUT = 60.0  # seconds for the handshake: a cold Node start on a loaded machine takes a while
 EXIT_GRACE = 2.0  # seconds between noticing the IUT's exit and deciding that no answer is coming
 STOP_GRACE = 5.0  # seconds an IUT has to exit after {"cmd":"stop"} before its group is killed
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one protocol line from the IUT

@@ -55,10 +55,6 @@ from .rules import ORACLE_PROFILES
 from .terminal import say as print  # noqa: A001
 
 EXIT_OK, EXIT_SURVIVORS, EXIT_USAGE, EXIT_BASELINE = 0, 1, 2, 3
-DEFAULT_BUDGET = 20
-DEFAULT_JOBS = 2
-DEFAULT_SCENARIO_TIMEOUT = 10.0  # seconds per scenario inside a mutant
-DEFAULT_MUTANT_TIMEOUT = 180.0  # seconds for a mutant's whole run
 DETECTED = ("killed", "timeout")
 
 
@@ -465,36 +461,4 @@ def _replay(p: Plan, args: argparse.Namespace) -> int:
     return EXIT_OK if rec.outcome.value != "pass" else EXIT_SURVIVORS
 
 
-def register(sub: Any) -> None:
-    from .cli import _count, _seconds
-
-    p = sub.add_parser("mutate", help="measure the suite: run mutants of the oracle through the default run "
-                                      "and print a kill table per rule and theme")
-    p.add_argument("--budget", type=_count(0), default=DEFAULT_BUDGET,
-                   help=f"operator mutants to draw over the oracle's modules (default {DEFAULT_BUDGET})")
-    p.add_argument("--seed", type=int, default=0, help="seed of the mutant sample and of the generated scenarios "
-                   "(default 0)")
-    p.add_argument("--examples", type=_count(0), default=100, help="generated scenarios of the default run (default 100)")
-    p.add_argument("--no-corpus", action="store_true", help="judge the mutants on the generated scenarios only")
-    p.add_argument("--cases", default=None, help="the corpus directory (default: the built-in corpus)")
-    p.add_argument("--no-faults", action="store_true", help="leave out the fault catalogue")
-    p.add_argument("--only", action="append", metavar="ID", help="just this mutant (repeatable; ids as the report "
-                   "names them, fault:NAME for a fault of the catalogue)")
-    p.add_argument("--module", action="append", metavar="FILE", help="draw operator mutants from this oracle module "
-                   "only (repeatable, e.g. loop.py)")
-    p.add_argument("--replay", metavar="CASE", help="with one --only: run this case (a corpus id, a case file, or "
-                   "a generated scenario's id) against the mutant and print every divergence")
-    p.add_argument("--jobs", type=_count(1), default=DEFAULT_JOBS, help=f"mutants run at once (default {DEFAULT_JOBS})")
-    p.add_argument("--timeout", type=_seconds, default=DEFAULT_SCENARIO_TIMEOUT,
-                   help=f"seconds a mutant may take per scenario (default {DEFAULT_SCENARIO_TIMEOUT:g})")
-    p.add_argument("--mutant-timeout", type=_seconds, default=DEFAULT_MUTANT_TIMEOUT,
-                   help=f"seconds a mutant's whole run may take before it is killed (default {DEFAULT_MUTANT_TIMEOUT:g})")
-    p.add_argument("--output", default="dsh-mutation", help="directory for mutants.jsonl, mutation.md and "
-                   "mutation.html (default dsh-mutation)")
-    p.add_argument("--markdown", help="also write the Markdown report here (e.g. docs/mutation-report.md)")
-    p.add_argument("--html", help="also write the HTML report here")
-    p.add_argument("-q", "--quiet", action="store_true", help="no line per mutant on stderr")
-    p.set_defaults(func=cmd_mutate)
-
-
-__all__ = ["cmd_mutate", "register", "default_cases", "evaluate", "run_mutants", "Result", "Case"]
+__all__ = ["cmd_mutate", "default_cases", "evaluate", "run_mutants", "Result", "Case"]

@@ -11,13 +11,19 @@ What only a clone has (the generated pages under ``docs/``, ``../shared`` beside
 
 from __future__ import annotations
 
-from importlib.resources import files
+from importlib.util import find_spec
 from pathlib import Path
 
 
 def folder(package: str) -> Path:
-    """The directory of ``package`` on disk (packages are installed as plain files)."""
-    return Path(str(files(package)))
+    """The directory of ``package`` on disk (packages are installed as plain files), found
+    without importing it: ``importlib.resources.files`` imports the package, and the
+    oracle's ``__init__`` is most of the suite's import time (``dsh-conformance --help``
+    reads these paths and must not pay for it)."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"{package}: not a package of this installation")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 SUITE = folder("dsh_conformance")  # conformance/
@@ -27,6 +33,7 @@ CATALOGS = folder("dsh_conformance.catalogs")
 CASES = SUITE / "cases"  # the built-in corpus
 EXPECTATIONS = SUITE / "expectations"
 ADAPTER = TOOLS / "dsh-adapter"  # the Node adapter's sources (its node_modules only in a clone)
+COVERAGE_EXCEPTIONS = SUITE / "data" / "coverage-exceptions.yaml"  # the branches no draw can reach, with why
 
 
 def _clone() -> Path | None:

@@ -404,15 +404,4 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if d.regressions else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="what changed between two runs: outcomes per rule and case (regressions first), "
-                       "traces, divergences; exit 1 when anything regressed")
-    p.add_argument("old", metavar="OLD.jsonl", help="the report of the earlier run (the release, say)")
-    p.add_argument("new", metavar="NEW.jsonl", help="the report of the later run (the working tree, say)")
-    p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the output format (default text)")
-    p.add_argument("-o", "--output", help="write the diff here (default: standard output)")
-    p.add_argument("--full", action="store_true", help="text: also every changed case, trace and divergence, one by one")
-    p.set_defaults(func=cmd_diff)
-
-
-__all__ = ["RunDiff", "diff_reports", "render_text", "render_markdown", "render_json", "register", "kind", "RANK"]
+__all__ = ["RunDiff", "diff_reports", "render_text", "render_markdown", "render_json", "kind", "RANK"]

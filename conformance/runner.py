@@ -37,6 +37,7 @@ from .iut import HARD_FAILURES, IUTFailure
 from .outputs import OutputWriteError, holds, write_atomic
 from .portable import portable_path, scrub
 from .progress import Progress
+from .defaults import DEFAULT_GIVE_UP_AFTER
 from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
 from .rules import profiles_needed
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from .connect import IUT
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-DEFAULT_GIVE_UP_AFTER = 5  # consecutive timeouts or crashes that declare an IUT broken
 _IUT_KIND = {"timeout": Outcome.TIMEOUT, "invalid": Outcome.INVALID}
 JUDGED = frozenset({Outcome.PASS, Outcome.FAIL, Outcome.XFAIL})
 UNEXPECTED = frozenset({Outcome.FAIL, *BROKEN})  # what --max-fail counts

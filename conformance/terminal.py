@@ -64,4 +64,14 @@ def json_visible(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-__all__ = ["json_visible", "one_line", "say", "visible"]
+def readable_streams() -> None:
+    """What this command prints is text for people (JSON it prints is escaped already, see
+    oracle.jsontext): a lone surrogate an implementation sent in a message is shown as its
+    escape instead of ending the command with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+__all__ = ["json_visible", "one_line", "readable_streams", "say", "visible"]

@@ -116,22 +116,4 @@ def cmd_tree(args: argparse.Namespace) -> int:
     return 1 if d.regressions else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tree", help="build a DSH checkout's packages (only what changed), run the suite on them and "
-                       "print the diff against the pinned release; exit 1 when anything regressed")
-    p.add_argument("path", metavar="PATH", help="the DSH checkout (the monorepo's root)")
-    p.add_argument("--against", default="dsh", metavar="IMPL|REPORT",
-                   help="the baseline: dsh (the pinned release, default), dsh@VERSION, or a report file (.jsonl)")
-    p.add_argument("--expectations", default="dsh-tools-0.1.0-rc.8",
-                   help="the expectations of both runs (default: the pinned release's, dsh-tools-0.1.0-rc.8)")
-    p.add_argument("--examples", type=int, default=100, help="generated scenarios per run (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated scenarios (default 0)")
-    p.add_argument("--cases", help="the corpus directory of both runs (default: the built-in corpus)")
-    p.add_argument("--report", help="write the tree's report here (default: the tree's cache directory)")
-    p.add_argument("--no-build", action="store_true", help="run the tree as it is built (a stale build is refused)")
-    p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the diff's format (default text)")
-    p.add_argument("--full", action="store_true", help="text: also every changed case, one by one")
-    p.set_defaults(func=cmd_tree)
-
-
-__all__ = ["cmd_tree", "register"]
+__all__ = ["cmd_tree"]

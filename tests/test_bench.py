@@ -19,7 +19,8 @@ CORPUS = Path(__file__).resolve().parent.parent / "conformance" / "cases"
 FIGURES = ["oracle in-process: corpus scenarios", "plain call, direct (1,000 a scenario)",
            "plain call, loop (1,000 a batch)", "suite, oracle in-process", "suite, oracle over the protocol",
            "protocol path / in-process path, same implementation", "protocol path / bare oracle (not like for like)",
-           "dsh-conformance run (make run)"]
+           "dsh-conformance run (make run)", "dsh-conformance --help, start to end",
+           "dsh-conformance --version, start to end"]
 
 
 @pytest.fixture
@@ -49,6 +50,8 @@ def test_every_figure_with_its_target(cases, capsys):
     assert re.search(r"<= 1.50 x +(met|NOT MET)", _line(out, "protocol path / in-process path, same implementation"))
     assert "no target" in _line(out, "protocol path / bare oracle (not like for like)")
     assert re.search(r"<= 10.0 s +(met|NOT MET)", _line(out, "dsh-conformance run (make run)"))
+    for option in ("--help", "--version"):  # issue 25: the entry point, start to end
+        assert re.search(r" [0-9.]+ s +<= 0.30 s +(met|NOT MET)", _line(out, f"dsh-conformance {option}, start to end"))
 
 
 def test_scaling_table(cases, capsys):

@@ -28,10 +28,11 @@ GENERATED_MARK = "dsh-conformance docs generate"
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``docs`` command to the CLI's subcommands."""
-    from dsh_conformance.resources import CLONE
+    # Light (conformance.command_line): where the files are, not the modules that read them.
+    from dsh_conformance.resources import CATALOGS, CLONE
+    from dsh_conformance.resources import DOCS as OUR_DOCS
 
-    from .catalogs import CATALOGS
-    from .pipeline_page import DOCS
+    DOCS = OUR_DOCS if OUR_DOCS is not None else Path("docs")  # as tools.pipeline_page: installed, ./docs
 
     docs = sub.add_parser("docs", help="generate or check the pipeline doc page, or show the flow's coverage")
     actions = docs.add_subparsers(dest="action", required=True)

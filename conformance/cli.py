@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
-from dsh_conformance.oracle.scenario import load_scenario_document
+from dsh_conformance.kit.scenario import load_scenario_document
 
 from . import __version__
 from .corpus import CASES
@@ -614,7 +614,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _readable_streams() -> None:
     """What this command prints is text for people (JSON it prints is escaped already, see
-    oracle.jsontext): a lone surrogate an implementation sent in a message is shown as its
+    kit.jsontext): a lone surrogate an implementation sent in a message is shown as its
     escape instead of ending the command with a UnicodeEncodeError."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)

@@ -15,15 +15,29 @@ version the kit speaks (``PROTOCOL_VERSION``), its minor number counts additions
 port interface that keep every port written for an earlier minor working.
 """
 
-from .driver import ScenarioRunError
-from .port import (ApprovalService, Guard, Implementation, Listener, Participant, Pipeline, PortRun, Tool,
-                   implementation_module, run_port, serve_stdio)
-from .protocol import PROTOCOL_VERSION, Unsupported
-from .scenario import Scenario, ScenarioError, parse_scenario
-from .trace import Trace
+from typing import Any
 
-KIT_VERSION = f"{PROTOCOL_VERSION}.0"
+from .version import KIT_VERSION, PROTOCOL_VERSION
 
-__all__ = ["KIT_VERSION", "PROTOCOL_VERSION", "ApprovalService", "Guard", "Implementation", "Listener",
-           "Participant", "Pipeline", "PortRun", "Scenario", "ScenarioError", "ScenarioRunError", "Tool", "Trace",
-           "Unsupported", "implementation_module", "parse_scenario", "run_port", "serve_stdio"]
+# The names a port uses, loaded on first use (PEP 562), so that importing one light module
+# of the kit (``kit.jsontext``, say) does not load pydantic and the interpreter.
+_LAZY = {
+    "ApprovalService": "port", "Guard": "port", "Implementation": "port", "Listener": "port",
+    "Participant": "port", "Pipeline": "port", "PortRun": "port", "Tool": "port",
+    "implementation_module": "port", "run_port": "port", "serve_stdio": "port",
+    "Unsupported": "protocol", "ScenarioRunError": "driver",
+    "Scenario": "scenario", "ScenarioError": "scenario", "parse_scenario": "scenario", "Trace": "trace",
+}
+
+__all__ = ["KIT_VERSION", "PROTOCOL_VERSION", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

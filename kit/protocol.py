@@ -15,8 +15,7 @@ from .driver import ScenarioRunError
 from .jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
 from .scenario import Scenario, ScenarioError, parse_scenario
 from .trace import Trace
-
-PROTOCOL_VERSION = 1
+from .version import PROTOCOL_VERSION
 
 Started = Callable[[], dict[str, Any]]
 Answer = Callable[[int, Any], dict[str, Any]]

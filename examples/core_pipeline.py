@@ -75,6 +75,7 @@ class CorePipeline:
         self.tools: dict[str | None, dict[str, kit.Tool]] = {}
         self.listeners: dict[str, list[kit.Listener]] = {}
         self.guards: dict[str | None, list[list[Any]]] = {}  # scope -> [[guard, active], ...]
+        self.approvals = 0  # the shipped service's requests so far (their ids)
 
     # ------------------------------------------------------------- registry (P5, P26, P45, P56)
 
@@ -98,8 +99,9 @@ class CorePipeline:
         elif isinstance(p, kit.Listener):
             self.listeners[p.decl.event] = [l for l in self.listeners.get(p.decl.event, []) if l is not p]
         else:
-            for entry in self.guards.get(p.decl.scope, []):
-                entry[1] = entry[1] and entry[0] is not p
+            for entry in self.guards.get(p.decl.scope, []):  # stays in place: a pass keeps its position
+                if entry[0] is p:
+                    entry[1] = False
 
     def chain(self, agent: str | None) -> list[str]:
         out = []
@@ -212,8 +214,10 @@ class CorePipeline:
 
     async def ask(self, rec: Record, reason: Any) -> tuple[str, Any, bool]:
         service = self.run.approval
-        if service is None or rec.agent is None:  # P37
-            return "deny", reason if isinstance(reason, str) and service is None else "approval unavailable", False
+        if service is None:  # P37: no service denies, with the ask's reason when it has one
+            return "deny", reason if isinstance(reason, str) else "approval is not supported", False
+        if rec.agent is None:  # P37: nor can a call without an agent be asked about
+            return "deny", "approval needs an agent", False
         request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.callId}
         if isinstance(reason, str):
             request["reason"] = reason
@@ -237,7 +241,7 @@ class CorePipeline:
         """P43: the shipped service asks the approval/request answerers, with its audit pair."""
         if not self.agents[rec.agent].openTurn:
             raise Thrown(js_error("no open turn"))
-        self.approvals = getattr(self, "approvals", 0) + 1
+        self.approvals += 1
         approval_id = f"approval-{self.approvals}"
         self.run.append_event(rec.agent, "approval/asked", {"id": approval_id, **{k: request[k] for k in request
                                                                                   if k != "agent"}})

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
-from dsh_conformance.oracle.scenario import load_scenario_document
+from dsh_conformance.kit.scenario import load_scenario_document
 
 from . import __version__
 from .corpus import CASES

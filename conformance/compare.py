@@ -1,6 +1,6 @@
 """Differential comparison: an implementation's trace against the oracle's, per profile.
 
-Only what any implementation can show is compared (``oracle.trace.is_portable``): the
+Only what any implementation can show is compared (``kit.trace.is_portable``): the
 observations of scripted participants and of the outermost probes, grouped by call (the
 bodies of different calls may overlap, so only each call's own sequence is ordered), the
 session events a profile speaks of, the final results and the warnings.
@@ -22,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dsh_conformance.oracle import jsontext, texts
-from dsh_conformance.oracle.jsvalue import same_value
-from dsh_conformance.oracle.trace import ANY, CallResult, Event, Observation, Trace, is_portable
+from dsh_conformance.oracle import texts
+
+from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.jsvalue import same_value
+from dsh_conformance.kit.trace import ANY, CallResult, Event, Observation, Trace, is_portable
 
 from . import blame, value_diff
 
@@ -134,7 +136,7 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
     """Whether ``actual`` is what ``expected`` requires. ``exact`` (reference) compares
     texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
     Code Mode's own texts under the code-mode profile (``code_mode``, section 2). Where the
-    oracle's trace holds ``oracle.trace.ANY`` the spec leaves the value open."""
+    oracle's trace holds ``kit.trace.ANY`` the spec leaves the value open."""
     kind = type(expected)
     if kind is str:
         if type(actual) is not str:

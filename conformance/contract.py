@@ -1,7 +1,7 @@
 """The observation catalog: what an implementation under test reports in a trace (protocol v1).
 
 One table, built on the oracle's own definition of what is portable
-(``oracle.trace.PROBE_POINTS`` and its builtin participants: the import fails when the two
+(``kit.trace.PROBE_POINTS`` and its builtin participants: the import fails when the two
 part), read by the trace schema (a discriminated union of the entries below, so ``--validate`` rejects an
 observation outside the contract), by the comparison (a value the contract rejects is a
 contract error, not a pipeline rule's) and by the generated catalog
@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.oracle import results
-from dsh_conformance.oracle import trace as oracle_trace
-from dsh_conformance.oracle.jsvalue import TOKEN_KINDS
+from dsh_conformance.kit import results
+from dsh_conformance.kit import trace as oracle_trace
+from dsh_conformance.kit.jsvalue import TOKEN_KINDS
 
 # ------------------------------------------------------------------ value schemas
 
@@ -285,7 +285,7 @@ SCOPED_STAGES = frozenset({"pre-execute", "execute", "post-execute", "result", "
 
 PROBE_POINTS = frozenset((p.stage, p.what) for p in PROBES)
 if PROBE_POINTS != oracle_trace.PROBE_POINTS:  # one truth: the oracle's
-    raise RuntimeError(f"the observation catalog's probes part from oracle.trace.PROBE_POINTS: "
+    raise RuntimeError(f"the observation catalog's probes part from kit.trace.PROBE_POINTS: "
                        f"{sorted(PROBE_POINTS ^ oracle_trace.PROBE_POINTS)}")
 PARTICIPANT_STAGES = tuple(p.stage for p in PARTICIPANTS)
 

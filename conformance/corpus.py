@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh_conformance.oracle.scenario import Scenario, ScenarioFileError, load_scenario_document
+from dsh_conformance.kit.scenario import Scenario, ScenarioFileError, load_scenario_document
 
 from .resources import CASES as BUILTIN_CASES
 from .rules import rules

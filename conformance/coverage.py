@@ -3,7 +3,7 @@
 The corpus alone and the generated default run alone (``--no-corpus``, the same draws as
 ``run --examples N --seed S`` and the mutation report's generated-only column:
 ``mutate.default_cases``) are each run through the embedded oracle under coverage.py's
-branch coverage of ``oracle/``. The branches the corpus reaches and the generated run
+branch coverage of ``oracle/`` and of the kit it runs on (``kit/``). The branches the corpus reaches and the generated run
 does not are printed grouped by rule: the rule ids of the nearest comment naming one
 (``P12``), at or above the branch inside its function.
 
@@ -41,7 +41,10 @@ import yaml
 from .corpus import CASES
 from .resources import COVERAGE_EXCEPTIONS
 
-ORACLE_DIR = Path(__file__).resolve().parent.parent / "oracle"
+ROOT_DIR = Path(__file__).resolve().parent.parent
+ORACLE_DIR = ROOT_DIR / "oracle"
+KIT_DIR = ROOT_DIR / "kit"  # the kit's interpreter is the oracle's: measured with it
+KIT_PREFIX = "kit/"
 EXCEPTIONS_FILE = COVERAGE_EXCEPTIONS
 RULE_ID = re.compile(r"\bP\d+\b")
 NO_RULE = "(no rule cited)"
@@ -51,7 +54,7 @@ EXIT_OK, EXIT_GAPS, EXIT_USAGE = 0, 1, 2
 @dataclass(frozen=True, order=True)
 class Branch:
     """One arc of a branch line: from ``line`` to ``to`` (negative: the function exits)."""
-    module: str  # the file's name inside oracle/
+    module: str  # the file's name inside oracle/ ("loop.py"), or the kit's as "kit/script.py"
     line: int
     to: int
 
@@ -73,7 +76,21 @@ class Place:
 # ============================================================================ measuring
 
 def _oracle_files() -> list[Path]:
-    return sorted(ORACLE_DIR.glob("*.py"))
+    return sorted(ORACLE_DIR.glob("*.py")) + sorted(KIT_DIR.glob("*.py"))
+
+
+def _module_name(file: Path) -> str:
+    """What a branch's module is called: ``loop.py`` in oracle/, ``kit/script.py`` in kit/."""
+    return KIT_PREFIX + file.name if file.parent == KIT_DIR else file.name
+
+
+def _module_file(module: str) -> Path:
+    return KIT_DIR / module.removeprefix(KIT_PREFIX) if module.startswith(KIT_PREFIX) else ORACLE_DIR / module
+
+
+def _shown(module: str) -> str:
+    """The module's path in a clone, as printed."""
+    return module if module.startswith(KIT_PREFIX) else f"oracle/{module}"
 
 
 def measure(docs: Iterable[dict[str, Any]]) -> tuple[set[Branch], set[Branch]]:
@@ -97,7 +114,7 @@ def _measure_here(path: Path) -> dict[str, list[list[Any]]]:
     import coverage
 
     docs = json.loads(path.read_text(encoding="utf-8"))
-    cov = coverage.Coverage(branch=True, data_file=None, source=[str(ORACLE_DIR)], config_file=False)
+    cov = coverage.Coverage(branch=True, data_file=None, source=[str(ORACLE_DIR), str(KIT_DIR)], config_file=False)
     cov.start()
     try:
         from dsh_conformance.oracle import ScenarioRunError, parse_scenario, run_scenario
@@ -115,8 +132,8 @@ def _measure_here(path: Path) -> dict[str, list[list[Any]]]:
         # coverage.py's per-file analysis (private in the pinned 7.17.5: the public API gives lines only)
         analysis = cov._analyze(str(file))
         for line, tos in analysis.executed_branch_arcs().items():
-            taken.update(Branch(file.name, line, to) for to in tos)
-        every.update(Branch(file.name, line, to) for line, tos in analysis.missing_branch_arcs().items() for to in tos)
+            taken.update(Branch(_module_name(file), line, to) for to in tos)
+        every.update(Branch(_module_name(file), line, to) for line, tos in analysis.missing_branch_arcs().items() for to in tos)
     return {"taken": [[b.module, b.line, b.to] for b in sorted(taken)],
             "every": [[b.module, b.line, b.to] for b in sorted(every | taken)]}
 
@@ -157,7 +174,7 @@ class _Source:
 
 @cache
 def _source(module: str) -> _Source:
-    text = (ORACLE_DIR / module).read_text(encoding="utf-8")
+    text = _module_file(module).read_text(encoding="utf-8")
     comments = {tok.start[0]: tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
                 if tok.type == tokenize.COMMENT}
     functions: list[tuple[int, int, str]] = []
@@ -295,14 +312,14 @@ def _rule_number(rules: str) -> int:
 
 
 def _describe(p: Place) -> str:
-    where = f"oracle/{p.branch.module}:{p.branch.line}->{p.branch.to if p.branch.to > 0 else 'exit'}"
+    where = f"{_shown(p.branch.module)}:{p.branch.line}->{p.branch.to if p.branch.to > 0 else 'exit'}"
     return f"{where} in {p.function or '<module>'}: {p.source}  ->  {p.target}"
 
 
 def text_report(m: Measure) -> str:
     both = len(m.corpus & m.generated)
     out = [
-        f"oracle branches (coverage.py branch arcs of oracle/): {m.total}",
+        f"oracle branches (coverage.py branch arcs of oracle/ and kit/): {m.total}",
         f"  corpus alone ({m.n_corpus} cases): {len(m.corpus)}",
         f"  generated default run alone ({m.n_generated} scenarios of {m.examples} draws, seed {m.seed}): "
         f"{len(m.generated)}",
@@ -318,7 +335,7 @@ def text_report(m: Measure) -> str:
                    f"{EXCEPTIONS_FILE.name}):")
         out.extend(f"  {_describe(p)}\n    why: {e.reason}" for p, e in m.excused)
     for e in m.stale:
-        out.append(f"\nstale exception: oracle/{e.module} {e.function}: {e.source} -> {e.target} "
+        out.append(f"\nstale exception: {_shown(e.module)} {e.function}: {e.source} -> {e.target} "
                    "(the generated run reaches it, or the corpus does not)")
     return "\n".join(out)
 

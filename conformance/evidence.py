@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from dsh_conformance.oracle import jsontext
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.trace import Trace
 
 
 def digest(text: str) -> str:
     # surrogatepass: a case may hold a lone surrogate (lossless, spec 3.11), and its digest
-    # must not crash the run that found the case failing (WTF-8, as oracle.jsontext writes)
+    # must not crash the run that found the case failing (WTF-8, as kit.jsontext writes)
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_conformance.oracle.jsvalue import same_value
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.kit.jsvalue import same_value
+from dsh_conformance.kit.trace import Trace
 
 STAGES = ("pre-execute", "approval", "guards", "execute", "body", "post-execute", "finalize", "result")
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from dsh_conformance.oracle.jsonio import MAX_FILE_BYTES, InputLimitError, decode_utf8, read_limited
+from dsh_conformance.kit.jsonio import MAX_FILE_BYTES, InputLimitError, decode_utf8, read_limited
 
 from .report import CaseRecord, Outcome
 from .rules import rules

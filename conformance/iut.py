@@ -48,8 +48,8 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
-from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
-from dsh_conformance.oracle import jsontext
+from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
+from dsh_conformance.kit import jsontext
 
 from .defaults import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT
 from .protocol import (Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started,
@@ -269,7 +269,7 @@ class ProcessIUT:
             if not line.strip():
                 continue
             try:
-                doc = loads(line, MAX_MESSAGE_DEPTH, surrogates=True)  # the input limits of oracle.jsonio
+                doc = loads(line, MAX_MESSAGE_DEPTH, surrogates=True)  # the input limits of kit.jsonio
             except InputLimitError as e:
                 if e.message.startswith("not JSON"):
                     raise IUTFailure("protocol", f"not a JSON line on stdout: {line[:200]!r}", self.stderr_text()) from None

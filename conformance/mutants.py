@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from .resources import ORACLE, SUITE
+from .resources import KIT, ORACLE, SUITE
 
 DATA = SUITE / "data"
 FAULTS_FILE = DATA / "mutation-faults.yaml"
@@ -55,7 +55,7 @@ class MutantError(Exception):
 class Mutant:
     id: str
     kind: str  # "operator" or "fault"
-    module: str  # file name inside oracle/, e.g. "loop.py"
+    module: str  # file name inside oracle/ ("loop.py"), or kit/ as "kit/script.py"
     line: int
     operator: str  # the mutation operator, or "fault"
     change: str  # one line: what was changed into what
@@ -68,7 +68,7 @@ class Mutant:
     def diff(self) -> str:
         original = module_source(self.module)
         return "".join(difflib.unified_diff(original.splitlines(keepends=True), self.mutated.splitlines(keepends=True),
-                                            f"a/oracle/{self.module}", f"b/oracle/{self.module}", n=2))
+                                            f"a/{source_path(self.module)}", f"b/{source_path(self.module)}", n=2))
 
     def summary(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.kind, "module": self.module, "line": self.line,
@@ -78,28 +78,48 @@ class Mutant:
 
 # ============================================================================ the oracle's sources
 
+KIT_PREFIX = "kit/"  # the kit's modules are mutated with the oracle's: the oracle runs on them
+
+
 def oracle_modules() -> list[str]:
-    """Every module of the oracle package, in name order."""
-    return sorted(p.name for p in ORACLE.glob("*.py"))
+    """Every module the oracle runs on, in name order: the oracle package's (``loop.py``)
+    and the kit's below it (``kit/script.py``)."""
+    return sorted([p.name for p in ORACLE.glob("*.py")] + [KIT_PREFIX + p.name for p in KIT.glob("*.py")])
+
+
+def _module_file(module: str) -> Path:
+    return KIT / module.removeprefix(KIT_PREFIX) if module.startswith(KIT_PREFIX) else ORACLE / module
+
+
+def source_path(module: str) -> str:
+    """The module's path in a clone: ``oracle/loop.py``, ``kit/script.py``."""
+    return module if module.startswith(KIT_PREFIX) else f"oracle/{module}"
 
 
 @cache
 def module_source(module: str) -> str:
-    return (ORACLE / module).read_text(encoding="utf-8")
+    return _module_file(module).read_text(encoding="utf-8")
 
 
 def materialize(root: Path, package: str, mutant: Mutant | None = None) -> Path:
-    """Write a copy of the oracle package under ``root/package`` (its modules import one
-    another relatively, so the copy is a whole implementation of its own), with ``mutant``
-    applied. The reference side, ``dsh_conformance.oracle``, is left untouched."""
+    """Write a copy of the oracle package under ``root/package`` and of the kit under
+    ``root/package/kit`` (the oracle imports the kit as ``..kit``, made ``.kit`` in the copy;
+    the kit's modules import one another relatively), so the copy is a whole implementation
+    of its own, with ``mutant`` applied. The reference side, ``dsh_conformance.oracle`` and
+    ``dsh_conformance.kit``, is left untouched."""
     target = root / package
     if target.exists():
         shutil.rmtree(target)
-    target.mkdir(parents=True)
+    (target / "kit").mkdir(parents=True)
     for name in oracle_modules():
         text = mutant.mutated if mutant is not None and mutant.module == name else module_source(name)
+        if not name.startswith(KIT_PREFIX):
+            text = _KIT_IMPORT.sub(r"\1from .kit", text)
         (target / name).write_text(text, encoding="utf-8")
     return target
+
+
+_KIT_IMPORT = re.compile(r"^(\s*)from \.\.kit\b", re.M)
 
 
 # ============================================================================ themes
@@ -162,11 +182,11 @@ def faults() -> list[Mutant]:
         if f["theme"] not in themes():
             raise MutantError(f"{where}.theme: {f['theme']} is not one of the themes ({', '.join(themes())})")
         if module not in oracle_modules():
-            raise MutantError(f"{where}.module: oracle/{module} does not exist")
+            raise MutantError(f"{where}.module: {source_path(module)} does not exist")
         source = module_source(module)
         count = source.count(find)
         if count != 1:
-            raise MutantError(f"{where}.find: occurs {count} times in oracle/{module}, not once")
+            raise MutantError(f"{where}.find: occurs {count} times in {source_path(module)}, not once")
         at = source.index(find)
         line = source.count("\n", 0, at) + 1
         mutated = source.replace(find, replace)
@@ -486,7 +506,7 @@ def excluded_modules() -> dict[str, str]:
     out = {}
     for name, entry in (_equivalence_doc().get("modules") or {}).items():
         if name not in oracle_modules():
-            raise MutantError(f"{EQUIVALENTS_FILE}: $.modules.{name}: oracle/{name} does not exist")
+            raise MutantError(f"{EQUIVALENTS_FILE}: $.modules.{name}: {source_path(name)} does not exist")
         out[name] = entry["reason"] if isinstance(entry, dict) else entry
     return out
 
@@ -596,4 +616,4 @@ def _sample(per_module: dict[str, list[Point]], budget: int, rng: random.Random)
 
 
 __all__ = ["Mutant", "MutantError", "Plan", "plan", "faults", "materialize", "equivalents", "excluded_modules",
-           "themes", "theme_of", "oracle_modules", "module_source", "all_points"]
+           "themes", "theme_of", "oracle_modules", "module_source", "source_path", "all_points"]

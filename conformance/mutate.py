@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_conformance.oracle import Scenario, parse_scenario, run_scenario
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.kit.trace import Trace
 
 from .mutants import Mutant, MutantError, Plan, equivalents, excluded_functions, excluded_modules, materialize, plan
 from .rules import ORACLE_PROFILES
@@ -196,7 +196,9 @@ def evaluate(mutant: Mutant | None, cases: list[Case], timeout: float, root: Pat
             cov.stop()
     if cov is not None:
         data = cov.get_data()
-        answer["lines"] = {Path(f).name: sorted(data.lines(f) or []) for f in data.measured_files()}
+        copy = (root / package_name(mutant)).resolve()  # keyed as mutants name modules: loop.py, kit/script.py
+        answer["lines"] = {Path(f).resolve().relative_to(copy).as_posix(): sorted(data.lines(f) or [])
+                           for f in data.measured_files()}
     return answer
 
 
@@ -429,7 +431,7 @@ def _replay(p: Plan, args: argparse.Namespace) -> int:
     doc: dict[str, Any] | None = None
     source = "replay"
     if Path(case).is_file():
-        from dsh_conformance.oracle.scenario import load_scenario_document
+        from dsh_conformance.kit.scenario import load_scenario_document
 
         _, doc = load_scenario_document(Path(case))
     elif (CASES / f"{case}.json").is_file():

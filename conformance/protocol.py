@@ -8,7 +8,7 @@ message per line, each a JSON object (Bowtie's shape):
    "profiles": ["core", ...], "features": [...]}`` (the handshake).
 2. runner -> IUT ``{"cmd": "run", "seq": N, "scenario": {...}}``
    IUT -> runner exactly one of
-   ``{"seq": N, "trace": {...}}`` (the trace language of ``oracle.trace``),
+   ``{"seq": N, "trace": {...}}`` (the trace language of ``kit.trace``),
    ``{"seq": N, "skipped": true, "reason": "..."}`` (a scenario feature it cannot express;
    never approximate one silently),
    ``{"seq": N, "errored": true, "message": "...", "details": ...}`` (it broke on this one).
@@ -32,15 +32,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from dsh_conformance.oracle import jsontext
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.trace import Trace
 
 PROTOCOL_VERSION = 1
 
 
 # Strict: a field of the wrong JSON type is refused, with or without --validate (lax
 # parsing would read "1" as the sequence number 1 and 1 as true). The trace inside an
-# answer is parsed by its own model (oracle.trace).
+# answer is parsed by its own model (kit.trace).
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
@@ -140,7 +140,7 @@ def seq_error(line: dict[str, Any]) -> str | None:
 
 def dumps(message: BaseModel | dict[str, Any]) -> str:
     doc = message.model_dump(mode="python", by_alias=True, exclude_none=True) if isinstance(message, BaseModel) else message
-    # Lone surrogates travel as JSON escapes: the stream itself stays valid UTF-8 (oracle.jsontext).
+    # Lone surrogates travel as JSON escapes: the stream itself stays valid UTF-8 (kit.jsontext).
     return jsontext.dumps(doc, separators=(",", ":")) + "\n"
 
 
@@ -151,7 +151,7 @@ def _same(doc: dict[str, Any]) -> dict[str, Any]:
 def message_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of every protocol message, by catalog file name."""
     from dsh_conformance.contract import install
-    from dsh_conformance.oracle.schema_doc import schema_document
+    from dsh_conformance.kit.schema_doc import schema_document
 
     return {f"{name}.schema.json": (install if name == "protocol-answer" else _same)(
                 schema_document(model, f"{name}.schema.json"))

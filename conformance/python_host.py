@@ -60,7 +60,7 @@ def _call(what: str, fn: Any, *args: Any) -> Any:
 
 
 def _send(out: Any, what: str, doc: Any) -> None:
-    from dsh_conformance.oracle import jsontext
+    from dsh_conformance.kit import jsontext
 
     if not isinstance(doc, dict):
         _report(f"{what} returned {type(doc).__name__}, not a dict", CRASH_STATUS)
@@ -73,7 +73,7 @@ def _send(out: Any, what: str, doc: Any) -> None:
 
 
 def serve(name: str) -> None:
-    from dsh_conformance.oracle.jsonio import MAX_MESSAGE_DEPTH, loads
+    from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, loads
 
     started, answer = _load(name)
     # The protocol's own stdout: what the implementation prints goes to stderr, its log.

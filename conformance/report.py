@@ -27,11 +27,11 @@ from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from dsh_conformance.oracle.jsonio import (MAX_MESSAGE_DEPTH, MAX_REPORT_BYTES, InputLimitError, decode_utf8, loads,
+from dsh_conformance.kit.jsonio import (MAX_MESSAGE_DEPTH, MAX_REPORT_BYTES, InputLimitError, decode_utf8, loads,
                                            read_limited)
 
 from . import __version__, value_diff
-from dsh_conformance.oracle import jsontext
+from dsh_conformance.kit import jsontext
 
 from .markup import md_code, md_text, xml_text
 from .outputs import OutputWriteError, write_atomic
@@ -159,7 +159,7 @@ _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 def report_schemas() -> dict[str, dict[str, Any]]:
-    from dsh_conformance.oracle.schema_doc import schema_document
+    from dsh_conformance.kit.schema_doc import schema_document
 
     return {"report-record.schema.json": schema_document(
         _RECORD, "report-record.schema.json", description="One line of a dsh-conformance JSON-lines report.")}
@@ -205,7 +205,7 @@ class ReportWriter:
     def write(self, record: BaseModel) -> None:
         if self.path is None or self.failed is not None:
             return
-        # Python mode and oracle.jsontext: a lone surrogate in a message or a divergence is
+        # Python mode and kit.jsontext: a lone surrogate in a message or a divergence is
         # written as its JSON escape (pydantic's JSON mode refuses it).
         doc = record.model_dump(mode="python", exclude_none=True)
         line = (jsontext.dumps(doc, separators=(",", ":"), default=_enum_value) + "\n").encode("utf-8")

@@ -39,8 +39,8 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 
 from dsh_conformance.oracle import parse_scenario, run_scenario
-from dsh_conformance.oracle.jsonio import InputLimitError, loads, read_limited
-from dsh_conformance.oracle.trace import parse_trace
+from dsh_conformance.kit.jsonio import InputLimitError, loads, read_limited
+from dsh_conformance.kit.trace import parse_trace
 
 from . import __version__, value_diff
 from .evidence import document_digest, trace_digest

@@ -27,6 +27,7 @@ def folder(package: str) -> Path:
 
 
 SUITE = folder("dsh_conformance")  # conformance/
+KIT = folder("dsh_conformance.kit")
 ORACLE = folder("dsh_conformance.oracle")
 TOOLS = folder("dsh_conformance.tools")
 CATALOGS = folder("dsh_conformance.catalogs")

@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.oracle import jsontext
+from dsh_conformance.kit import jsontext
 
 from .diff_groups import (Group, blame_order, generated_key, generated_verdict, group_regressions, newly_failing,
                           package_changes, side_effects, stage_differs, tree_line)

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_conformance.oracle import Scenario, ScenarioRunError, jsontext, parse_scenario, run_scenario
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.oracle import Scenario, ScenarioRunError, parse_scenario, run_scenario
+
+from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.trace import Trace
 
 from . import interrupts
 from .compare import judge

@@ -14,7 +14,7 @@ from dsh_conformance.iut import IUTFailure, NotAnImplementation
 from dsh_conformance.plugin import EXPECTATIONS_KEY, IUT_KEY
 from dsh_conformance.report import Outcome
 from dsh_conformance.rules import ORACLE_PROFILES
-from dsh_conformance.oracle import jsontext
+from dsh_conformance.kit import jsontext
 from dsh_conformance.outputs import write_atomic
 from dsh_conformance.runner import Runner, content_id, corpus_items
 from dsh_conformance.strategies.citation import observation_kinds

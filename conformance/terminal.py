@@ -66,7 +66,7 @@ def json_visible(text: str) -> str:
 
 def readable_streams() -> None:
     """What this command prints is text for people (JSON it prints is escaped already, see
-    oracle.jsontext): a lone surrogate an implementation sent in a message is shown as its
+    kit.jsontext): a lone surrogate an implementation sent in a message is shown as its
     escape instead of ending the command with a UnicodeEncodeError."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.kit.trace import Trace
 
 from . import compare
 

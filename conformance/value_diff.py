@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_conformance.oracle import jsontext
+from dsh_conformance.kit import jsontext
 
 Step = str | int
 Same = Callable[[Any, Any], bool]

@@ -5,8 +5,8 @@ is pure and deterministic: no I/O, no threads, no clocks (time is virtual).
 """
 
 from .run import ScenarioRunError, run_scenario
-from .scenario import Scenario, ScenarioError, ScenarioFileError, load_scenario, parse_scenario
-from .trace import Trace, parse_trace
+from ..kit.scenario import Scenario, ScenarioError, ScenarioFileError, load_scenario, parse_scenario
+from ..kit.trace import Trace, parse_trace
 
 __all__ = ["Scenario", "ScenarioError", "ScenarioFileError", "ScenarioRunError", "Trace",
            "load_scenario", "parse_scenario", "parse_trace", "run_scenario"]

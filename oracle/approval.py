@@ -12,12 +12,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import texts
-from .decisions import GRANTED, OUTCOMES
-from .jsvalue import UNDEFINED, JsValue, Thrown, js_error, js_string, json_text
-from .record import Record
+from ..kit.decisions import GRANTED, OUTCOMES
+from ..kit.jsvalue import UNDEFINED, JsValue, Thrown, js_error, js_string, json_text
+from ..kit.record import Record
 from .registry import World
-from .scenario import CustomApproval
-from .script import Invocation, perform
+from ..kit.scenario import CustomApproval
+from ..kit.script import Invocation, perform
 
 Waterfall = Callable[..., Awaitable[JsValue]]
 """The pipeline's ``waterfall(w, event, rec, args, terminal, rules, agent=...)`` (P5, P6)."""

@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from .jsvalue import JsValue, canonical_number
+from ..kit.jsvalue import JsValue, canonical_number
 
 NEG_ZERO = {"$js": "-0"}
 

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from .jsvalue import Thrown
-from .record import Input
+from ..kit.jsvalue import Thrown
+from ..kit.record import Input
 from .registry import World
 from .schema_check import schema_violations
-from .script import Invocation, perform_sync
+from ..kit.script import Invocation, perform_sync
 
 
 def classify(w: World, inp: Input) -> str:

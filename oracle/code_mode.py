@@ -33,14 +33,14 @@ from typing import Any
 
 from . import texts
 from .classify import classify
-from .jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless, js_error, json_string, message_of, number_to_string,
+from ..kit.jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless, js_error, json_string, message_of, number_to_string,
                       snapshot, to_string, token)
 from .program import RunRequest, run_program
-from .record import Input, Record
+from ..kit.record import Input, Record
 from .registry import World
-from .scheduler import Deferred, Signal, Task
+from ..kit.scheduler import Deferred, Signal, Task
 from .tool_definitions import RunCodeTool
-from .trace import call_result
+from ..kit.trace import call_result
 
 MAX_JSON_INDENT = 10  # P128: JSON.stringify caps indentation at ten characters
 

@@ -9,8 +9,12 @@ The loop, the turns after it and the script interpreter (a participant's ``injec
 
 from __future__ import annotations
 
-from .jsvalue import JsValue, Thrown, get, js_error
-from .registry import World
+from typing import TYPE_CHECKING
+
+from ..kit.jsvalue import JsValue, Thrown, get, js_error
+
+if TYPE_CHECKING:  # annotations only: the registry's World calls these for the script's steps
+    from .registry import World
 
 
 def splice_append(w: World, message: JsValue, target: str = "next-step") -> None:

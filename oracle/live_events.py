@@ -3,7 +3,7 @@
 A live event has a mode: a ``waterfall`` passes a value through its listeners, each of which
 may call ``next()`` and transform what it returns; an ``emit`` notifies listeners and takes
 no answer. ``arguments`` and ``returns`` point into the generated catalogs' schemas.
-The scenario language lets a scenario listen to ``oracle.scenario.EVENTS``; the tests check
+The scenario language lets a scenario listen to ``kit.scenario.EVENTS``; the tests check
 that every one of them is described here with the mode the oracle gives it.
 """
 

@@ -18,13 +18,13 @@ from . import texts
 from .classify import classify
 from .arguments import parse_arguments
 from .inbox import cancel, splice_append
-from .jsvalue import clone, Thrown
+from ..kit.jsvalue import clone, Thrown
 from .pipeline import Route, dispatch, finalize, prepare
-from .record import Input, Record
+from ..kit.record import Input, Record
 from .registry import World
-from .scenario import LoopRun
-from .scheduler import ABORT_REASON, Task
-from .trace import call_result
+from ..kit.scenario import LoopRun
+from ..kit.scheduler import ABORT_REASON, Task
+from ..kit.trace import call_result
 from .turns import after_tool_step
 
 # ---------------------------------------------------------------------------- events

@@ -8,7 +8,7 @@ The staged scheduler of section 3.6 falls out directly: ``prepare`` = entry + ga
 The gate's approval step (G3) is ``oracle.approval``, handed this module's waterfall; a
 body's filesystem intents reach ``body_waterfall`` through its ``Invocation`` (P71); the
 run_code bridge drives its sub-calls through ``STAGES`` (P120). The decision vocabularies
-are the tables of ``oracle.decisions``.
+are the tables of ``kit.decisions``.
 """
 
 from __future__ import annotations
@@ -18,17 +18,18 @@ from typing import Any, Literal
 
 
 from . import approval, code_mode, texts
-from .decisions import POST_KINDS, PRE_REASONS
-from .jsvalue import (clone, UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object,
-                      is_undefined, js_error, json_text, message_of, message_value, read, snapshot, to_string,
+from ..kit.decisions import POST_KINDS, PRE_REASONS
+from ..kit.jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, get, has_own, info_of, is_object,
+                      is_undefined, js_error, json_text, message_of, message_value, snapshot, to_string,
                       token, truthy, type_error)
-from .record import Input, Record
+from ..kit.engine_texts import nullish_read
+from ..kit.record import Input, Record
 from .schema_check import schema_violations
 from .registry import World
-from .scenario import DELEGATE, Behavior, Call, Listener, ScenarioError, Tool
-from .scheduler import ABORT_REASON, fuse
-from .trace import ANY
-from .script import NOTHING, Invocation, perform, perform_sync
+from ..kit.scenario import DELEGATE, Behavior, Listener, ScenarioError, Tool
+from ..kit.scheduler import fuse
+from ..kit.trace import ANY
+from ..kit.script import NOTHING, Invocation, perform, perform_sync
 
 RouteKind = Literal["dispatch", "post", "final"]
 
@@ -594,7 +595,7 @@ def block_message(feedback: JsValue) -> str:
             # Reading a type off null or undefined throws, as in the reference release: the
             # post-execute stage throws, as for feedback that is not an array.
             what = "null" if block is None else "undefined"
-            raise Thrown(type_error(texts.nullish_read(what, "type")))
+            raise Thrown(type_error(nullish_read(what, "type")))
         kind = get(block, "type") if is_object(block) else UNDEFINED
         if kind == "text":
             text = get(block, "text")
@@ -707,27 +708,6 @@ async def execute(w: World, inp: Input) -> dict[str, Any]:
     if route.kind == "dispatch":
         route = await dispatch(w, rec)
     return await finalize(w, rec, route)
-
-
-def call_input(w: World, call: Call) -> Input:
-    signal = w.signal(f"caller:{call.callId}")
-    if call.aborted:
-        signal.abort(ABORT_REASON)
-    # P23: an input field run by a getter is read once, where entry reads it: rootCallId and
-    # name before the definition is looked up, arguments as the snapshot reads it (E1, E2).
-    root: Any = call.rootCallId
-    if "rootCallId" in call.getters:
-        root = read({"$js": "getter", "id": call.getters["rootCallId"]})
-        root = None if root is None or is_undefined(root) else root  # input.rootCallId ?? callId
-    name: Any = call.name
-    if "name" in call.getters:
-        name = read({"$js": "getter", "id": call.getters["name"]})
-    arguments = clone(call.arguments)
-    if "arguments" in call.getters:
-        arguments = {"$js": "getter", "id": call.getters["arguments"]}
-    return Input(callId=call.callId, name=name, arguments=arguments,
-                 signal=signal, agent=call.agent, rootCallId=root,
-                 parent="foreign-token" if call.parent else None)
 
 
 STAGES = code_mode.Stages(prepare=prepare, dispatch=dispatch, finalize=finalize, waterfall=waterfall)

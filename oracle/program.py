@@ -4,7 +4,7 @@
 The runtime is not the spec's: DSH leaves program execution to a code runtime (section 1.3),
 so a scenario brings its own, scripted one, and the oracle and every adapter run it alike
 (tools/dsh-adapter/lib/code-runtime.mjs registers the same as the real ``ctx.codeRuntime``).
-What a program does is what ``oracle.scenario.Program`` says; what it sees is recorded in the
+What a program does is what ``kit.scenario.Program`` says; what it sees is recorded in the
 trace under stage ``program`` of the ``run_code`` call, so that an implementation's bindings
 are checked by what they hand the program (P117, P118, P124, P125):
 
@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import texts
-from .jsvalue import clone, JsValue, NotLossless, Thrown, is_undefined, message_of, snapshot, token, type_error
+from ..kit.jsvalue import clone, JsValue, NotLossless, Thrown, is_undefined, message_of, snapshot, token, type_error
 from .registry import World
-from .scenario import Program
-from .scheduler import Deferred, Signal
+from ..kit.scenario import Program
+from ..kit.scheduler import Deferred, Signal
 
 Binding = Callable[[JsValue], Deferred]
 """A member of the ``tools`` namespace: called with the argument, returns the call's promise."""

@@ -12,22 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import texts
-from .jsvalue import JsValue, Thrown, clone, js_error, token
-
-# Tokens that stand for primitives (spec 3.11): never objects, so always frozen.
-PRIMITIVE_TOKENS = frozenset({"undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol"})
-from .scenario import Agent, Guard, Listener, Program, Scenario, Tool
-from .scenario_checks import RUN_CODE, effective_mode
-from .scheduler import Deferred, Scheduler, Signal
+from .arguments import parse_arguments
+from .inbox import cancel, splice_append
+from ..kit.jsvalue import JsValue, Thrown, clone, js_error
+from ..kit.scenario import Guard, Listener, Program, Scenario, Tool
+from ..kit.scenario_checks import RUN_CODE, effective_mode
+from ..kit.session import RunState, Runaway
 from .tool_definitions import RUN_CODE_TOOL
-from .trace import Trace, event, observation, portable
-
-
-INVOCATION_BUDGET = 10_000
-
-
-class Runaway(Exception):
-    """The scenario makes participants call each other without end."""
 
 
 @dataclass
@@ -42,25 +33,12 @@ class GuardEntry:
     active: bool = True
 
 
-@dataclass
-class AgentState:
-    spec: Agent
-    seq: int = 0
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
-
-
-class World:
-    """The state of one scenario run (registry, agents, signals, trace)."""
+class World(RunState):
+    """The state of one oracle run: the kit's run state (trace, clock, signals, freezing)
+    and the registry (scopes, tool views, listener tables, guard layers), agents' inboxes."""
 
     def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
-        self.sched = Scheduler()
-        self.trace = Trace(scenario=scenario.id)
-        self.portable = 0  # the portable observations recorded so far: where an event falls (Event.at)
-        self.agents: dict[str, AgentState] = {a.id: AgentState(a) for a in scenario.agents}
+        super().__init__(scenario)
         self.decl: dict[str, Tool | Listener | Guard] = {}
         for item in (*scenario.tools, *scenario.listeners, *scenario.guards):
             self.decl[item.ref if isinstance(item, Tool) else item.id] = item
@@ -68,20 +46,15 @@ class World:
         self.tools: dict[str | None, dict[str, Tool]] = {}
         self.listeners: dict[str, list[ListenerEntry]] = {}
         self.guard_layers: dict[str | None, list[GuardEntry]] = {}
-        self.signals: dict[str, Signal] = {}
-        self.invocations: dict[str, int] = {}
         self.tokens = 0
         self.approvals = 0
         self.serial = 0
-        self.frozen: dict[int, Any] = {}  # id -> object: everything the registry deep-froze
-        self.gates: dict[str, Deferred] = {}
         self.inbox: list[JsValue] = []  # the loop agent's next-step queue
         self.inbox_next_turn: list[JsValue] = []  # waking input after an abort starts a new turn
         self.loop_agent: str | None = None
         self.programs: dict[str, Program] = {p.id: p for p in scenario.programs}
         self.generated_messages = 0  # user messages the registry made itself (P126's image contexts)
         self.sub_inputs: dict[str, dict[str, Any]] = {}  # a run_code sub-call's input object, as writes see it
-        self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
         self.wake_requested = False  # a steer after the abort asked for another turn (P112)
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
@@ -93,50 +66,28 @@ class World:
             if item.registered:
                 self.register(item.ref if isinstance(item, Tool) else item.id)
 
-    # ------------------------------------------------------------------ trace
+    # ------------------------------------------------------------------ the script's hooks
 
-    def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
-            value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        self.trace.observations.append(observation(call, stage, what, who, clone(value, self.frozen), list(rules)))
-        if portable(stage, what, who):
-            self.portable += 1
+    def inject(self, message: JsValue, steer: bool) -> None:
+        # steer() wakes the agent: once the step is aborted, waking input cannot join
+        # the aborted activity and goes to the next turn instead (P112).
+        late = steer and self.signal("step").aborted
+        splice_append(self, message, "next-turn" if late else "next-step")
+        self.wake_requested = self.wake_requested or late  # the woken agent starts another turn
 
-    def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None,
-                     fresh: bool = False) -> int:
-        """Append a session event. ``fresh``: ``data`` was made for this event alone, and what
-        else it holds is frozen (a tool-result message around a finished result): nothing
-        can change it, so it is recorded as it is; else it is copied (``_plain``)."""
-        state = self.agents[agent]
-        state.seq += 1
-        self.trace.events.append(event(agent, state.seq, type_, data if fresh else self._plain(data), source,
-                                       self.portable))
-        return state.seq
+    def cancel(self, keep_inbox: bool, reason: JsValue) -> None:
+        cancel(self, keep_inbox, reason)
 
-    def _plain(self, v: Any) -> Any:
-        """A detached copy for the trace (of an observation's value, an event's data), so that
-        later steps cannot change what was recorded. What the registry deep-froze cannot
-        change any more: recorded as it is, not copied (a tool result's content, say, in
-        every observation and event that shows it)."""
-        return clone(v, self.frozen)
-
-    # ------------------------------------------------------------------ freezing
-
-    def freeze(self, v: JsValue) -> JsValue:
-        """Deep-freeze ``v`` in place (the registry's ``deepFreeze``). A frozen object is
-        frozen all the way down already (and nothing changes it): not walked again."""
-        if isinstance(v, (dict, list)) and id(v) not in self.frozen:
-            self.frozen[id(v)] = v
-            for item in (v.values() if isinstance(v, dict) else v):
-                self.freeze(item)
-        return v
-
-    def is_frozen(self, v: JsValue) -> bool:
-        return not isinstance(v, (dict, list)) or token(v) in PRIMITIVE_TOKENS or id(v) in self.frozen
-
-    def is_deeply_frozen(self, v: JsValue) -> bool:
-        # Only ``freeze`` marks an object frozen, and it marks everything below it too, so a
-        # frozen object is frozen all the way down: nothing to walk (a result each call).
-        return self.is_frozen(v)
+    def caller_input(self, call: str | None) -> JsValue:
+        """The caller's input object (section 3.2) as far as a write into it can tell: a
+        direct call's, a run_code sub-call's, or the one the loop made from a tool-call block."""
+        if call in self.sub_inputs:  # a run_code sub-call: the input the bridge built (P119)
+            return self.sub_inputs[call]
+        block = next((b for b in getattr(self.scenario.run, "blocks", []) if b.id == call), None)
+        if block is not None:
+            return {"callId": block.id, "name": block.name, "arguments": parse_arguments(block.arguments),
+                    "signal": {}, "agent": {}}
+        return super().caller_input(call)
 
     # ------------------------------------------------------------------ registration
 
@@ -257,27 +208,6 @@ class World:
         return layers
 
     # ------------------------------------------------------------------ misc
-
-    def signal(self, name: str) -> Signal:
-        if name not in self.signals:
-            self.signals[name] = Signal(name)
-        return self.signals[name]
-
-    def gate(self, call_id: str) -> Deferred:
-        """Settles when the call's body is done, or when the call will never run one."""
-        return self.gates.setdefault(call_id, Deferred())
-
-    def open_gate(self, call_id: str) -> None:
-        self.gate(call_id).resolve(None)
-
-    def next_invocation(self, who: str) -> int:
-        n = self.invocations.get(who, 0)
-        self.invocations[who] = n + 1
-        if sum(self.invocations.values()) > INVOCATION_BUDGET:
-            # e.g. a guard that registers a guard is reached again in the same pass (P45),
-            # forever: JavaScript would not end either, so the scenario is at fault.
-            raise Runaway(f"more than {INVOCATION_BUDGET} participant invocations: the scenario runs away")
-        return n
 
     def mint_token(self) -> str:
         self.tokens += 1

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 
-from .jsvalue import JsValue, json_text
+from ..kit.jsvalue import JsValue, json_text
 
 
 def schema_violations(schema: dict[str, Any], value: JsValue, label: str) -> list[str]:

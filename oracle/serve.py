@@ -1,17 +1,15 @@
 """The oracle as an implementation under test: the IUT protocol v1 over two streams.
 
-The only I/O of the oracle package. Messages are described in ``conformance.protocol``;
-this server knows just enough of them to answer, so that the oracle stays independent of
-the suite.
+The only I/O of the oracle package, through the kit's protocol side (``kit.protocol``),
+as any port built on the kit answers.
 """
 
 from __future__ import annotations
 
-import traceback
 from typing import IO, Any
 
-from . import ScenarioError, ScenarioRunError, jsontext, parse_scenario, run_scenario
-from .jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
+from ..kit import protocol
+from . import run_scenario
 
 PROFILES = ["core", "reference", "loop", "code-mode"]
 
@@ -23,47 +21,13 @@ def started() -> dict[str, Any]:
         v = version("dsh-conformance")
     except PackageNotFoundError:  # run from a source tree
         v = "0"
-    return {"version": 1, "implementation": {"name": "dsh-conformance-oracle", "version": v,
-                                              "language": "python"},
-            "profiles": PROFILES, "features": []}
+    return protocol.handshake("dsh-conformance-oracle", v, "python", PROFILES)
 
 
 def answer(seq: int, scenario: Any) -> dict[str, Any]:
-    try:
-        trace = run_scenario(parse_scenario(scenario))
-    except ScenarioError as e:
-        return {"seq": seq, "errored": True, "message": f"bad scenario: {e}"}
-    except ScenarioRunError as e:
-        return {"seq": seq, "errored": True, "message": str(e)}
-    except Exception as e:  # an oracle bug must not take the server down
-        return {"seq": seq, "errored": True, "message": f"{type(e).__name__}: {e}",
-                "details": traceback.format_exc()}
-    return {"seq": seq, "trace": trace.to_json(detached=False)}  # written out at once
+    return protocol.answer(run_scenario, seq, scenario)
 
 
 def serve(inp: IO[bytes], out: IO[str]) -> int:
-    """Answer each line of ``inp`` (bytes: a line that is not UTF-8 is answered, not fatal)
-    on ``out``. A line the server cannot read is answered with an error under ``seq`` -1."""
-    for line in inp:
-        if not line.strip():
-            continue
-        try:
-            msg = loads(line, MAX_MESSAGE_DEPTH)  # the input limits of oracle.jsonio
-            if not isinstance(msg, dict):
-                raise InputLimitError("$", "a message is a JSON object")
-        except InputLimitError as e:
-            reply: dict[str, Any] = {"seq": -1, "errored": True, "message": f"unreadable message: {e}"}
-        else:
-            match msg.get("cmd"):
-                case "start":
-                    reply = started()
-                case "run" if isinstance(msg.get("seq"), int) and "scenario" in msg:
-                    reply = answer(msg["seq"], msg["scenario"])
-                case "stop":
-                    return 0
-                case other:
-                    reply = {"seq": msg.get("seq", -1) if isinstance(msg.get("seq"), int) else -1, "errored": True,
-                             "message": f"unknown command {other!r}" if other != "run" else "a run needs seq and scenario"}
-        out.write(jsontext.dumps(reply, separators=(",", ":")) + "\n")
-        out.flush()
-    return 0
+    """Answer each line of ``inp`` on ``out`` (``kit.protocol.serve``)."""
+    return protocol.serve(started, answer, inp, out)

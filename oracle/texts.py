@@ -18,7 +18,6 @@ ACCEPT_BOTH = "tools/post-execute accept decision cannot replace both value and 
 ACCEPT_VALUE_ON_FAILURE = "tools/post-execute cannot replace the value of a failed result"  # P82
 BLOCK_FALLBACK = "tool result blocked by post-execute policy"  # P84
 UNPRINTABLE = "<unprintable thrown value>"  # P9
-NO_AGENT_SESSION = "append: the call has no agent, so no session to append to"  # the scenario language's own
 NO_OPEN_TURN = (  # P43
     "approval.request() outside an open turn: the approval/asked + approval/decided audit pair "
     "must be turn-enclosed (a bare event between turns is crash-tail garbage on reload). Ask "
@@ -100,34 +99,6 @@ def render_failed(m: str) -> str:
 
 def meta_failed(m: str) -> str:
     return f"output.presentationMeta failed: {m}"
-
-
-# Failed writes to frozen or identity fields raise a TypeError whose wording belongs to the
-# engine, not the spec (section 1). The oracle uses V8's wording so that traces read
-# naturally next to the real package's.
-def frozen_set(key: str) -> str:
-    return f"Cannot assign to read only property '{key}' of object '#<Object>'"
-
-
-def frozen_add(key: str) -> str:
-    return f"Cannot add property {key}, object is not extensible"
-
-
-def frozen_delete(key: str) -> str:
-    return f"Cannot delete property '{key}' of #<Object>"
-
-
-def frozen_define(key: str) -> str:
-    return f"Cannot redefine property: {key}"
-
-
-def nullish_read(what: str, key: str) -> str:
-    """The TypeError of reading ``key`` off ``null`` or ``undefined`` (``what``)."""
-    return f"Cannot read properties of {what} (reading '{key}')"
-
-
-def getter_only(key: str) -> str:
-    return f"Cannot set property {key} of #<Object> which has only a getter"
 
 
 # A refused write raises a TypeError whose wording the engine chooses (and which depends on

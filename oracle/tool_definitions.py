@@ -3,7 +3,7 @@
 
 ``ToolSchema`` is what the model is offered for a tool (name, description, parameters);
 ``MEMBERS`` lists every member of a ``ToolDefinition`` with its signature, and names the
-field of the scenario language's ``oracle.scenario.Tool`` that scripts it, so the tests can
+field of the scenario language's ``kit.scenario.Tool`` that scripts it, so the tests can
 check the two stay in step.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .scenario_checks import RUN_CODE as RUN_CODE_NAME
-from .scenario import Output, Tool
+from ..kit.scenario_checks import RUN_CODE as RUN_CODE_NAME
+from ..kit.scenario import Output, Tool
 
 
 class ToolSchema(BaseModel):
@@ -31,7 +31,7 @@ class Member:
     name: str
     signature: str
     optional: bool
-    scenario_field: str | None  # the oracle.scenario.Tool field that scripts this member
+    scenario_field: str | None  # the kit.scenario.Tool field that scripts this member
     summary: str
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from .decisions import GRANTED, OUTCOMES
+from ..kit.decisions import GRANTED, OUTCOMES
 
 PRE_EXECUTE, APPROVAL, GUARDS, EXECUTE = "pre-execute", "approval", "guards", "tools/execute"
 DENIED, POST_EXECUTE, FINAL, MATERIALIZATION = "post-execute (denied)", "post-execute", "final", "materialization"

@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .inbox import claim, splice_append
-from .jsvalue import clone, UNDEFINED, JsValue, Thrown, token
+from ..kit.jsvalue import clone, UNDEFINED, JsValue, Thrown, token
 from .registry import World
-from .scenario import DELEGATE, Behavior, Listener, LoopRun, ScenarioError
-from .script import Invocation, perform
+from ..kit.scenario import DELEGATE, Behavior, Listener, LoopRun, ScenarioError
+from ..kit.script import Invocation, perform
 
 TurnEnd = Literal["tools", "aborted", "max-tokens", "failed"]
 PRE_STEP = "agent/pre-step"

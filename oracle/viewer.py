@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .jsvalue import Thrown
+from ..kit.jsvalue import Thrown
 from .arguments import json_parse
 from .registry import World
-from .scenario import LoopRun, Tool
-from .script import Invocation, perform_sync
+from ..kit.scenario import LoopRun, Tool
+from ..kit.script import Invocation, perform_sync
 
 
 def present(w: World, run: LoopRun) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from dsh_conformance.corpus import load_corpus
 from dsh_conformance.oracle import run_scenario
-from dsh_conformance.oracle.scenario import scenario_to_json
+from dsh_conformance.kit.scenario import scenario_to_json
 from dsh_conformance.tools import catalogs
 
 
@@ -118,7 +118,7 @@ def test_decisions_the_registry_accepts_validate(corpus_traces):
 
 
 def test_live_events_cover_the_oracles_events_with_their_modes():
-    from dsh_conformance.oracle.scenario import EVENTS
+    from dsh_conformance.kit.scenario import EVENTS
     from dsh_conformance.tools.catalog_index import build_index
 
     index = build_index()
@@ -132,7 +132,7 @@ def test_live_events_cover_the_oracles_events_with_their_modes():
 
 
 def test_tool_definition_members_match_the_scenario_language():
-    from dsh_conformance.oracle.scenario import Tool
+    from dsh_conformance.kit.scenario import Tool
     from dsh_conformance.oracle.tool_definitions import MEMBERS, RUN_CODE
 
     fields = set(Tool.model_fields)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dsh_conformance.compare import agree, events_for, first_divergence
 from dsh_conformance.oracle import texts
-from dsh_conformance.oracle.trace import Event, Trace
+from dsh_conformance.kit.trace import Event, Trace
 
 
 def test_refused_writes_agree_whatever_the_engines_wording():
@@ -53,7 +53,7 @@ def test_a_bodys_session_events_are_compared_under_reference():
 
 
 def _approval_trace(order: list[tuple[str, str, str | None, object]]) -> Trace:
-    from dsh_conformance.oracle.trace import Observation
+    from dsh_conformance.kit.trace import Observation
     return Trace(observations=[Observation(call="c1", stage=s, what=w, who=who, value=v) for s, w, who, v in order])
 
 
@@ -97,7 +97,7 @@ def test_an_answer_that_was_not_abandoned_keeps_its_place():
 def test_the_first_divergence_is_the_one_the_oracles_trace_reaches_first():
     # c2's pre-execute parts at trace position 2; c1's lane parts only at its end (position
     # 4: say, a projection of a tool that c2's body went on to unregister). Report c2.
-    from dsh_conformance.oracle.trace import Observation
+    from dsh_conformance.kit.trace import Observation
 
     def trace(c2_decision: str, c1_tail: bool) -> Trace:
         obs = [Observation(call="c1", stage="pre-execute", what="start"),
@@ -117,7 +117,7 @@ def test_the_first_divergence_is_the_one_the_oracles_trace_reaches_first():
 def test_an_extra_step_late_in_the_run_does_not_hide_an_earlier_cause():
     # The IUT let a guard rename the call (applied, where the oracle refuses), so a later
     # call's classifier ran that the oracle never ran: report the rename, not the classifier.
-    from dsh_conformance.oracle.trace import Observation
+    from dsh_conformance.kit.trace import Observation
 
     def trace(outcome: str, extra: bool) -> Trace:
         obs = [Observation(call=None, stage="classify", what="call", who="t.isConcurrencySafe"),

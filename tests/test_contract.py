@@ -20,7 +20,7 @@ from dsh_conformance.compare import divergences, first_divergence
 from dsh_conformance.corpus import CASES, load_case, load_corpus
 from dsh_conformance import contract
 from dsh_conformance.oracle import parse_trace, run_scenario
-from dsh_conformance.oracle.trace import is_portable, trace_json_schema
+from dsh_conformance.kit.trace import is_portable, trace_json_schema
 from dsh_conformance.report import read_report
 from dsh_conformance.tools import observation_catalog
 

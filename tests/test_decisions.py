@@ -214,7 +214,7 @@ def test_the_vocabularies_are_the_decision_models():
     """The tables the pipeline reads are what the decision schema's models name."""
     import typing
 
-    from dsh_conformance.oracle import decisions as d
+    from dsh_conformance.kit import decisions as d
 
     kinds = lambda *models: tuple(typing.get_args(m.model_fields["kind"].annotation)[0] for m in models)  # noqa: E731
     assert kinds(d.Allow, d.Deny, d.Ask) == d.PRE_KINDS == tuple(d.PRE_REASONS)
@@ -224,7 +224,8 @@ def test_the_vocabularies_are_the_decision_models():
 
 @pytest.mark.rules("P40", "P41")
 def test_every_outcome_but_the_grant_has_its_denial_reason():
-    from dsh_conformance.oracle import approval, decisions
+    from dsh_conformance.oracle import approval
+    from dsh_conformance.kit import decisions
 
     assert set(approval.ROUTES) == set(decisions.OUTCOMES)
     assert [o for o, (kind, reason) in approval.ROUTES.items() if kind == "allow" or reason is None] == [decisions.GRANTED]

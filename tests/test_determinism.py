@@ -10,7 +10,7 @@ import sys
 
 from dsh_conformance.corpus import CASES, load_corpus
 from dsh_conformance.oracle import parse_scenario, parse_trace, run_scenario
-from dsh_conformance.oracle.scenario import scenario_to_json
+from dsh_conformance.kit.scenario import scenario_to_json
 
 DIGEST = """
 import hashlib, io, contextlib, sys

@@ -22,7 +22,7 @@ import pytest
 from dsh_conformance.corpus import CASES
 from dsh_conformance.resources import EXPECTATIONS
 from dsh_conformance.expectations import load_expectations
-from dsh_conformance.oracle import jsontext
+from dsh_conformance.kit import jsontext
 from dsh_conformance.protocol import Errored, Skipped, Traced, parse_answer, parse_started
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.oracle.trace import Event, Observation, Trace
+from dsh_conformance.kit.trace import Event, Observation, Trace
 from dsh_conformance.tools.flow_model import load_flow_model
 from dsh_conformance.tools.flow_walk import corpus_traces, coverage, walks
 

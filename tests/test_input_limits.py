@@ -1,5 +1,5 @@
 """Bad input files: one line naming the file and the place, exit 2, never a traceback; and
-the input limits (oracle/jsonio.py) the same in the oracle and in the suite."""
+the input limits (kit/jsonio.py) the same in the oracle and in the suite."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dsh_conformance.cli import main as suite
 from dsh_conformance.oracle import ScenarioError, parse_scenario
 from dsh_conformance.oracle.__main__ import main as oracle
-from dsh_conformance.oracle.jsonio import MAX_DEPTH, MAX_FILE_BYTES, MAX_MESSAGE_DEPTH
+from dsh_conformance.kit.jsonio import MAX_DEPTH, MAX_FILE_BYTES, MAX_MESSAGE_DEPTH
 
 from .conftest import ROOT
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -82,6 +83,24 @@ def test_no_generic_top_level_package(installed):
     names = {p.name for p in installed["site"].iterdir()}
     assert "dsh_conformance" in names
     assert not names & {"tools", "oracle", "conformance", "catalogs"}, sorted(names)
+
+
+def test_the_kit_is_in_the_wheel_and_a_port_on_it_runs(installed):
+    """The Python kit is importable from the installed wheel, and the starter example,
+    copied outside the clone, passes --profiles core on it (the corpus alone)."""
+    python = installed["bin"] / "python"
+    where = _run(installed, python, "-c", "import dsh_conformance.kit as k; print(k.KIT_VERSION, k.__file__)")
+    assert where.returncode == 0, where.stderr
+    version, file = where.stdout.split()
+    assert version == "1.0" and Path(file).is_relative_to(installed["site"]), where.stdout
+    port = installed["work"] / "port"
+    port.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "examples" / "core_pipeline.py", port / "core_pipeline.py")
+    run = _run(installed, "dsh-conformance", "run", "--impl", "py:core_pipeline", "--profiles", "core",
+               "--examples", "0", extra={"PYTHONPATH": str(port)})
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    passing, scored = re.search(r"score \(rules passing / scored\): core (\d+)/(\d+)", run.stdout).groups()
+    assert passing == scored and int(scored) > 40, run.stdout[-1500:]
 
 
 def test_run_replay_report_from_elsewhere(installed):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_conformance.oracle.jsvalue import (NotLossless, Thrown, info_of, is_lossless, json_text, message_of,
+from dsh_conformance.kit.jsvalue import (NotLossless, Thrown, info_of, is_lossless, json_text, message_of,
                             number_to_string, snapshot, to_string)
 
 U = {"$js": "undefined"}

@@ -17,8 +17,9 @@ from dsh_conformance.iut import ProcessIUT
 from dsh_conformance.report import (CaseRecord, Outcome, Report, ReportWriter, new_header, read_report, render_html,
                                 render_json, render_junit, render_markdown)
 from dsh_conformance.runner import Runner
-from dsh_conformance.oracle import jsontext, load_scenario, run_scenario
-from dsh_conformance.oracle.jsvalue import json_text
+from dsh_conformance.oracle import load_scenario, run_scenario
+from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.jsvalue import json_text
 
 from .conftest import FAKE, ROOT
 

@@ -173,5 +173,5 @@ def test_every_noted_mutant_is_one_the_oracle_still_has():
     ids = {p.id for m in mutants.oracle_modules() if m not in mutants.excluded_modules() for p in mutants.points(m)}
     notes = mutants._equivalence_doc().get("mutants", {})
     assert notes and not sorted(set(notes) - ids)
-    described = [p.id for p in mutants.points("results.py") if "(P47)" in p.before]
+    described = [p.id for p in mutants.points("kit/results.py") if "(P47)" in p.before]
     assert not described, described

@@ -23,7 +23,7 @@ from dsh_conformance.strategies.citation import ALL_PROFILES, cite
 from dsh_conformance.strategies.draws import DEFAULT_EXAMPLES, DEFAULT_SEED, measure_coverage
 from dsh_conformance.strategies.scenarios import scenarios
 from dsh_conformance.oracle import Scenario, Trace, parse_scenario, run_scenario
-from dsh_conformance.oracle.trace import PROBE_POINTS, Event, Observation, is_portable
+from dsh_conformance.kit.trace import PROBE_POINTS, Event, Observation, is_portable
 
 PROPERTY_EXAMPLES = 120
 

@@ -23,7 +23,7 @@ from dsh_conformance.rule_text import STATEMENTS, dumps_statements, statements, 
 from dsh_conformance.rules import rules
 from dsh_conformance.runner import Runner
 from dsh_conformance.oracle import parse_scenario, run_scenario
-from dsh_conformance.oracle.trace import parse_trace
+from dsh_conformance.kit.trace import parse_trace
 
 from .conftest import FAKE, ROOT, corpus_subset
 

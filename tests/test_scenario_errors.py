@@ -72,7 +72,7 @@ BAD = [
      "$.tools[0].body[0].event", "'fs/write-intent' or 'fs/edit-intent'"),
     ("present-on-a-direct-run", _with(run={"kind": "direct", "present": True, "calls": [{"callId": "c1", "name": "t"}]}),
      "$.run.present", "Extra inputs are not permitted"),
-    # tokens that refer beyond themselves (oracle.value_refs)
+    # tokens that refer beyond themselves (kit.value_refs)
     ("getter-undeclared", _with(run={"kind": "direct", "calls": [{"callId": "c1", "name": "t", "arguments": {
         "a": {"$js": "getter", "id": "g9"}}}]}), "$.run.calls[0].arguments.a", "no getter has id 'g9'"),
     ("getter-as-a-whole-value", _with(getters=[{"id": "g"}], tools=[{"name": "t", "body": [

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dsh_conformance.mutate import default_cases
-from dsh_conformance.oracle.jsvalue import message_value
+from dsh_conformance.kit.jsvalue import message_value
 from hypothesis import HealthCheck, given, settings
 
 from dsh_conformance.strategies.citation import ALL_PROFILES

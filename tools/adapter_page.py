@@ -15,7 +15,7 @@ from dsh_conformance import compare
 from dsh_conformance.corpus import CASES, load_case
 from dsh_conformance import contract
 from dsh_conformance.oracle import parse_trace, run_scenario
-from dsh_conformance.oracle.trace import is_portable
+from dsh_conformance.kit.trace import is_portable
 
 PAGE = "writing-an-adapter.md"
 EXAMPLE = "pre-deny-skips-body"

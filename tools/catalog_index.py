@@ -2,7 +2,7 @@
 use, with its kind and facts: session-log events (badge, writer, payload schema), live
 events (mode, signature, schemas), services, tools, type members and packages.
 
-It is built from the typed tables of oracle/session_events.py, live_events.py and
+It is built from the typed tables of kit/session_events.py, live_events.py and
 tool_definitions.py; the docs checker resolves the page's names in it.
 """
 
@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from dsh_conformance.oracle import live_events, session_events, tool_definitions
+from dsh_conformance.oracle import live_events, tool_definitions
+
+from dsh_conformance.kit import session_events
 
 INDEX_FILE = "pipeline.catalog.json"
 INDEX_FORMAT = "dsh-conformance/catalog/v1"
@@ -161,7 +163,7 @@ def index_json(index: CatalogIndex) -> dict[str, Any]:
 
 
 def index_json_schema() -> dict[str, Any]:
-    from dsh_conformance.oracle.schema_doc import schema_document
+    from dsh_conformance.kit.schema_doc import schema_document
 
     return schema_document(_ADAPTER, "pipeline.catalog.schema.json")
 

@@ -28,12 +28,12 @@ from dsh_conformance.protocol import message_schemas
 from dsh_conformance.report import report_schemas
 from dsh_conformance.resources import CATALOGS as CATALOG_DIR
 from dsh_conformance.resources import CLONE, DOCS, SUITE
-from dsh_conformance.oracle.scenario import scenario_json_schema
-from dsh_conformance.oracle.trace import trace_json_schema
+from dsh_conformance.kit.scenario import scenario_json_schema
+from dsh_conformance.kit.trace import trace_json_schema
 
-from dsh_conformance.oracle import decisions, results, session_events
+from dsh_conformance.kit import decisions, results, session_events
 from .catalog_index import INDEX_FILE, build_index, index_json, index_json_schema
-from dsh_conformance.oracle.schema_doc import DRAFT
+from dsh_conformance.kit.schema_doc import DRAFT
 
 from . import adapter_page, observation_catalog, scenario_page
 from .catalog_page import render_catalog_page

@@ -200,6 +200,6 @@ def load_flow_model(path: Path = FLOW_FILE) -> FlowModel:
 
 
 def flow_model_json_schema() -> dict[str, Any]:
-    from dsh_conformance.oracle.schema_doc import schema_document
+    from dsh_conformance.kit.schema_doc import schema_document
 
     return schema_document(_ADAPTER, "flow-model.schema.json")

@@ -32,9 +32,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.oracle.jsvalue import Thrown
-from dsh_conformance.oracle.jsvalue import get
-from dsh_conformance.oracle.trace import Observation, Trace
+from dsh_conformance.kit.jsvalue import Thrown
+from dsh_conformance.kit.jsvalue import get
+from dsh_conformance.kit.trace import Observation, Trace
 
 from .flow_model import Edge, FlowModel
 

@@ -11,8 +11,8 @@ once it is listed here (tests/test_layers.py holds the list against the marked f
 
 from __future__ import annotations
 
-from dsh_conformance.oracle.scenario import Scenario
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.kit.scenario import Scenario
+from dsh_conformance.kit.trace import Trace
 
 from . import adjacency, code_mode, gate, immutability, ordering, outcomes
 from .framework import Law, View, Violation, law, view

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_conformance.oracle.jsvalue import same_value
-from dsh_conformance.oracle.scenario import DirectRun
+from dsh_conformance.kit.jsvalue import same_value
+from dsh_conformance.kit.scenario import DirectRun
 
 from .framework import ABSENT, UI_STAGES, View, Violation, law
 

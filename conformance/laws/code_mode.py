@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.oracle.jsvalue import Thrown, json_text, same_value, to_string, token
+from dsh_conformance.kit.jsvalue import Thrown, json_text, same_value, to_string, token
 from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS, code_run_failed
-from dsh_conformance.oracle.trace import Observation
+from dsh_conformance.kit.trace import Observation
 
 from .framework import ABSENT, UNKNOWN, View, Violation, law
 
@@ -575,7 +575,7 @@ def _stringify_2(v: Any, depth: int) -> str:
     """``JSON.stringify(v, null, 2)`` at nesting ``depth``, except that a container whose
     children would be indented by more than 10 spaces (depth >= 5) is written without
     white space, with everything inside it (``JSON.stringify(v)``, compact). Leaves are
-    written by ``JSON.stringify`` (``oracle.jsvalue.json_text``, cross-checked against node)."""
+    written by ``JSON.stringify`` (``kit.jsvalue.json_text``, cross-checked against node)."""
     entries = v.get("entries", {}) if token(v) == "object" else v  # an escaped "$js" key is data
     if not isinstance(v, list) and not (isinstance(entries, dict) and (token(v) is None or token(v) == "object")):
         return json_text(v) or ""

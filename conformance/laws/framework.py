@@ -4,11 +4,11 @@ and the ``law`` marker. The laws themselves are in the theme modules of this pac
 listed in ``conformance.laws.LAWS``.
 
 A law reads only what an implementation under test reports (protocol v1): the portable
-observations (``oracle.trace.is_portable``), the session events, the final results and the
+observations (``kit.trace.is_portable``), the session events, the final results and the
 warnings, together with the scenario. So the same laws judge an IUT's trace and the
 oracle's, and they catch a wrong oracle as well as a wrong implementation. The JavaScript
 semantics they lean on (lossless JSON, snapshots, ``ToString``, equality of wire values)
-come from ``oracle.jsvalue``, which is cross-checked against node in the project's tests.
+come from ``kit.jsvalue``, which is cross-checked against node in the project's tests.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.oracle import realm
-from dsh_conformance.oracle.jsvalue import NotLossless, Thrown, snapshot, token
-from dsh_conformance.oracle.scenario import DirectRun, LoopRun, Scenario
-from dsh_conformance.oracle.trace import Observation, Trace, is_portable
-from dsh_conformance.oracle.value_refs import definitions, walk
+from dsh_conformance.kit import realm
+from dsh_conformance.kit.jsvalue import NotLossless, Thrown, snapshot, token
+from dsh_conformance.kit.scenario import DirectRun, LoopRun, Scenario
+from dsh_conformance.kit.trace import Observation, Trace, is_portable
+from dsh_conformance.kit.value_refs import definitions, walk
 
 
 @dataclass(frozen=True)

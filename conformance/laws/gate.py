@@ -1,6 +1,6 @@
 """Laws of the gate (P2, P3, P31..P54): the only ways through pre-execute, approval and the
 guards, read against the spec's transition table (``oracle.transitions``) and decision
-vocabularies (``oracle.decisions``)."""
+vocabularies (``kit.decisions``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh_conformance.oracle import transitions
-from dsh_conformance.oracle.decisions import GRANTED, OUTCOMES, PRE_REASONS
-from dsh_conformance.oracle.jsvalue import Thrown, is_lossless, to_string
-from dsh_conformance.oracle.scenario import Behavior, Scenario, ShippedApproval
-from dsh_conformance.oracle.trace import Observation
+from dsh_conformance.kit.decisions import GRANTED, OUTCOMES, PRE_REASONS
+from dsh_conformance.kit.jsvalue import Thrown, is_lossless, to_string
+from dsh_conformance.kit.scenario import Behavior, Scenario, ShippedApproval
+from dsh_conformance.kit.trace import Observation
 
 from .framework import ABSENT, CallSpec, CallTrace, UNDEFINED, View, Violation, is_failure, law, own_props
 

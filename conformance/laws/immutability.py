@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dsh_conformance.oracle.jsvalue import same_value
-from dsh_conformance.oracle.trace import Observation
+from dsh_conformance.kit.jsvalue import same_value
+from dsh_conformance.kit.trace import Observation
 
 from .framework import ABSENT, IDENTITY_FIELDS, UI_STAGES, UNDEFINED, UNKNOWN, View, Violation, law, own_props
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dsh_conformance.oracle.jsvalue import NotLossless, Thrown, is_lossless, same_value, snapshot
-from dsh_conformance.oracle.scenario import DirectRun
+from dsh_conformance.kit.jsvalue import NotLossless, Thrown, is_lossless, same_value, snapshot
+from dsh_conformance.kit.scenario import DirectRun
 
 from .framework import ABSENT, UNDEFINED, View, Violation, is_failure, law
 

@@ -1,7 +1,7 @@
 """Hypothesis strategies for whole scenario documents, and the measured rule coverage.
 
 ``scenarios.scenarios(profiles)`` draws plain JSON dicts that ``oracle.parse_scenario`` accepts,
-from the full scenario language (``oracle/scenario.py``), weighted toward the cases that
+from the full scenario language (``kit/scenario.py``), weighted toward the cases that
 break implementations: malformed decisions, throws of every kind in every participant,
 JS-only values (spec section 3.11) at every boundary, identity and result mutation
 attempts, aborts at every checkpoint, unknown and vanishing tools, invalid arguments,

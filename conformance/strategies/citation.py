@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh_conformance.oracle import Scenario, Trace
-from dsh_conformance.oracle.scenario import DELEGATE, Behavior, CustomApproval, DirectRun, LoopRun
+from dsh_conformance.kit.scenario import DELEGATE, Behavior, CustomApproval, DirectRun, LoopRun
 from dsh_conformance.rules import rules_of
 
 from . import code_mode

@@ -25,7 +25,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dsh_conformance.oracle import Scenario, Trace
-from dsh_conformance.oracle.scenario import DirectRun, LoopRun
+from dsh_conformance.kit.scenario import DirectRun, LoopRun
 
 from .basics import PARTICIPANTS, UNDEF, S, edit_steps, err, reused, text, weighted
 

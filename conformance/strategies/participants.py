@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_conformance.oracle.scenario import DELEGATE, FS_INTENTS
+from dsh_conformance.kit.scenario import DELEGATE, FS_INTENTS
 
 from .decisions import approval_outcomes
 from .basics import S, err, message, reused, weighted

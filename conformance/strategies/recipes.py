@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_conformance.oracle.scenario import DELEGATE
+from dsh_conformance.kit.scenario import DELEGATE
 
 from .basics import S, UNDEF, err, message, text, weighted
 from .runs import RAW_BOUNDARIES, RAW_PARSES, hot_raw_arguments

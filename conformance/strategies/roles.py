@@ -17,7 +17,7 @@ from .values import CALL_SLOTS, MESSAGE_IDS, REF_SLOTS, append_steps, dispatch_s
 
 @dataclass(frozen=True)
 class Role:
-    """A participant kind: what its script may do (oracle.scenario's rules for steps)."""
+    """A participant kind: what its script may do (kit.scenario's rules for steps)."""
     name: str
     sync: bool
     record: bool = True

@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_conformance.oracle.scenario import FS_INTENTS
+from dsh_conformance.kit.scenario import FS_INTENTS
 
 from . import code_mode
 from .basics import S, message, reused, weighted

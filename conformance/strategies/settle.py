@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_conformance.oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenario
-from dsh_conformance.oracle.jsvalue import clone
+from dsh_conformance.kit.jsvalue import clone
 
 from .basics import edit_steps
 

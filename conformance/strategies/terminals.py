@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_conformance.oracle.scenario import DELEGATE
+from dsh_conformance.kit.scenario import DELEGATE
 
 from .decisions import (GUARD_DENIALS, PRE_ALLOW, PRE_ASK, PRE_DENY, PRE_DENY_NO_REASON, PRE_MALFORMED,
                         approval_outcomes, authored_results, post_decisions, pre_decisions)

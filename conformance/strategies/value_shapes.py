@@ -1,5 +1,5 @@
 """Strategies for the value shapes that refer beyond themselves or carry more than a message
-(``oracle.realm``, ``oracle.value_refs``, spec 3.11): getters that count their reads, give
+(``kit.realm``, ``kit.value_refs``, spec 3.11): getters that count their reads, give
 another value on each, turn hostile or change the registry (P13, P23, P26); shared
 references, one object reached twice (P13); Errors with a cause and with a message, name or
 code that throws when read or is not a string (P9).
@@ -17,8 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_conformance.oracle.jsvalue import token
-from dsh_conformance.oracle.value_refs import has_refs, walk
+from dsh_conformance.kit.jsvalue import token
+from dsh_conformance.kit.value_refs import has_refs, walk
 
 from .basics import S
 
@@ -141,7 +141,7 @@ def getter_declarations(draw: Any, doc: dict[str, Any]) -> list[dict[str, Any]]:
 def unique_shared_ids(doc: dict[str, Any]) -> None:
     """Give every shared definition in ``doc`` an id of its own (``s1``, ``s2``, ...), its
     references following it, in place: a shared id names one object for the whole scenario
-    (``oracle.scenario`` refuses two different definitions of one id)."""
+    (``kit.scenario`` refuses two different definitions of one id)."""
     renamed: dict[str, str] = {}
     count = 0
     if not has_refs(doc):

@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_conformance.oracle.scenario import FS_INTENTS
+from dsh_conformance.kit.scenario import FS_INTENTS
 
 from .basics import S, UNDEF, err, message, text, weighted
 from .value_shapes import ERROR_SHAPES, getter_values, shared_values

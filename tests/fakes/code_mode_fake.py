@@ -12,7 +12,7 @@ from collections import deque
 
 
 from dsh_conformance.oracle import code_mode, pipeline  # noqa: E402
-from dsh_conformance.oracle.jsvalue import NotLossless, Thrown, snapshot  # noqa: E402
+from dsh_conformance.kit.jsvalue import NotLossless, Thrown, snapshot  # noqa: E402
 from serve_loop import serve_as  # noqa: E402  (the script's own directory is on sys.path)
 
 MODE = sys.argv[1]

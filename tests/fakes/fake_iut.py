@@ -18,7 +18,7 @@ import time
 
 
 from dsh_conformance.oracle import loop, pipeline, serve  # noqa: E402
-from dsh_conformance.oracle.jsvalue import UNDEFINED  # noqa: E402
+from dsh_conformance.kit.jsvalue import UNDEFINED  # noqa: E402
 
 MODE = sys.argv[1]
 # Modes that break one run do it once: a restarted process finds this file and behaves.
@@ -70,8 +70,8 @@ def call_without_result() -> None:
 def presents_in_pipeline() -> None:
     """Renders the pending card from inside the pipeline: presentCall runs as the call
     enters (P14), its throw swallowed."""
-    from dsh_conformance.oracle.jsvalue import Thrown
-    from dsh_conformance.oracle.script import Invocation, perform_sync
+    from dsh_conformance.kit.jsvalue import Thrown
+    from dsh_conformance.kit.script import Invocation, perform_sync
 
     original = pipeline.entry
 

@@ -1,4 +1,4 @@
-"""Running a participant's script (the steps of ``oracle.scenario``).
+"""Running a participant's script (the steps of ``kit.scenario``): the kit's interpreter.
 
 One interpreter serves synchronous and asynchronous participants: a synchronous
 participant's script has no suspending step (the scenario check guarantees it), so its
@@ -12,19 +12,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import texts
+from . import engine_texts as texts
 from .jsvalue import (clone, HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, read, to_string,
                       token, type_error)
-from .arguments import parse_arguments
-from .inbox import cancel, splice_append
 from .record import IDENTITY, Record
-from .registry import World
+from .session import RunState
 from .scenario import Behavior, ScenarioError
 from .scheduler import ABORT_REASON, Signal
 
 NOTHING = object()
 
-FsIntent = Callable[[World, Record, str, JsValue], Awaitable[JsValue]]
+FsIntent = Callable[[RunState, Record, str, JsValue], Awaitable[JsValue]]
 """A body's filesystem intent (P71): runs the named waterfall (``fs/write-intent``,
 ``fs/edit-intent``) for the record with the target; the pipeline hands it to a body."""
 
@@ -57,7 +55,7 @@ class Invocation:
         return self.record.callId if self.record is not None else None
 
 
-async def perform(w: World, inv: Invocation, behavior: Behavior, awaited: bool = True) -> JsValue:
+async def perform(w: RunState, inv: Invocation, behavior: Behavior, awaited: bool = True) -> JsValue:
     """Run the participant's script; returns its value or raises Thrown.
 
     An asynchronous participant's returned promise is awaited (P5: ``await listener()``;
@@ -84,7 +82,7 @@ async def perform(w: World, inv: Invocation, behavior: Behavior, awaited: bool =
     return value
 
 
-def perform_sync(w: World, inv: Invocation, behavior: Behavior) -> JsValue:
+def perform_sync(w: RunState, inv: Invocation, behavior: Behavior) -> JsValue:
     """Run a synchronous participant (guard, finalizer, render, observer, classifier)."""
     coro = perform(w, inv, behavior, awaited=False)
     try:
@@ -95,7 +93,7 @@ def perform_sync(w: World, inv: Invocation, behavior: Behavior) -> JsValue:
     raise AssertionError(f"synchronous participant {inv.who} suspended")
 
 
-async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
+async def _steps(w: RunState, inv: Invocation, steps: list[Any]) -> JsValue:
     for step in steps:
         match step.do:
             case "return":
@@ -158,11 +156,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 if w.loop_agent is None:
                     raise ScenarioError(f"participant {inv.who}", f"'{step.do}' needs a loop run")
                 w.obs(inv.call, inv.stage, "inject", inv.who, step.message, ("P111", "P112"))
-                # steer() wakes the agent: once the step is aborted, waking input cannot join
-                # the aborted activity and goes to the next turn instead (P112).
-                late = step.do == "steer" and w.signal("step").aborted
-                splice_append(w, clone(step.message), "next-turn" if late else "next-step")
-                w.wake_requested = w.wake_requested or late  # the woken agent starts another turn
+                w.inject(clone(step.message), step.do == "steer")
             case "observe":
                 rules = ("P110",) if inv.stage == "pre-step" else _OBSERVE_RULES[step.what]  # a step boundary's payload
                 w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), rules)
@@ -177,7 +171,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
                 if w.loop_agent is None:
                     raise ScenarioError(f"participant {inv.who}", "'cancel' needs a loop run")
                 w.obs(inv.call, inv.stage, "cancel", inv.who, {"keepInbox": step.keepInbox}, inv.rules + ("P112",))
-                cancel(w, step.keepInbox, ABORT_REASON if step.reason is None else clone(step.reason))
+                w.cancel(step.keepInbox, ABORT_REASON if step.reason is None else clone(step.reason))
             case "append":
                 rec = _need_record(inv)
                 if rec.agent is None:
@@ -187,7 +181,7 @@ async def _steps(w: World, inv: Invocation, steps: list[Any]) -> JsValue:
     return UNDEFINED
 
 
-async def _dispatch(w: World, inv: Invocation, step: Any) -> None:
+async def _dispatch(w: RunState, inv: Invocation, step: Any) -> None:
     """A body's filesystem intent (P71): the waterfall runs inside the body's run, and what
     escapes it is the body's own throw unless the body catches it."""
     if inv.fs_intent is None:
@@ -216,7 +210,7 @@ def _need_record(inv: Invocation) -> Record:
     return inv.record
 
 
-async def gate(w: World, call: str | None) -> None:
+async def gate(w: RunState, call: str | None) -> None:
     """Loop gates: a body waits until every call released before it has finished."""
     release = getattr(w.scenario.run, "release", [])
     if call is None or call not in release:
@@ -225,7 +219,7 @@ async def gate(w: World, call: str | None) -> None:
         await w.gate(earlier)
 
 
-def _observe(w: World, inv: Invocation, what: str) -> JsValue:
+def _observe(w: RunState, inv: Invocation, what: str) -> JsValue:
     match what:
         case "record":
             return _need_record(inv).view(w.signals)
@@ -246,7 +240,7 @@ def _observe(w: World, inv: Invocation, what: str) -> JsValue:
     return UNDEFINED
 
 
-def _mutate(w: World, inv: Invocation, step: Any) -> None:
+def _mutate(w: RunState, inv: Invocation, step: Any) -> None:
     """A write attempt (P11, P24, P25, P99). Frozen targets refuse; others apply."""
     root, *path = step.target.split(".")
     failure, rules = _refusal(w, inv, root, path, step.op)
@@ -264,7 +258,7 @@ def _mutate(w: World, inv: Invocation, step: Any) -> None:
             rec.extra[path[0]] = clone(step.value)
 
 
-def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> tuple[str | None, tuple[str, ...]]:
+def _refusal(w: RunState, inv: Invocation, root: str, path: list[str], op: str) -> tuple[str | None, tuple[str, ...]]:
     """The TypeError message a write raises (None when it is allowed), and the rules that
     decide it. As in strict-mode JavaScript, deleting a key that is absent succeeds."""
     if not path:
@@ -279,7 +273,7 @@ def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> 
                 return (texts.getter_only(path[0]) if op == "set" else None), ("P23",)
             held = read({"$js": "getter", "id": spec.getters[path[0]]})
             return _frozen_write(w, held, path[1:], op), ("P23",)
-        return _frozen_write(w, _caller_input(w, inv.call), path, op), ("P23",)
+        return _frozen_write(w, w.caller_input(inv.call), path, op), ("P23",)
     key = path[-1]
     if root == "record":
         rec = _need_record(inv)
@@ -307,7 +301,7 @@ def _refusal(w: World, inv: Invocation, root: str, path: list[str], op: str) -> 
     return _frozen_write(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op), ("P11",)
 
 
-def _frozen_write(w: World, value: Any, path: list[str], op: str) -> str | None:
+def _frozen_write(w: RunState, value: Any, path: list[str], op: str) -> str | None:
     """Write ``path`` inside ``value``: refused where the container is frozen."""
     node = value
     for part in path[:-1]:
@@ -366,30 +360,6 @@ def _nullish_write(op: str, key: str, node: Any) -> str:
         case "define":
             return "Object.defineProperty called on non-object"
     return f"Cannot set properties of {what} (setting '{key}')"
-
-
-def _caller_input(w: World, call: str | None) -> Any:
-    """The caller's input object (section 3.2) as far as a write into it can tell: a
-    direct call's, or the one the loop made from a tool-call block."""
-    if call in w.sub_inputs:  # a run_code sub-call: the input the bridge built (P119)
-        return w.sub_inputs[call]
-    run = w.scenario.run
-    block = next((b for b in getattr(run, "blocks", []) if b.id == call), None)
-    if block is not None:
-        return {"callId": block.id, "name": block.name, "arguments": parse_arguments(block.arguments),
-                "signal": {}, "agent": {}}
-    spec = next((c for c in getattr(run, "calls", []) if c.callId == call), None)
-    if spec is None:
-        return UNDEFINED
-    out: dict[str, Any] = {"callId": spec.callId, "name": spec.name, "arguments": clone(spec.arguments),
-                           "signal": {}}
-    if spec.agent is not None:
-        out["agent"] = {}
-    if spec.rootCallId is not None:
-        out["rootCallId"] = spec.rootCallId
-    if spec.parent:
-        out["parent"] = {"$js": "symbol", "description": "foreign execution token"}
-    return out
 
 
 def _child(node: Any, key: str) -> Any:

@@ -2,7 +2,7 @@
 
 Every document the oracle or the suite reads (a scenario or case file, a protocol line, a
 report line) goes through ``loads``/``load_file`` here, and every decoded scenario through
-``check_limits`` (``oracle.scenario.parse_scenario`` calls it), so that both sides accept and
+``check_limits`` (``kit.scenario.parse_scenario`` calls it), so that both sides accept and
 refuse exactly the same inputs, each refusal one ``InputLimitError`` naming the JSON path or
 the line and column. The limits (the spec sets none, P13: "nesting depth is unbounded"; these
 are what this implementation handles, stated in the README):

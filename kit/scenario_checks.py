@@ -2,9 +2,9 @@
 also hold to be run (references resolve, ids are unique, each step is where it may be,
 signal names are the scenario's own, values are well formed, ...).
 
-``oracle.scenario`` holds the document's typed models and runs these checks as the
+``kit.scenario`` holds the document's typed models and runs these checks as the
 ``Scenario`` model's last validation. This module reads a scenario only through its
-attributes, so it needs nothing of ``oracle.scenario`` at run time: the names below that the
+attributes, so it needs nothing of ``kit.scenario`` at run time: the names below that the
 models use as well (the reserved events and tool name) are defined here and re-exported there.
 """
 

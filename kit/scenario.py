@@ -7,7 +7,7 @@ performs when it is invoked (call ``next()``, return a value, throw, attempt a m
 defer a context, abort a signal, ...). Scripts are declarative because guards,
 ``finalizeContent`` and ``render`` are synchronous in DSH: an adapter must be able to run
 them in-process without calling back to Python. Values are JS values in wire form
-(section 3.11 tokens), see ``oracle.jsvalue``.
+(section 3.11 tokens), see ``kit.jsvalue``.
 
 The pydantic models below are the single source of the scenario's JSON Schema
 (``catalogs/scenario.schema.json``).
@@ -604,7 +604,7 @@ def _json_path(loc: tuple[Any, ...]) -> str:
 
 def parse_scenario(data: Any) -> Scenario:
     """Validate a decoded scenario document. Raises ScenarioError naming the JSON path.
-    The input limits (``oracle.jsonio``: nesting depth, numbers) come first, so that a file,
+    The input limits (``kit.jsonio``: nesting depth, numbers) come first, so that a file,
     a protocol line and a document built in memory are refused alike."""
     try:
         check_limits(data)
@@ -647,7 +647,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def load_scenario_document(path: str | Path) -> tuple[Scenario, Any]:
     """The scenario of a file and the decoded document it came from (which is what an IUT
-    is sent), read within the input limits of ``oracle.jsonio``."""
+    is sent), read within the input limits of ``kit.jsonio``."""
     p = Path(path)
     try:
         data = load_file(p)

@@ -1,0 +1,36 @@
+"""Texts of the JavaScript engine and of the scenario language that the kit's interpreter
+throws: a refused write's TypeError (V8's wording; the spec leaves it to the engine, section
+1, and the comparison takes any of them for any other, ``oracle.texts.WRITE_REFUSALS``) and
+the scenario language's own errors."""
+
+from __future__ import annotations
+
+NO_AGENT_SESSION = "append: the call has no agent, so no session to append to"  # the scenario language's own
+
+
+# Failed writes to frozen or identity fields raise a TypeError whose wording belongs to the
+# engine, not the spec (section 1). The oracle uses V8's wording so that traces read
+# naturally next to the real package's.
+def frozen_set(key: str) -> str:
+    return f"Cannot assign to read only property '{key}' of object '#<Object>'"
+
+
+def frozen_add(key: str) -> str:
+    return f"Cannot add property {key}, object is not extensible"
+
+
+def frozen_delete(key: str) -> str:
+    return f"Cannot delete property '{key}' of #<Object>"
+
+
+def frozen_define(key: str) -> str:
+    return f"Cannot redefine property: {key}"
+
+
+def nullish_read(what: str, key: str) -> str:
+    """The TypeError of reading ``key`` off ``null`` or ``undefined`` (``what``)."""
+    return f"Cannot read properties of {what} (reading '{key}')"
+
+
+def getter_only(key: str) -> str:
+    return f"Cannot set property {key} of #<Object> which has only a getter"

@@ -109,6 +109,7 @@ class Part:
     name: str
     rules: tuple[str, ...]
     meaning: str
+    blamed: bool = True  # a difference in this part alone is put down to its rules
 
 
 # Inside a result (a failure's or a success's keys; section 3.5), in the order blame tries them:
@@ -118,7 +119,8 @@ RESULT_PARTS: tuple[Part, ...] = (
          "a failure message that is not a string: the thrown Error's own value (P9) or a guard's (P47); "
          "another implementation may render it as a string (section 3.5)"),
     Part("error.message", ("P9", "P10", "P33", "P35", "P38", "P41", "P47"),
-         "a failure's message text (the exact texts of the reference rules)"),
+         "a failure's message text (the exact texts of the reference rules; which one is to blame is the "
+         "routing's: the rule that gave the message)", blamed=False),
     Part("content[].text (failure)", ("P10", "P33"),
          "the text of a failure's content block that the registry wrote, `Error: ` prefix included (E(m))"),
     Part("error.info", ("P9", "P10"), "a failure's `info`: whether it is there and what it holds"),

@@ -9,7 +9,8 @@ comparison so that a masked part reads the same on both, and ``conformance.compa
 compares what is left as it always does.
 
 The same table tells blame which rule fixes a difference (``parts_to_blame``): the first part
-whose masking alone makes two items agree names its rules.
+whose masking alone makes two items agree names its rules (a message text's rule is the one that
+gave it, which the routing tells: that part is masked, never blamed by itself).
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def parts_to_blame(e: Any, a: Any, masks: Masks, agree: Agree) -> list[str]:
     """The rules of the first part (catalog order) whose masking alone makes ``e`` and
     ``a`` agree: the rules that fix the difference. Empty when no one part explains it."""
     for part in contract.PARTS:
-        if not masks.hides(part.name) and agree(e, a, masks.with_hidden(part.name)):
+        if part.blamed and not masks.hides(part.name) and agree(e, a, masks.with_hidden(part.name)):
             return list(part.rules)
     return []
 

@@ -53,7 +53,8 @@ def build() -> dict[str, Any]:
     return {
         "$format": FORMAT,
         "comparison": COMPARISON,
-        "parts": [{"name": p.name, "rules": list(p.rules), "profiles": _profiles(p.rules), "meaning": p.meaning}
+        "parts": [{"name": p.name, "rules": list(p.rules), "profiles": _profiles(p.rules), "meaning": p.meaning,
+                   "blamed": p.blamed}
                   for p in contract.PARTS],
         "probes": [{"stage": p.stage, "what": p.what, "who": None, "value": p.value, "rules": list(p.rules),
                     "profiles": _profiles(p.rules), "meaning": p.meaning,

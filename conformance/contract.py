@@ -135,7 +135,12 @@ REQUEST_PARTS: tuple[Part, ...] = (
     Part("approval request writes", ("P39",),
          "whether a `mutate` step's write into the request applies (no core rule makes the request frozen)"),
 )
-PARTS: tuple[Part, ...] = RESULT_PARTS + REQUEST_PARTS
+# In the view of an execution record an `observe` step records (RECORD_VIEW).
+RECORD_PARTS: tuple[Part, ...] = (
+    Part("record rootCallId", ("P23",), "the record's `rootCallId`: the input's, else the `callId` (P23)"),
+    Part("record signal", ("P52", "P60"), "which signal the record holds, and whether (and why) it aborted"),
+)
+PARTS: tuple[Part, ...] = RESULT_PARTS + REQUEST_PARTS + RECORD_PARTS
 
 
 def _fields(parts: tuple[Part, ...]) -> dict[str, tuple[str, ...]]:
@@ -260,7 +265,7 @@ STEPS: tuple[Step, ...] = (
     Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW],
                      "description": "by the step's `what`: record, result, args, request; at a step boundary, the step"},
          ("P11", "P22", "P24", "P25", "P39", "P60", "P110"), "an `observe` step recorded what it was handed",
-         fields={**RESULT_FIELDS, **_fields(REQUEST_PARTS[:1])}),
+         fields={**RESULT_FIELDS, **_fields(REQUEST_PARTS[:1]), **_fields(RECORD_PARTS)}),
     Step("defer", {**MESSAGE, "description": "the message given to `record.deferContext`"}, ("P67",),
          "a `defer-context` step"),
     Step("conclude", NOTHING, ("P67",), "a `conclude-turn` step (`record.concludeTurn()`)"),

@@ -29,6 +29,9 @@ MASK = "<masked>"
 REQUEST_ROOT = "request."  # a mutate step's target inside the approval request
 _REQUEST_KEYS = frozenset(contract.REQUEST_VIEW["required"])
 _REQUEST_PROPS = frozenset(contract.REQUEST_VIEW["properties"])
+_RECORD_KEYS = frozenset(contract.RECORD_VIEW["required"])
+_RECORD_PROPS = frozenset(contract.RECORD_VIEW["properties"])
+_RECORD_PARTS = (("record rootCallId", "rootCallId"), ("record signal", "signal"))  # part, key of the view
 Agree = Callable[[Any, Any, "Masks"], bool]
 
 
@@ -107,6 +110,11 @@ class Masks:
         ev, av = e.get("value"), a.get("value")
         if self.hides("approval request") and (_is_request_probe(e) or (e["what"] == "observe" and _is_request_view(ev))):
             return {**e, "value": MASK}, {**a, "value": MASK}  # P39: what the request holds
+        if e["what"] == "observe" and _is_view(ev, _RECORD_KEYS, _RECORD_PROPS) and isinstance(av, dict):
+            hidden = [key for part, key in _RECORD_PARTS if self.hides(part) and key in ev and key in av]
+            if hidden:  # P23, P52, P60: what the record's root id and signal are is the reference's
+                return ({**e, "value": {**ev, **dict.fromkeys(hidden, MASK)}},
+                        {**a, "value": {**av, **dict.fromkeys(hidden, MASK)}})
         if (self.hides("approval request writes") and e["what"] == "mutate" and isinstance(ev, dict)
                 and isinstance(av, dict) and str(ev.get("target", "")).startswith(REQUEST_ROOT)
                 and ev.get("target") == av.get("target")):
@@ -141,7 +149,11 @@ def _is_request_probe(item: dict[str, Any]) -> bool:
 
 def _is_request_view(v: Any) -> bool:
     """Whether an ``observe`` value is the request view of the catalog (``REQUEST_VIEW``)."""
-    return isinstance(v, dict) and _REQUEST_KEYS <= v.keys() <= _REQUEST_PROPS
+    return _is_view(v, _REQUEST_KEYS, _REQUEST_PROPS)
+
+
+def _is_view(v: Any, required: frozenset[str], props: frozenset[str]) -> bool:
+    return isinstance(v, dict) and required <= v.keys() <= props
 
 
 def checked(profiles: set[str] | frozenset[str]) -> frozenset[str]:

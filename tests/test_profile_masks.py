@@ -175,3 +175,22 @@ def test_a_write_into_the_approval_request_is_blamed_on_p39_never_on_p11() -> No
     found = first_divergence(expected, actual, {"core", "reference"})
     assert found is not None and found.rules == ["P39"], found and found.describe()
     assert first_divergence(expected, actual, {"core"}) is None
+
+
+@pytest.mark.rules("P23", "P52", "P60")
+def test_a_records_root_id_and_signal_are_compared_only_under_reference() -> None:
+    """The record view's ``rootCallId`` (P23) and signal (P52, P60) are the reference's: a port
+    that takes the root id otherwise, or holds another signal, passes core and is blamed there."""
+    doc = _doc("record-same-object-across-stages")
+    expected = run_scenario(parse_scenario(doc))
+    for key, value, rules in (("rootCallId", "elsewhere", ["P23"]), ("signal", {"is": "fused", "aborted": False},
+                                                                      ["P52", "P60"])):
+        wire = json.loads(json.dumps(run_scenario(parse_scenario(doc)).to_json(detached=True)))
+        views = [o["value"] for o in wire["observations"] if o["what"] == "observe" and key in (o["value"] or {})]
+        assert views, key
+        for v in views:
+            v[key] = value
+        actual = parse_trace(wire)
+        assert first_divergence(expected, actual, {"core"}) is None, key
+        found = first_divergence(expected, actual, {"core", "reference"})
+        assert found is not None and found.rules == rules, found and found.describe()

@@ -22,8 +22,8 @@ COMPARISON = (
     "profiles of the rules it cites, and core). A verdict for a profile set depends only on its rules (spec "
     "section 2): each part listed in `parts` is fixed only by its rules, and is masked when none of their "
     "profiles is checked (a result's parts wherever a result appears in a value). Under core that is every "
-    "failure message and `Error: ...` text, a non-string message's type, `error.info`, P92's key presence and "
-    "the approval request; reference compares texts exactly (tails the spec leaves open by prefix); code-mode "
+    "failure message and `Error: ...` text, a non-string message's type, `error.info`, P92's key presence, "
+    "the approval request, and a record's root id and signal; reference compares texts exactly (tails the spec leaves open by prefix); code-mode "
     "compares Code Mode's own texts. An entry's `fields` names the parts inside its value, with their rules "
     "and profiles; a divergence only in one part is blamed on that part's rules.")
 

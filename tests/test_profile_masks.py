@@ -74,6 +74,7 @@ ROWS: dict[str, tuple[list[str], list[str], set[str]]] = {
                 {"P9", "P10"}),
     "request-writable": (["request-write-core"], ["request-write-reference"], {"P39"}),
     "string-message": (["number-message-core"], ["thrown-error-shapes"], {"P9"}),
+    "concludes-false": (["args-snapshot-frozen-and-shared-with-body", "stage-order-full-pipeline"], ["materialize-key-presence"], {"P92"}),
 }
 
 

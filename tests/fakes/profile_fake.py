@@ -8,7 +8,9 @@ changed in one way on the wire, as a port that does that one thing otherwise wou
 - ``empty-contexts``: a success without ``additionalContexts`` carries ``[]`` (P92);
 - ``no-info``: failures carry no ``error.info`` (P9, P10);
 - ``request-writable``: a write into the approval request applies (P39; no core rule freezes it);
-- ``string-message``: a non-string failure message is rendered as JavaScript's ``String(x)`` (P9).
+- ``string-message``: a non-string failure message is rendered as JavaScript's ``String(x)`` (P9);
+- ``concludes-false``: a success that does not conclude the turn says ``concludesTurn: false``
+  (P92: only as ``true``; a law of P92 says so too).
 
 What a scripted participant itself returned or threw is the scenario's, and stays as it is.
 """
@@ -21,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-MODES = ("error-dash", "empty-contexts", "no-info", "request-writable", "string-message")
+MODES = ("error-dash", "empty-contexts", "no-info", "request-writable", "string-message", "concludes-false")
 
 
 def _is_result(v: Any) -> bool:
@@ -56,6 +58,8 @@ def _change_result(mode: str, r: dict[str, Any]) -> None:
                 block["text"] = "Error - " + block["text"][len("Error: "):]
     elif mode == "empty-contexts" and r["isError"] is False and "additionalContexts" not in r:
         r["additionalContexts"] = []
+    elif mode == "concludes-false" and r["isError"] is False and "concludesTurn" not in r:
+        r["concludesTurn"] = False
     elif mode == "no-info" and r["isError"] is True and isinstance(r.get("error"), dict):
         r["error"].pop("info", None)
     elif mode == "string-message" and r["isError"] is True and isinstance(r.get("error"), dict):

@@ -583,6 +583,10 @@ def _observation_reason(e: Item | None, a: Item | None, masks: Masks) -> str:
         return f"{blame.label(a[0])} where the oracle has {blame.label(e[0])}: {how}"
     if e[1][1] is not None and not _same_outcome(e[0], a[0], masks):
         return f"{blame.label(e[0])}: the outcome handed on differs"
+    part = masking.part_to_blame(e[0], a[0], masks, lambda x, y, m: _agree(x, y, m, False))
+    if part is not None:
+        fix = "fixes" if len(part.rules) == 1 else "fix"
+        return f"{blame.label(e[0])}: {part.name} differs, which only {', '.join(part.rules)} {fix}"
     return f"{blame.label(e[0])}: its value differs (the rules the observation witnesses)"
 
 

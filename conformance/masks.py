@@ -180,13 +180,17 @@ def core_masks() -> Masks:
     return masks_for({"core"})
 
 
+def part_to_blame(e: Any, a: Any, masks: Masks, agree: Agree) -> contract.Part | None:
+    """The first part (catalog order) whose masking alone makes ``e`` and ``a`` agree: its
+    rules fix the difference. None when no one part explains it."""
+    return next((part for part in contract.PARTS if part.blamed and not masks.hides(part.name)
+                 and agree(e, a, masks.with_hidden(part.name))), None)
+
+
 def parts_to_blame(e: Any, a: Any, masks: Masks, agree: Agree) -> list[str]:
-    """The rules of the first part (catalog order) whose masking alone makes ``e`` and
-    ``a`` agree: the rules that fix the difference. Empty when no one part explains it."""
-    for part in contract.PARTS:
-        if part.blamed and not masks.hides(part.name) and agree(e, a, masks.with_hidden(part.name)):
-            return list(part.rules)
-    return []
+    """The rules of ``part_to_blame``, empty when no one part explains the difference."""
+    part = part_to_blame(e, a, masks, agree)
+    return list(part.rules) if part is not None else []
 
 
 def within(rule_ids: list[str], profiles: set[str] | frozenset[str]) -> list[str]:

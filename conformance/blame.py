@@ -13,7 +13,9 @@ there, from the observation catalog (``conformance.contract``) and the two lanes
   selects them).
 
 Where the oracle recorded a decision of the step's own stage (which finalizer applies,
-P26), that decision is to blame instead, as ``compare`` says.
+P26), that decision is to blame instead, as ``compare`` says. An outcome that differs by its
+kind (an abort on one side only, another ``info``) points at the rules of that kind
+(``outcome_blame``).
 """
 
 from __future__ import annotations
@@ -122,3 +124,52 @@ def unreported_step(es: list[Item], i: int, a: Item, same: Same) -> str | None:
 def label(item: dict[str, Any]) -> str:
     who = f" of {item['who']!r}" if item["who"] is not None else ""
     return f"{item['stage']} {item['what']}{who}"
+
+
+# --------------------------------------------------------------- outcomes
+
+ABORT_CODES = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
+
+
+def _handed_result(v: Any) -> Any:
+    return v["result"] if isinstance(v, dict) and isinstance(v.get("result"), dict) else v
+
+
+def _abort_code(v: Any) -> str | None:
+    r = _handed_result(v)
+    if isinstance(r, dict) and r.get("isError") is True and isinstance(r.get("error"), dict):
+        info = r["error"].get("info")
+        if isinstance(info, dict) and info.get("code") in ABORT_CODES:
+            return str(info["code"])
+    return None
+
+
+def outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
+    """Rules an outcome difference points at by its kind. An abort result on one side only:
+    the checkpoints read the caller's signal (P52), and where the oracle kept a failure,
+    cancellation never overrides it (P89; a guard denial wins over the abort, P51). Two
+    failures that differ only in ``error.info``: a thrown value's info (P9, P10)."""
+    if DECISION_ROUTES & set(routing):
+        return []  # the oracle's verdict is a decision check's: that check is to blame
+    ea, aa = _abort_code(expected), _abort_code(actual)
+    if (ea is None) != (aa is None):
+        e = _handed_result(expected)
+        if aa is not None and isinstance(e, dict) and e.get("isError") is True:
+            return ["P89", *(["P51"] if {"P46", "P47"} & set(routing) else [])]
+        return ["P52"]
+    e, a = _handed_result(expected), _handed_result(actual)
+    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
+            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
+            and e["error"].get("info") != a["error"].get("info")):
+        return ["P9", "P10"]
+    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
+            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
+            and e["error"].get("message") != a["error"].get("message") and THROW_ROUTES & set(routing)):
+        return ["P9"]  # the failure of a thrown value: its message (P9)
+    return []
+
+
+# Routings decided by checking a decision: a difference there is that check's.
+DECISION_ROUTES = frozenset({"P31", "P35", "P78", "P79"})
+# Routings of a call whose failure is the canonical failure of a thrown value.
+THROW_ROUTES = frozenset({"P8", "P34", "P49", "P64", "P65", "P86", "P95"})

@@ -5,13 +5,17 @@ observations of scripted participants and of the outermost probes, grouped by ca
 bodies of different calls may overlap, so only each call's own sequence is ordered), the
 session events a profile speaks of, the final results and the warnings.
 
-Profiles decide how strictly: ``core`` compares structure and outcomes with every message
-masked; ``reference`` compares exact texts (tails the spec leaves to the implementation,
-``oracle.texts.LOOSE_PREFIXES``, are compared by prefix); ``loop`` adds the loop's session
-events. The first divergence names its place, both items, the rules to blame and why:
-a contract error when the implementation's item is outside the observation catalog
-(``conformance.contract``), else the rules whose requirement the actual trace
-contradicts. ``divergences`` lists every one, in the same lanes with the same matcher.
+Profiles decide how strictly (spec section 2, verdicts per profile): what no rule of the
+checked profiles fixes is masked (``conformance.masks``, from the catalog's parts: under
+``core``, every exact text and the ``Error: `` prefix, a non-string message's type,
+``error.info``, P92's key presence, the approval request); ``reference`` compares exact texts
+(tails the spec leaves to the implementation, ``oracle.texts.LOOSE_PREFIXES``, are compared by
+prefix); ``loop`` adds the loop's session events. The first divergence names its place, both
+items, the rules to blame (only rules of the checked profiles) and why: a contract error when
+the implementation's item is outside the observation catalog (``conformance.contract``), the
+rules of a part when the items differ in that part alone, else the rules whose requirement
+the actual trace contradicts. ``divergences`` lists every one, in the same lanes with the
+same matcher.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.trace import ANY, CallResult, Event, Observation, Trace, is_portable
 
-from . import blame, value_diff
+from . import blame, masks as masking, value_diff
+from .masks import Masks
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
@@ -72,6 +77,11 @@ class Divergence:
     def located(self, same: Callable[[Any, Any], bool]) -> Divergence:
         """This divergence with ``at`` found by the comparison that decided it."""
         return replace(self, at=value_diff.first_difference(self.expected, self.actual, same))
+
+    def within(self, profiles: set[str]) -> Divergence:
+        """This divergence blamed only on rules of the checked profiles (section 2: a verdict
+        for a profile set depends only on its rules; nothing left: the case's rules)."""
+        return replace(self, rules=masking.within(self.rules, profiles))
 
     def describe(self) -> str:
         found = value_diff.locate(self.expected, self.actual, self.at)
@@ -132,11 +142,20 @@ def _quoted_refusals(e: str, a: str) -> bool | None:
     return e_sep == a_sep and e_out == a_out
 
 
-def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> bool:
+def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False, masks: Masks | None = None) -> bool:
     """Whether ``actual`` is what ``expected`` requires. ``exact`` (reference) compares
     texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
-    Code Mode's own texts under the code-mode profile (``code_mode``, section 2). Where the
-    oracle's trace holds ``kit.trace.ANY`` the spec leaves the value open."""
+    Code Mode's own texts under the code-mode profile (``code_mode``, section 2). ``masks``
+    (a profile set's, ``conformance.masks``) says what is not compared, ``exact`` with it;
+    without it, ``exact`` picks nothing masked or core's masks. Where the oracle's trace
+    holds ``kit.trace.ANY`` the spec leaves the value open."""
+    if masks is None:
+        masks = masking.NOTHING_HIDDEN if exact else masking.core_masks()
+    return _agree(expected, actual, masks, code_mode)
+
+
+def _agree(expected: Any, actual: Any, masks: Masks, code_mode: bool) -> bool:
+    exact = masks.texts
     kind = type(expected)
     if kind is str:
         if type(actual) is not str:
@@ -144,7 +163,7 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
         if expected == actual:
             return True  # what every rule below allows: the same text
         if code_mode and not exact and _code_mode_text(expected):
-            return agree(expected, actual, True)
+            return _agree(expected, actual, masking.NOTHING_HIDDEN, code_mode)
         if exact:
             e, a = expected, actual
             if e.startswith("Error: ") and a.startswith("Error: "):
@@ -168,21 +187,30 @@ def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False) -> b
     if kind is dict:
         if expected == ANY:
             return True
-        if type(actual) is not dict or expected.keys() != actual.keys():
+        if type(actual) is not dict:
+            return False
+        if masks.hidden:
+            # Section 2: what no rule of the checked profiles fixes is not compared (the
+            # catalog's parts): inside a result, and in the observations that carry them.
+            if type(expected.get("isError")) is bool:
+                expected, actual = masks.result_pair(expected, actual, lambda t: code_mode and _code_mode_text(t))
+            elif "stage" in expected and "what" in expected:
+                expected, actual = masks.item_pair(expected, actual)
+        if expected.keys() != actual.keys():
             return False
         for k, e in expected.items():
             a = actual[k]
             if (not exact and k == "message" and type(e) is str and type(a) is str
                     and not (code_mode and _code_mode_text(e))):
                 continue
-            if not agree(e, a, exact, code_mode):
+            if not _agree(e, a, masks, code_mode):
                 return False
         return True
     if kind is list:
         if type(actual) is not list or len(expected) != len(actual):
             return False
         for e, a in zip(expected, actual):
-            if not agree(e, a, exact, code_mode):
+            if not _agree(e, a, masks, code_mode):
                 return False
         return True
     return same_value(expected, actual)
@@ -259,7 +287,6 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
 # otherwise takes another definition or none, and every later difference of the call
 # follows from that, so the resolution alone is to blame.
 RESOLUTION_REASONS = frozenset({("entry", "spare"), ("dispatch", "spare")})
-ABORT_CODES = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
 PARTICIPANT_STAGES = ("pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log")
 
 
@@ -379,8 +406,8 @@ def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
     """``agree`` at the strictness of ``profiles``. Two items that are the same JSON agree
     under every profile, and equal ``repr`` tells so at C speed (``==`` alone would take
     ``True`` for ``1``); ``==`` comes first, as it is cheaper on items that differ."""
-    exact, code_mode = "reference" in profiles, "code-mode" in profiles
-    return lambda e, a: (e == a and repr(e) == repr(a)) or agree(e, a, exact, code_mode)
+    masks, code_mode = masking.masks_for(profiles), "code-mode" in profiles
+    return lambda e, a: (e == a and repr(e) == repr(a)) or _agree(e, a, masks, code_mode)
 
 
 def observation_lanes(expected: Trace, actual: Trace,
@@ -450,12 +477,12 @@ def first_divergence(expected: Trace, actual: Trace, profiles: set[str],
     """The first place where ``actual`` breaks ``expected`` under ``profiles``, or None,
     located inside its items. ``act_obs``: ``observations_by_call(actual)``, when known already."""
     found = _first_divergence(expected, actual, profiles, act_obs)
-    return found.located(matcher(profiles)) if found is not None else None
+    return found.located(matcher(profiles)).within(profiles) if found is not None else None
 
 
 def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
                       act_obs: dict[str, list[Item]] | None) -> Divergence | None:
-    exact = "reference" in profiles
+    masks = masking.masks_for(profiles)
     same = matcher(profiles)
     # Each call's lane is compared in order; of the lanes that part, the first divergence is
     # the earliest, so that a consequence in one call (a tool a later call unregistered,
@@ -471,7 +498,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
             if e is None or a is None or not same(e[0], a[0]):
                 at = min(x[2] for x in (e, a) if x is not None)
                 if found is None or at < found[0]:
-                    found = (at, _observation_divergence(name, es, acts, i, i, exact))
+                    found = (at, _observation_divergence(name, es, acts, i, i, masks))
                 break
     if found is not None:
         return found[1]
@@ -483,7 +510,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
                 return _event_divergence(f"{name}[{i}]", e, a)
     for call, e, a in result_pairs(expected, actual):
         if e is None or a is None or not same(e, a):
-            return _result_divergence(call, e, a)
+            return _result_divergence(call, e, a, masks)
     warned = compared_warnings(expected, actual, profiles)
     if warned is not None and not _warnings_agree(warned[0], warned[1]):
         return _warnings_divergence(warned)
@@ -496,13 +523,14 @@ def _event_divergence(where: str, e: Any, a: Any) -> Divergence:
     return Divergence(where, e, a, EVENT_RULES.get(kind, []), reason=f"session event {kind or '?'}: {side} (the rules of the event)")
 
 
-def _result_divergence(call: str, e: Any, a: Any) -> Divergence:
+def _result_divergence(call: str, e: Any, a: Any, masks: Masks) -> Divergence:
     if e is None or a is None:
         return Divergence(f"results[{call}]", e, a, ["P98"],
                           reason=f"call {call}: {'no' if a is None else 'an unexpected'} final result (one result per call, P98)")
-    rules = _result_rules(e, a)
+    rules = _result_rules(e, a) or _parts_to_blame(e, a, masks)
     why = ("whether the final result is deeply frozen" if rules == ["P11", "P99"]
            else "whether the final result is the object the observers received" if rules == ["P98"]
+           else f"a part of the final result that only {', '.join(rules)} fix" if rules
            else "the final result itself (the rules the case cites)")
     return Divergence(f"results[{call}]", e, a, rules, reason=f"call {call}: {why} differs")
 
@@ -513,7 +541,7 @@ def _warnings_divergence(warned: tuple[list[str], list[str], list[str]]) -> Dive
 
 # --------------------------------------------------------------------------- blame
 
-def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int, j: int, exact: bool) -> Divergence:
+def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int, j: int, masks: Masks) -> Divergence:
     """The divergence of an observation lane at ``es[i]`` / ``acts[j]``, blamed: on the
     contract when the implementation's item breaks the catalog; on the rules that say a
     participant is called when it never was; else on the rules behind the items."""
@@ -526,7 +554,7 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
             return Divergence(where, e[0] if e else None, a[0], [],
                               reason="the implementation's observation is outside the observation catalog", contract=broken)
     if e is not None and a is not None:
-        skipped = blame.unreported_step(es, i, a, lambda x, y: agree(x, y, exact))
+        skipped = blame.unreported_step(es, i, a, lambda x, y: _agree(x, y, masks, False))
         if skipped is not None:
             return Divergence(where, e[0], a[0], [], reason="a scripted step's observation is missing",
                               contract=skipped)
@@ -538,15 +566,15 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
         extra = blame.called_too_often(es, acts, j)
         if extra is not None:
             return Divergence(where, e[0] if e else None, a[0], extra[0], reason=extra[1])
-    rules = _lane_rules(name, _observation_rules(e, a, exact))
+    rules = _lane_rules(name, _observation_rules(e, a, masks))
     if e is None and _SUB_CALL_LANE.match(name) and any(
             x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:j]):
         return Divergence(where, None, a[0] if a else None, ["P119"],
                           reason="a sub-call id came round again: sub-call numbering restarted (P119)")
-    return Divergence(where, e[0] if e else None, a[0] if a else None, rules, reason=_observation_reason(e, a, exact))
+    return Divergence(where, e[0] if e else None, a[0] if a else None, rules, reason=_observation_reason(e, a, masks))
 
 
-def _observation_reason(e: Item | None, a: Item | None, exact: bool) -> str:
+def _observation_reason(e: Item | None, a: Item | None, masks: Masks) -> str:
     if e is None:
         assert a is not None
         return f"an observation the oracle does not make here ({blame.label(a[0])}): a stage or invocation too many"
@@ -555,8 +583,12 @@ def _observation_reason(e: Item | None, a: Item | None, exact: bool) -> str:
     if (e[0]["stage"], e[0]["what"], e[0]["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         how = "the call was routed otherwise" if e[1][2] else "stage order and transitions"
         return f"{blame.label(a[0])} where the oracle has {blame.label(e[0])}: {how}"
-    if e[1][1] is not None and not _same_outcome(e[0], a[0], exact):
+    if e[1][1] is not None and not _same_outcome(e[0], a[0], masks):
         return f"{blame.label(e[0])}: the outcome handed on differs"
+    part = masking.part_to_blame(e[0], a[0], masks, lambda x, y, m: _agree(x, y, m, False))
+    if part is not None:
+        fix = "fixes" if len(part.rules) == 1 else "fix"
+        return f"{blame.label(e[0])}: {part.name} differs, which only {', '.join(part.rules)} {fix}"
     return f"{blame.label(e[0])}: its value differs (the rules the observation witnesses)"
 
 
@@ -574,7 +606,7 @@ def _by_sub_call(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in ev.items() if k != "seq"} for ev in sorted(events, key=key)]
 
 
-def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> list[str]:
+def _observation_rules(e: Item | None, a: Item | None, masks: Masks = masking.NOTHING_HIDDEN) -> list[str]:
     """The rules a divergence in an observation is put down to. The outcome handed to
     ``tools/result`` sums up everything before it, so a difference there is put down to the
     rules the case cites (an empty list tells the runner so)."""
@@ -596,13 +628,16 @@ def _observation_rules(e: Item | None, a: Item | None, exact: bool = True) -> li
         # Not the same step at all: the walk left the path. Blame why the oracle routed the
         # call as it did: the stage that ran instead is that routing's consequence. Without a
         # routing, blame stage order and transitions, and the rule of the stage that ran.
-        cancel = _outcome_blame(item["value"], a[0]["value"], routing)
+        cancel = blame.outcome_blame(item["value"], a[0]["value"], routing)
         if routing:
             return list(dict.fromkeys([*why, *routing, *cancel]))
         return list(dict.fromkeys([*why, *rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], []), *cancel]))
-    if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], exact):
+    fixed = _parts_to_blame(item, a[0], masks) if a is not None else []
+    if fixed:
+        return fixed  # the two differ only in a part of the catalog: the rules that fix that part
+    if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], masks):
         # empty: the runner blames the rules the case cites
-        found = [*why, *outcome_rules, *_outcome_blame(item["value"], a[0]["value"], routing)]
+        found = [*why, *outcome_rules, *blame.outcome_blame(item["value"], a[0]["value"], routing)]
         return list(dict.fromkeys(found))
     return list(rules)  # the same step, its own detail differs: the oracle's decisions had no part in it
 
@@ -618,57 +653,18 @@ def _lane_rules(lane: str, rules: list[str]) -> list[str]:
     return rules
 
 
-def _handed_result(v: Any) -> Any:
-    return v["result"] if isinstance(v, dict) and isinstance(v.get("result"), dict) else v
+def _parts_to_blame(e: Any, a: Any, masks: Masks) -> list[str]:
+    """The rules of the catalog's part (``contract.PARTS``) in which alone two items differ."""
+    return masking.parts_to_blame(e, a, masks, lambda x, y, m: _agree(x, y, m, False))
 
 
-def _abort_code(v: Any) -> str | None:
-    r = _handed_result(v)
-    if isinstance(r, dict) and r.get("isError") is True and isinstance(r.get("error"), dict):
-        info = r["error"].get("info")
-        if isinstance(info, dict) and info.get("code") in ABORT_CODES:
-            return str(info["code"])
-    return None
-
-
-def _outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
-    """Rules an outcome difference points at by its kind. An abort result on one side only:
-    the checkpoints read the caller's signal (P52), and where the oracle kept a failure,
-    cancellation never overrides it (P89; a guard denial wins over the abort, P51). Two
-    failures that differ only in ``error.info``: a thrown value's info (P9, P10)."""
-    if DECISION_ROUTES & set(routing):
-        return []  # the oracle's verdict is a decision check's: that check is to blame
-    ea, aa = _abort_code(expected), _abort_code(actual)
-    if (ea is None) != (aa is None):
-        e = _handed_result(expected)
-        if aa is not None and isinstance(e, dict) and e.get("isError") is True:
-            return ["P89", *(["P51"] if {"P46", "P47"} & set(routing) else [])]
-        return ["P52"]
-    e, a = _handed_result(expected), _handed_result(actual)
-    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
-            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
-            and e["error"].get("info") != a["error"].get("info")):
-        return ["P9", "P10"]
-    if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
-            and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
-            and e["error"].get("message") != a["error"].get("message") and THROW_ROUTES & set(routing)):
-        return ["P9"]  # the failure of a thrown value: its message (P9)
-    return []
-
-
-# Routings decided by checking a decision: a difference there is that check's.
-DECISION_ROUTES = frozenset({"P31", "P35", "P78", "P79"})
-# Routings of a call whose failure is the canonical failure of a thrown value.
-THROW_ROUTES = frozenset({"P8", "P34", "P49", "P64", "P65", "P86", "P95"})
-
-
-def _same_outcome(e: dict[str, Any], a: dict[str, Any], exact: bool) -> bool:
+def _same_outcome(e: dict[str, Any], a: dict[str, Any], masks: Masks) -> bool:
     """Whether two outcome-carrying observations agree on the outcome (an ``observe`` of a
     result may differ only in whether the result is frozen)."""
     ev, av = e["value"], a["value"]
     if isinstance(ev, dict) and isinstance(av, dict) and "result" in ev:
-        return agree(ev.get("result"), av.get("result"), exact)
-    return agree(ev, av, exact)
+        return _agree(ev.get("result"), av.get("result"), masks, False)
+    return _agree(ev, av, masks, False)
 
 
 # The rule that says when each stage runs at all.
@@ -720,26 +716,26 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
     first: in each lane ``first_divergence`` walks (the same lanes, matcher and warning
     check) each region where the two sides part, until they agree again; each result that
     differs; the warnings. The first of them is ``first_divergence``'s."""
-    exact = "reference" in profiles
+    masks = masking.masks_for(profiles)
     same = matcher(profiles)
     out: list[tuple[int, Divergence]] = []
     for name, es, acts in observation_lanes(expected, actual):
         for i, j in _regions(es, acts, lambda e, a: same(e[0], a[0])):
             at = min(x[2] for x in (es[i] if i < len(es) else None, acts[j] if j < len(acts) else None)
                      if x is not None)
-            out.append((at, _observation_divergence(name, es, acts, i, j, exact)))
+            out.append((at, _observation_divergence(name, es, acts, i, j, masks)))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
     for name, el, al in event_lanes(expected, actual, profiles):
         for i, j in _regions(el, al, same):
             found.append(_event_divergence(f"{name}[{i}]", el[i] if i < len(el) else None,
                                            al[j] if j < len(al) else None))
-    found += [_result_divergence(call, e, a) for call, e, a in result_pairs(expected, actual)
+    found += [_result_divergence(call, e, a, masks) for call, e, a in result_pairs(expected, actual)
               if e is None or a is None or not same(e, a)]
     warned = compared_warnings(expected, actual, profiles)
     if warned is not None and not _warnings_agree(warned[0], warned[1]):
         found.append(_warnings_divergence(warned))
-    return [d.located(same) for d in found]
+    return [d.located(same).within(profiles) for d in found]
 
 
 def _regions(es: list[Any], acts: list[Any], same: Any) -> list[tuple[int, int]]:

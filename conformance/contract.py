@@ -100,11 +100,54 @@ def js_value_defs() -> dict[str, Any]:
 
 # ------------------------------------------------------------------ the entries
 
-# What comparisons do with texts, whatever the entry: the `core` profile masks every failure
-# message and `Error: ...` text; `reference` compares them exactly (implementation-defined
-# tails by prefix); `code-mode` compares Code Mode's own texts.
-TEXT_FIELDS = {"error.message": ("reference",), "content[].text (after the Error: prefix)": ("reference",),
-               "error.info": ("reference",), "meta": ("reference",), "additionalContexts (key presence)": ("reference",)}
+@dataclass(frozen=True)
+class Part:
+    """A part of an observed value that only some rules fix (spec section 2, verdicts per
+    profile): compared only when the profile set checked holds one of its rules' profiles.
+    ``conformance.masks`` says how each part is masked; the catalog lists them by entry."""
+
+    name: str
+    rules: tuple[str, ...]
+    meaning: str
+    blamed: bool = True  # a difference in this part alone is put down to its rules
+
+
+# Inside a result (a failure's or a success's keys; section 3.5), in the order blame tries them:
+# the first part that alone explains a difference is blamed on its rules.
+RESULT_PARTS: tuple[Part, ...] = (
+    Part("error.message (non-string)", ("P9", "P47"),
+         "a failure message that is not a string: the thrown Error's own value (P9) or a guard's (P47); "
+         "another implementation may render it as a string (section 3.5)"),
+    Part("error.message", ("P9", "P10", "P33", "P35", "P38", "P41", "P47"),
+         "a failure's message text (the exact texts of the reference rules; which one is to blame is the "
+         "routing's: the rule that gave the message)", blamed=False),
+    Part("content[].text (failure)", ("P10", "P33"),
+         "the text of a failure's content block that the registry wrote, `Error: ` prefix included (E(m))"),
+    Part("error.info", ("P9", "P10"), "a failure's `info`: whether it is there and what it holds"),
+    Part("additionalContexts (key presence)", ("P92",), "an empty `additionalContexts` list against no key"),
+    Part("meta (key presence)", ("P92",), "`meta: undefined` against no key"),
+    Part("concludesTurn (key presence)", ("P92",), "`concludesTurn` other than `true` on a success against no key"),
+)
+# An approval request (P39: what it holds; nothing in the core profile says what it is, or that
+# it is frozen).
+REQUEST_PARTS: tuple[Part, ...] = (
+    Part("approval request", ("P39",), "what the approval request holds (agent, toolName, callId, reason, signal)"),
+    Part("approval request writes", ("P39",),
+         "whether a `mutate` step's write into the request applies (no core rule makes the request frozen)"),
+)
+# In the view of an execution record an `observe` step records (RECORD_VIEW).
+RECORD_PARTS: tuple[Part, ...] = (
+    Part("record rootCallId", ("P23",), "the record's `rootCallId`: the input's, else the `callId` (P23)"),
+    Part("record signal", ("P52", "P60"), "which signal the record holds, and whether (and why) it aborted"),
+)
+PARTS: tuple[Part, ...] = RESULT_PARTS + REQUEST_PARTS + RECORD_PARTS
+
+
+def _fields(parts: tuple[Part, ...]) -> dict[str, tuple[str, ...]]:
+    return {p.name: p.rules for p in parts}
+
+
+RESULT_FIELDS = _fields(RESULT_PARTS)
 
 
 @dataclass(frozen=True)
@@ -150,7 +193,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("pre-execute", "throw", {**JS_VALUE, "description": "the value thrown"}, ("P34",),
           "the waterfall threw"),
     Probe("approval", "request", APPROVAL_REQUEST, ("P36", "P39"),
-          "the approval service is asked: the request it is handed"),
+          "the approval service is asked: the request it is handed", _fields(REQUEST_PARTS[:1])),
     Probe("approval", "outcome", {**JS_VALUE, "description": "what the service returned, before any check"},
           ("P40",), "the approval service answered"),
     Probe("approval", "throw", {**JS_VALUE, "description": "the value thrown"}, ("P40",),
@@ -160,13 +203,13 @@ PROBES: tuple[Probe, ...] = (
           ("P62",), "the waterfall settled with a value"),
     Probe("execute", "throw", {**JS_VALUE, "description": "the value thrown"}, ("P65",), "the waterfall threw"),
     Probe("post-execute", "start", RESULT, ("P76",),
-          "the `tools/post-execute` waterfall is dispatched with this result (frozen)", TEXT_FIELDS),
+          "the `tools/post-execute` waterfall is dispatched with this result (frozen)", RESULT_FIELDS),
     Probe("post-execute", "end", {**JS_VALUE, "description": "the waterfall's value as returned (the decision)"},
           ("P77", "P78"), "the waterfall settled with a value"),
     Probe("post-execute", "throw", {**JS_VALUE, "description": "the value thrown"}, ("P86",),
           "the waterfall threw"),
     Probe("result", "start", RESULT, ("P98", "P99"),
-          "the final result is handed to the `tools/result` observers", TEXT_FIELDS),
+          "the final result is handed to the `tools/result` observers", RESULT_FIELDS),
 )
 
 PARTICIPANTS: tuple[Participant, ...] = (
@@ -217,10 +260,12 @@ STEPS: tuple[Step, ...] = (
                             "op": {"enum": ["set", "delete", "define"]},
                             "outcome": {"enum": ["applied", "failed"], "description": (
                                 "`failed`: the write threw a TypeError (frozen, a primitive, through a nullish value)")}}),
-         ("P11", "P23", "P24", "P25", "P60", "P99"), "a `mutate` step attempted a write"),
+         ("P11", "P23", "P24", "P25", "P60", "P99"), "a `mutate` step attempted a write",
+         fields=_fields(REQUEST_PARTS[1:])),
     Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW],
                      "description": "by the step's `what`: record, result, args, request; at a step boundary, the step"},
-         ("P11", "P22", "P24", "P25", "P39", "P60", "P110"), "an `observe` step recorded what it was handed"),
+         ("P11", "P22", "P24", "P25", "P39", "P60", "P110"), "an `observe` step recorded what it was handed",
+         fields={**RESULT_FIELDS, **_fields(REQUEST_PARTS[:1]), **_fields(RECORD_PARTS)}),
     Step("defer", {**MESSAGE, "description": "the message given to `record.deferContext`"}, ("P67",),
          "a `defer-context` step"),
     Step("conclude", NOTHING, ("P67",), "a `conclude-turn` step (`record.concludeTurn()`)"),

@@ -36,6 +36,7 @@ from .compare import judge
 from .evidence import evidence, kept_divergence, kept_message
 from .expectations import Expectations
 from .iut import HARD_FAILURES, IUTFailure
+from .masks import within
 from .outputs import OutputWriteError, holds, write_atomic
 from .portable import portable_path, scrub
 from .progress import Progress
@@ -205,16 +206,19 @@ class Runner:
             return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR,
                               message=kept_message(answer.message),
                               expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, case.source))
-        expected, needed, rules = case.expected, case.needed, base["rules"]
+        # Compared under the run's checked profiles, not the case's (spec section 2): what only
+        # a checked profile's rule fixes is compared in every scored case, the rest is masked.
+        expected, checked, rules = case.expected, set(self.iut_profiles), base["rules"]
         try:
-            divergence, trace_digest = judge(expected, answer.trace, needed)
-            violations = _invariants(case.scenario, answer.trace)
+            divergence, trace_digest = judge(expected, answer.trace, checked)
+            # Laws of an unchecked profile's rules have no say in this verdict either.
+            violations = [v for v in _invariants(case.scenario, answer.trace) if within([v["rule"]], checked)]
         except Exception as e:  # noqa: BLE001 - an answer the comparison cannot take is not judged
             self.errors += 1
             return CaseRecord(**base, outcome=Outcome.ERROR, duration_ms=_ms(t0),
                               message=f"cannot judge the answer: {type(e).__name__}: {e}", **evidence(doc, case.source))
         self.judged += 1
-        self.last = (expected, answer.trace, needed)
+        self.last = (expected, answer.trace, checked)
         base["trace_digest"] = trace_digest
         if divergence is None and not violations:
             return CaseRecord(**base, outcome=Outcome.PASS, duration_ms=_ms(t0))
@@ -223,7 +227,7 @@ class Runner:
             # not allow, which no pipeline rule is to blame for (exit 3, as with --validate).
             self.broken = True
             return CaseRecord(**base, outcome=Outcome.INVALID, divergence=divergence.to_json(), duration_ms=_ms(t0),
-                              message=divergence.describe(), **evidence(doc, case.source, needed, expected, answer.trace))
+                              message=divergence.describe(), **evidence(doc, case.source, checked, expected, answer.trace))
         # A divergence without rules of its own (a different final outcome) is put down to the
         # rules the case cites; broken invariants name theirs.
         blamed = (divergence.rules or rules) if divergence else []
@@ -233,7 +237,7 @@ class Runner:
                           divergence=kept_divergence(divergence.to_json()) if divergence else None, violations=violations,
                           expected_reason=reason, duration_ms=_ms(t0),
                           message=divergence.describe() if divergence else violations[0]["message"],
-                          **evidence(doc, case.source, needed, expected, answer.trace))
+                          **evidence(doc, case.source, checked, expected, answer.trace))
 
     def _iut_failed(self, e: IUTFailure, base: dict[str, Any], t0: float, doc: dict[str, Any]) -> CaseRecord:
         self.broken = True

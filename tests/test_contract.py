@@ -200,14 +200,17 @@ def test_observers_left_out_after_a_throw_are_blamed_on_containment():
 @pytest.mark.rules("P5", "P7")
 def test_a_listener_called_that_the_oracle_never_calls_is_blamed_on_selection():
     """A post-execute listener the call's agent does not select, called anyway: which
-    listeners a waterfall selects and runs (P7, P5), not the tags of the line it displaced."""
+    listeners a waterfall selects and runs (P7, P5), not the tags of the line it displaced. Scope
+    filtering is a reference rule: a core verdict names only P5 (section 2)."""
     def edit(obs):
         at = next(n for n, o in enumerate(obs) if (o["stage"], o["what"], o["who"]) == ("post-execute", "start", None))
         obs[at + 1:at + 1] = [dict(obs[at], what="call", who="scoped-elsewhere", value=None),
                               dict(obs[at], what="return", who="scoped-elsewhere", value={"kind": "accept"})]
     expected, actual = _edited("pre-deny-skips-body", edit)
-    d = first_divergence(expected, actual, {"core"})
+    d = first_divergence(expected, actual, {"core", "reference"})
     assert d is not None and d.rules == ["P7", "P5"] and d.actual["who"] == "scoped-elsewhere", d.describe()
+    core = first_divergence(expected, actual, {"core"})
+    assert core is not None and core.rules == ["P5"], core.describe()
 
 
 def test_an_unreported_script_step_is_a_contract_error():

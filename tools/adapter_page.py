@@ -82,7 +82,9 @@ The suite writes `{{"cmd":"start","version":1}}`. The adapter answers with one l
 ```
 
 - `profiles`: the conformance profiles it claims (`core`, `reference`, `loop`, `code-mode`;
-  spec section 2). A case that needs a profile not listed is `not-scored`, never failed.
+  spec section 2). A case that needs a profile not listed is `not-scored`, never failed, and
+  what only an unlisted profile's rules fix is not compared in any case (the catalog's `parts`:
+  under `core` alone, exact texts, `error.info`, key presence, the approval request, ...).
 - `features`: optional features it can express (informative).
 - `implementation`: free fields beside `name`, `version`, `language` are kept in the report.
 

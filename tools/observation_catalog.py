@@ -18,10 +18,14 @@ PAGE = "observations.md"
 FORMAT = "dsh-conformance/observations/v1"
 
 COMPARISON = (
-    "Every portable observation is compared, call by call, under every profile set a case is scored for. "
-    "The core profile compares structure and outcomes with every failure message and `Error: ...` text masked; "
-    "reference compares texts exactly (tails the spec leaves open by prefix); code-mode compares Code Mode's own "
-    "texts. `fields` names what only the listed profiles' rules fix inside a value.")
+    "Every portable observation is compared, call by call, under the profile set a case is scored for (the "
+    "profiles of the rules it cites, and core). A verdict for a profile set depends only on its rules (spec "
+    "section 2): each part listed in `parts` is fixed only by its rules, and is masked when none of their "
+    "profiles is checked (a result's parts wherever a result appears in a value). Under core that is every "
+    "failure message and `Error: ...` text, a non-string message's type, `error.info`, P92's key presence, "
+    "the approval request, and a record's root id and signal; reference compares texts exactly (tails the spec leaves open by prefix); code-mode "
+    "compares Code Mode's own texts. An entry's `fields` names the parts inside its value, with their rules "
+    "and profiles; a divergence only in one part is blamed on that part's rules.")
 
 
 def _profiles(rules: tuple[str, ...]) -> list[str]:
@@ -30,9 +34,13 @@ def _profiles(rules: tuple[str, ...]) -> list[str]:
     return sorted({known[r].profile for r in rules if r in known}, key=lambda p: order.get(p, 99))
 
 
+def _fields(fields: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    return {k: {"rules": list(v), "profiles": _profiles(v)} for k, v in fields.items()}
+
+
 def _step(s: contract.Step, stages: list[str]) -> dict[str, Any]:
     return {"what": s.what, "stages": stages, "value": s.value, "rules": list(s.rules),
-            "profiles": _profiles(s.rules), "meaning": s.meaning, "fields": {k: list(v) for k, v in s.fields.items()}}
+            "profiles": _profiles(s.rules), "meaning": s.meaning, "fields": _fields(s.fields)}
 
 
 def build() -> dict[str, Any]:
@@ -45,9 +53,12 @@ def build() -> dict[str, Any]:
     return {
         "$format": FORMAT,
         "comparison": COMPARISON,
+        "parts": [{"name": p.name, "rules": list(p.rules), "profiles": _profiles(p.rules), "meaning": p.meaning,
+                   "blamed": p.blamed}
+                  for p in contract.PARTS],
         "probes": [{"stage": p.stage, "what": p.what, "who": None, "value": p.value, "rules": list(p.rules),
                     "profiles": _profiles(p.rules), "meaning": p.meaning,
-                    "fields": {k: list(v) for k, v in p.fields.items()}} for p in contract.PROBES],
+                    "fields": _fields(p.fields)} for p in contract.PROBES],
         "participants": [{"stage": k.stage, "who": k.who, "runs": k.runs, "rules": list(k.rules),
                           "profiles": _profiles(k.rules), "meaning": k.meaning,
                           "steps": [s.what for s in contract.steps_at(k.stage)]} for k in contract.PARTICIPANTS],
@@ -120,8 +131,14 @@ def render_page(doc: dict[str, Any]) -> str:
     for p in doc["probes"]:
         out.append(f"| `{p['stage']}` | `{p['what']}` | {_cell(_schema_text(p['value']))} | {', '.join(p['rules'])} | "
                    f"{', '.join(p['profiles'])} | {p['meaning']} |")
-    out += ["", "Inside a result (`post-execute start`, `result start`), what only reference rules fix: "
-            + "; ".join(contract.TEXT_FIELDS) + ".", "",
+    out += ["", "## Parts only some rules fix", "",
+            "Masked when no profile of their rules is checked; a divergence in one part alone is blamed on its "
+            "rules. A result's parts are masked wherever a result appears (a probe's value, an `observe` of a "
+            "result, a wrapper's value, a final result, a loop's `tool/result`).", "",
+            "| part | rules | profiles | meaning |", "|---|---|---|---|"]
+    out += [f"| {p['name']} | {', '.join(p['rules'])} | {', '.join(p['profiles'])} | {_cell(p['meaning'])} |"
+            for p in doc["parts"]]
+    out += ["",
             "## Scripted participants", "",
             "A participant observation's `stage` says which kind of participant made it, and `who` names it. "
             "Asynchronous participants (waterfall listeners, bodies, the approval service) are async functions: "

@@ -250,6 +250,12 @@ def _mutate(w: RunState, inv: Invocation, step: Any) -> None:
         if not step.catch:
             raise Thrown(type_error(failure))
         return
+    if root == "request" and len(path) == 1 and inv.stage == "approval" and isinstance(inv.request, dict):
+        # P39 builds the request for this ask alone: a write changes what later reads of it see.
+        if step.op == "delete":
+            inv.request.pop(path[0], None)
+        else:
+            inv.request[path[0]] = clone(step.value)
     if root == "record" and len(path) == 1:
         rec = _need_record(inv)
         if step.op == "delete":
@@ -295,6 +301,10 @@ def _refusal(w: RunState, inv: Invocation, root: str, path: list[str], op: str) 
         if head in ("agent", "signal"):
             return None, ("P24",)  # the agent and signal objects themselves are not frozen
         return (_message(op, key, True) if rec.frozen else None), ("P99",)
+    if root == "request" and inv.stage == "approval" and isinstance(inv.request, dict):
+        # P39 fixes what the request holds, no sentence that it is frozen: a plain object made
+        # for this ask (as the real package's is), so a write applies as on any object.
+        return _frozen_write(w, {**inv.request, "signal": {}}, path, op), ("P39",)
     # A participant handed no arguments or no result reads the root as undefined.
     if root == "args":
         return _frozen_write(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op), ("P25",)

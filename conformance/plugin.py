@@ -49,6 +49,10 @@ EXPECTATIONS_KEY = pytest.StashKey[object]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the spec rules (P1..Pn) a test checks")
+    from . import worker_exit
+
+    if worker_exit.is_worker(config):  # no KeyboardInterrupt traceback as an xdist worker exits
+        config.pluginmanager.register(worker_exit, "dsh-conformance-worker-exit")
     if config.getoption("--dsh-impl"):
         _check_options(config)
         if config.getoption("--dsh-fuzz"):

@@ -1,0 +1,64 @@
+"""Issue 26: no stray KeyboardInterrupt traceback at the end of a passing ``pytest -n``.
+
+A real ``pytest -n 2`` session whose workers take longer than execnet's 5 s to finish once
+the controller has asked them to exit: execnet sends each such worker a SIGINT, which used
+to land in hypothesis' gc callback and be printed as an unraisable ``KeyboardInterrupt``
+(``conformance/worker_exit.py`` has the mechanism). With the plugin the run ends clean;
+without it (``-p no:dsh_conformance``) the same session shows the traceback, so the
+session below does reproduce what ``make test`` showed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+LINGER = 7.0  # seconds a worker's clean-up takes: more than execnet's 5 s grace
+
+CONFTEST = '''
+import gc, os, time
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        return
+    end = time.monotonic() + float(os.environ["LINGER"])
+    while time.monotonic() < end:  # a worker's slow last seconds, the collector busy
+        junk = [[] for _ in range(2000)]
+        for a, b in zip(junk, junk[1:]):
+            a.append(b); b.append(a)
+        del junk
+'''
+
+TESTS = '''
+from hypothesis import given, strategies as st
+
+@given(st.integers())  # installs hypothesis' gc callback in the worker
+def test_a_property(x):
+    assert isinstance(x, int)
+
+def test_plain():
+    pass
+'''
+
+
+def _session(tmp_path: Path, name: str, *options: str) -> subprocess.Popen[str]:
+    where = tmp_path / name
+    where.mkdir()
+    (where / "conftest.py").write_text(CONFTEST)
+    (where / "test_lingering.py").write_text(TESTS)
+    env = {**os.environ, "LINGER": str(LINGER), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider",
+                             *options, str(where)], cwd=where, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_an_interrupted_worker_leaves_no_traceback(tmp_path: Path) -> None:
+    fixed, bare = _session(tmp_path, "fixed"), _session(tmp_path, "bare", "-p", "no:dsh_conformance")
+    out, _ = fixed.communicate(timeout=300)
+    control, _ = bare.communicate(timeout=300)
+    assert fixed.returncode == 0 and "2 passed" in out, out
+    assert "KeyboardInterrupt" not in out and "Traceback" not in out, out
+    # The same session without the plugin: the worker was interrupted, and it showed.
+    assert bare.returncode == 0 and "2 passed" in control, control
+    assert "KeyboardInterrupt" in control, control

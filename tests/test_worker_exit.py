@@ -23,11 +23,16 @@ def pytest_unconfigure(config):
     if not hasattr(config, "workerinput"):
         return
     end = time.monotonic() + float(os.environ["LINGER"])
-    while time.monotonic() < end:  # a worker's slow last seconds, the collector busy
-        junk = [[] for _ in range(2000)]
-        for a, b in zip(junk, junk[1:]):
-            a.append(b); b.append(a)
-        del junk
+    try:
+        while time.monotonic() < end:  # a worker's slow last seconds, the collector busy
+            junk = [[] for _ in range(2000)]
+            for a, b in zip(junk, junk[1:]):
+                a.append(b); b.append(a)
+            del junk
+            gc.collect(0)
+    except KeyboardInterrupt:  # landed here, not in a gc callback: execnet swallows it, so say so
+        with open(os.environ["INTERRUPTED"], "a") as f:
+            f.write(config.workerinput["workerid"] + "\\n")
 '''
 
 TESTS = '''
@@ -47,7 +52,8 @@ def _session(tmp_path: Path, name: str, *options: str) -> subprocess.Popen[str]:
     where.mkdir()
     (where / "conftest.py").write_text(CONFTEST)
     (where / "test_lingering.py").write_text(TESTS)
-    env = {**os.environ, "LINGER": str(LINGER), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "LINGER": str(LINGER), "PYTHONDONTWRITEBYTECODE": "1",
+           "INTERRUPTED": str(where / "interrupted.txt")}
     return subprocess.Popen([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider",
                              *options, str(where)], cwd=where, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -59,6 +65,8 @@ def test_an_interrupted_worker_leaves_no_traceback(tmp_path: Path) -> None:
     control, _ = bare.communicate(timeout=300)
     assert fixed.returncode == 0 and "2 passed" in out, out
     assert "KeyboardInterrupt" not in out and "Traceback" not in out, out
-    # The same session without the plugin: the worker was interrupted, and it showed.
+    assert not (tmp_path / "fixed" / "interrupted.txt").exists()
+    # The same session without the plugin: a worker was interrupted, shown as the traceback
+    # when the interrupt came inside hypothesis' gc callback (as in make test), silent else.
     assert bare.returncode == 0 and "2 passed" in control, control
-    assert "KeyboardInterrupt" in control, control
+    assert "KeyboardInterrupt" in control or (tmp_path / "bare" / "interrupted.txt").exists(), control

@@ -22,34 +22,41 @@ export const REPORTED_EVENTS = new Set([
   'user/message', 'approval/asked', 'approval/decided', 'todo/write', 'tool/code-dispatch-start', 'tool/code-dispatch',
 ])
 
-export class ScriptedModel extends LlmAdapter {
-  constructor(blocks, finish) {
-    super()
-    this.requests = 0
-    this.blocks = blocks
-    this.finish = finish
-  }
-
-  async * stream(_options) {
-    this.requests += 1
-    if (this.requests === 1) {
-      let index = 0
-      for (const b of this.blocks) {
-        yield { type: 'block-start', index, blockType: 'tool-call' }
-        yield { type: 'tool-call-delta', index, id: b.id, name: b.name, argumentsDelta: b.arguments ?? '' }
-        yield { type: 'block-end', index, block: { type: 'tool-call', id: b.id, name: b.name, arguments: b.arguments ?? '' } }
-        index += 1
-      }
-      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
-      yield { type: 'finish', reason: { kind: this.finish === 'max-tokens' ? 'max-tokens' : 'tool-calls' } }
-      return
+/**
+ * The scripted model: answers the first request with the scenario's tool-call blocks, every
+ * later one with "done". The class is made on use, not at import: a package set without
+ * dsh-llm's LlmAdapter must still load this module to say why it cannot be driven.
+ */
+export function scriptedModel(blocks, finish) {
+  return new (class ScriptedModel extends LlmAdapter {
+    constructor(blocks, finish) {
+      super()
+      this.requests = 0
+      this.blocks = blocks
+      this.finish = finish
     }
-    yield { type: 'block-start', index: 0, blockType: 'text' }
-    yield { type: 'text-delta', index: 0, text: 'done' }
-    yield { type: 'block-end', index: 0, block: { type: 'text', text: 'done' } }
-    yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
-    yield { type: 'finish', reason: { kind: 'stop' } }
-  }
+
+    async * stream(_options) {
+      this.requests += 1
+      if (this.requests === 1) {
+        let index = 0
+        for (const b of this.blocks) {
+          yield { type: 'block-start', index, blockType: 'tool-call' }
+          yield { type: 'tool-call-delta', index, id: b.id, name: b.name, argumentsDelta: b.arguments ?? '' }
+          yield { type: 'block-end', index, block: { type: 'tool-call', id: b.id, name: b.name, arguments: b.arguments ?? '' } }
+          index += 1
+        }
+        yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+        yield { type: 'finish', reason: { kind: this.finish === 'max-tokens' ? 'max-tokens' : 'tool-calls' } }
+        return
+      }
+      yield { type: 'block-start', index: 0, blockType: 'text' }
+      yield { type: 'text-delta', index: 0, text: 'done' }
+      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'done' } }
+      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+      yield { type: 'finish', reason: { kind: 'stop' } }
+    }
+  })(blocks, finish)
 }
 
 /**

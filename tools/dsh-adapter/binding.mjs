@@ -13,8 +13,8 @@
 //
 // A seam's world `w` is the kit's World (kit/world.mjs); this binding keeps its own state of
 // a run on it: `w.host` (the scenario's fork of the deployment, which injects the services),
-// `w.probes`, `w.deferred` (agent/pre-step listeners registered when the tool step starts)
-// and `w.executeEntry` (record -> its signal when the tools/execute waterfall started).
+// `w.probes` (kit/probes.mjs on it: lib/probes.mjs) and `w.deferred` (agent/pre-step
+// listeners registered when the tool step starts).
 
 import { createRequire } from 'node:module'
 import {
@@ -98,7 +98,7 @@ export function realm() {
  * the plugins for its configuration. Returns the handle the other seams are handed.
  */
 export async function open(w) {
-  Object.assign(w, { host: null, probes: null, deferred: [], executeEntry: new WeakMap() })
+  Object.assign(w, { host: null, probes: null, deferred: [] })
   const held = await deployments.acquire(w.scenario)
   if (held.deployment === null) throw new Error('the tool runtime did not start')
   return { ...held, fiber: null }

@@ -13,7 +13,7 @@
 // stderr at the end.
 
 import { createInterface } from 'node:readline'
-import { Unsupported } from './faults.mjs'
+import { NotImplemented, Unsupported } from './faults.mjs'
 import { runScenario } from './run.mjs'
 
 /** Speak the protocol for `binding` until stdin ends or a stop arrives. */
@@ -23,19 +23,26 @@ export function serve(binding) {
   // frames costs CPU; a trace never holds one.
   if (process.env.DSH_ADAPTER_STACKS !== '1') Error.stackTraceLimit = 0
 
-  // An implementation the binding cannot drive: one line saying why, exit 3 (it cannot start).
-  const fatal = binding.cannotDrive()
-  if (fatal !== null && fatal !== undefined) {
-    process.stderr.write(`${fatal}\n`)
+  // An implementation the binding cannot drive (or a handshake seam not filled in yet): one
+  // line saying why, exit 3 (it cannot start).
+  const cannotStart = (why) => {
+    process.stderr.write(`${why}\n`)
     process.exit(3)
   }
-
-  const handshake = () => ({
-    version: 1,
-    implementation: binding.implementation(),
-    profiles: binding.profiles(),
-    features: binding.features(),
-  })
+  let started
+  try {
+    const fatal = binding.cannotDrive()
+    if (fatal !== null && fatal !== undefined) cannotStart(fatal)
+    started = {
+      version: 1,
+      implementation: binding.implementation(),
+      profiles: binding.profiles(),
+      features: binding.features(),
+    }
+  } catch (e) {
+    cannotStart(e instanceof NotImplemented ? e.message : `the binding's handshake failed: ${e?.name ?? 'Error'}: ${e?.message ?? e}`)
+  }
+  const handshake = () => started
 
   if (process.argv.includes('--check')) {
     process.stdout.write(`${JSON.stringify(handshake())}\n`)

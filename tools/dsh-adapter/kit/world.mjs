@@ -30,6 +30,7 @@ export class World {
     this.disposers = new Map() // ref -> [disposer]
     this.named = new Map() // signal name -> AbortController
     this.signalNames = new WeakMap() // other signals the trace names (the binding's: a timeout policy's deadline)
+    this.executeEntry = new WeakMap() // record -> its signal when the tools/execute waterfall started (its probe)
     this.callers = new Map() // call id -> AbortController (direct runs)
     this.inputs = new Map() // call id -> the caller's input object
     this.execs = new Map() // call id -> the execution record the probes saw

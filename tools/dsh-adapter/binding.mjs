@@ -21,13 +21,14 @@ import {
   FATAL, HarnessError, PROFILES, SessionId, TOOLS_VERSION, bindScopeParent, createScope, features as available,
   packageVersions, snapshotJsonValue, versionGaps,
 } from './lib/compat.mjs'
+import { loopEvents, eventData } from './kit/events.mjs'
+import { Unsupported } from './kit/faults.mjs'
+import { guardFunction, listenerFunction } from './kit/participants.mjs'
 import { Deployments } from './lib/deployment.mjs'
-import { loopEvents, runLoop as runToolStep, scriptedModel, eventData } from './lib/loop.mjs'
+import { runLoop as runToolStep, scriptedModel } from './lib/loop.mjs'
 import { installProbes } from './lib/probes.mjs'
 import { toolDefinition } from './lib/registrations.mjs'
 import { present } from './lib/viewer.mjs'
-import { Unsupported } from './kit/faults.mjs'
-import { guardFunction, listenerFunction } from './kit/participants.mjs'
 
 const require = createRequire(import.meta.url)
 const self = require('./package.json')

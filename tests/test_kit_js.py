@@ -6,6 +6,8 @@ skeleton, written into a directory; the real package's adapter is that skeleton 
 - the command writes the kit's files byte for byte as the shipped adapter has them, never
   overwrites (nor writes through a planted link), and says so in one line, exit 2;
 - an unfilled skeleton cannot start: one line naming the seam, exit 3;
+- the kit runs on a binding that is not DSH's: a toy pipeline of a few dozen lines
+  (tests/fakes/kit_toy_binding.mjs, no framework) passes the simplest core cases through it;
 - the kit written into a temporary directory, with the real adapter's binding filled in and
   the pinned packages installed there by ``npm ci`` (offline, from npm's cache), passes the
   corpus against rc.8 with the committed expectations, as ``make dsh`` does.
@@ -122,6 +124,26 @@ def test_an_unfilled_skeleton_cannot_start_and_says_which_seam(tmp_path: Path):
     run = _cli("run", "--impl", f"node {tmp_path / 'k' / 'adapter.mjs'}", "--examples", "0", "--quiet",
                "--case", "pre-deny-skips-body", cwd=tmp_path)
     assert run.returncode == 3 and "cannotDrive() is not implemented yet" in run.stderr and "Traceback" not in run.stderr
+
+
+TOY_CASES = ["pre-deny-skips-body", "pre-outer-decides-without-next", "guard-denies-with-number",
+             "pre-cursor-shared-and-consuming", "pre-outer-overrides-inner-deny"]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.rules("P5", "P6", "P32", "P46")
+def test_the_kit_runs_a_pipeline_that_is_not_dsh(tmp_path: Path):
+    target = tmp_path / "toy"
+    assert _cli("kit", "js", target).returncode == 0
+    (target / "binding.mjs").unlink()
+    shutil.copyfile(ROOT / "tests" / "fakes" / "kit_toy_binding.mjs", target / "binding.mjs")
+    run = _cli("run", "--impl", f"node {target / 'adapter.mjs'}", "--examples", "0", "--quiet",
+               *[a for case in TOY_CASES for a in ("--case", case)], "--report", tmp_path / "toy.jsonl",
+               "--failures", tmp_path / "failures", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    records = [json.loads(line) for line in (tmp_path / "toy.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert records[0]["implementation"]["name"] == "toy-pipeline"
+    assert sorted(r["id"] for r in records if r.get("kind") == "case" and r["outcome"] == "pass") == sorted(TOY_CASES)
 
 
 @pytest.mark.skipif(NODE is None or NPM is None, reason="node and npm are not installed")

@@ -130,7 +130,7 @@ export async function prepare(w, pipeline) {
   // is a skip here and not a participant throw in the middle of a run.
   for (const t of w.scenario.tools ?? []) toolDefinition(w, t)
   // agent/pre-step listeners join at the tool step (loop.mjs): the first step's boundary
-  // is the harness's, before the scenario's window (oracle/scenario.py Listener).
+  // is the harness's, before the scenario's window (kit/scenario.py Listener).
   w.registerDeclared((ref, item) => {
     if (item.event !== 'agent/pre-step') return false
     if (loop) w.deferred.push(ref)

@@ -55,7 +55,7 @@ const STEP_KEYS = {
 const EVENTS = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result', 'approval/request',
   'fs/write-intent', 'fs/edit-intent', 'tools/code-dispatch-log', 'agent/pre-step']
 
-// The steps of a run_code program (oracle/scenario.py Program), run by kit/program.mjs.
+// The steps of a run_code program (kit/scenario.py Program), run by kit/program.mjs.
 const PROGRAM_STEP_KEYS = {
   call: ['tool', 'arguments', 'as', 'catch'],
   await: ['handle', 'catch'],

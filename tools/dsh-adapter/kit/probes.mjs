@@ -1,4 +1,4 @@
-// The probes: what an observer installed outermost on each seam sees (oracle.trace
+// The probes: what an observer installed outermost on each seam sees (kit.trace
 // PROBE_POINTS). They record stage boundaries; they never decide anything. The binding
 // registers them (binding.mjs `prepare`); the approval seam's probe is World.probeApproval.
 //

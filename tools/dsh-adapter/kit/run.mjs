@@ -1,7 +1,7 @@
 // Running one scenario through a binding (binding.mjs): the language check, the binding's own
 // check, a World on a virtual clock, the binding's pipeline and registrations, then the
 // direct calls (here: each with its own caller signal, timers and getters) or the binding's
-// loop run. Returns the trace (oracle/trace.py's language, portable part only).
+// loop run. Returns the trace (kit/trace.py's language, portable part only).
 
 import { Clock, settle } from './clock.mjs'
 import { Unsupported } from './faults.mjs'

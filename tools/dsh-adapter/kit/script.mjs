@@ -1,5 +1,5 @@
-// The script interpreter: runs a participant's steps (oracle/scenario.py) against the
-// implementation's pipeline objects, and records what the oracle's interpreter (oracle/script.py) records:
+// The script interpreter: runs a participant's steps (kit/scenario.py) against the
+// implementation's pipeline objects, and records what the oracle's interpreter (kit/script.py) records:
 // the participant's `call`, its `return` or `throw`, and what each `mutate`, `observe`,
 // `abort`, `defer-context`, `conclude-turn`, `register`, `unregister` and `inject` step did.
 //
@@ -18,8 +18,8 @@ import { AdapterFault } from './faults.mjs'
 export const NOTHING = Symbol('nothing')
 
 const DELEGATE = [{ do: 'next' }, { do: 'return-next' }]
-const DEFAULT_TARGET = { path: 'notes.txt' } // oracle/scenario.py Dispatch.target
-const NO_AGENT_SESSION = 'append: the call has no agent, so no session to append to' // oracle/texts.py
+const DEFAULT_TARGET = { path: 'notes.txt' } // kit/scenario.py Dispatch.target
+const NO_AGENT_SESSION = 'append: the call has no agent, so no session to append to' // kit/engine_texts.py
 
 /** One invocation of a participant: who it is and what it was handed. */
 export class Invocation {

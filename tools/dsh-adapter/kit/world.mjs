@@ -111,8 +111,8 @@ export class World {
 
   /**
    * The get function of a getter token: each read runs the getter's script as a
-   * synchronous participant (stage `getter`), attributed to no call (oracle/run.py
-   * WorldRealm: reads are compared per getter).
+   * synchronous participant (stage `getter`), attributed to no call (kit/driver.py
+   * RunRealm: reads are compared per getter).
    */
   getterFunction(id) {
     const w = this

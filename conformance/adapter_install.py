@@ -1,7 +1,8 @@
 """Where the Node adapter of the real DSH package runs from, and installing its npm packages.
 
-The adapter's sources (``tools/dsh-adapter``: ``adapter.mjs``, ``lib/``, ``package.json`` and
-the pinned ``package-lock.json``) are package data; its ``node_modules`` never are. In a
+The adapter's sources (``tools/dsh-adapter``: ``adapter.mjs``, the JS kit's generic half in
+``kit/``, the DSH binding ``binding.mjs`` and its ``lib/``, ``package.json`` and the pinned
+``package-lock.json``) are package data; its ``node_modules`` never are. In a
 clone, ``make dsh`` installs them beside the sources and they are used there. Otherwise the
 sources are copied, on first use, into a per-user cache directory
 (``$DSH_CONFORMANCE_CACHE``, else ``$XDG_CACHE_HOME/dsh-conformance``, else
@@ -51,8 +52,9 @@ from typing import Any
 from .package_sets import TOOLS, NotPublished, resolve
 from .resources import ADAPTER
 
-SOURCES = ("adapter.mjs", "package.json", "package-lock.json", "README.md")
-PROGRAM = ("adapter.mjs", "README.md")  # what a version's or a tree's directory copies (its package.json is its own)
+SOURCES = ("adapter.mjs", "binding.mjs", "package.json", "package-lock.json", "README.md")
+PROGRAM = ("adapter.mjs", "binding.mjs", "README.md")  # what a version's or a tree's directory copies (its package.json is its own)
+MODULES = ("kit", "lib")  # folders of .mjs modules: the kit's generic half, the binding's helpers
 SCOPE = "@deepseek-ai"
 
 
@@ -116,25 +118,30 @@ def adapter_dir(source: Path = ADAPTER, log: object = sys.stderr) -> Path:
     return home
 
 
+def _modules(directory: Path) -> set[str]:
+    """The .mjs modules of ``directory``'s module folders, as paths relative to it."""
+    return {f"{folder}/{p.name}" for folder in MODULES if (directory / folder).is_dir()
+            for p in (directory / folder).glob("*.mjs")}
+
+
 def _same_sources(source: Path, home: Path, names: tuple[str, ...] = SOURCES) -> bool:
-    files = [*names, *(f"lib/{p.name}" for p in sorted((source / "lib").glob("*.mjs")))]
-    ours = {p.name for p in (source / "lib").glob("*.mjs")}
-    theirs = {p.name for p in (home / "lib").glob("*.mjs")} if (home / "lib").is_dir() else set()
-    return ours == theirs and all((home / f).is_file() and (home / f).read_bytes() == (source / f).read_bytes()
-                                  for f in files if (source / f).is_file())
+    ours = _modules(source)
+    files = [*names, *sorted(ours)]
+    return ours == _modules(home) and all((home / f).is_file() and (home / f).read_bytes() == (source / f).read_bytes()
+                                          for f in files if (source / f).is_file())
 
 
 def _copy_sources(source: Path, home: Path, names: tuple[str, ...] = SOURCES) -> None:
-    (home / "lib").mkdir(parents=True, exist_ok=True)
+    for folder in MODULES:
+        (home / folder).mkdir(parents=True, exist_ok=True)
     for name in names:
         if (source / name).is_file():
             shutil.copyfile(source / name, home / name)
-    ours = {p.name for p in (source / "lib").glob("*.mjs")}
-    for p in (home / "lib").glob("*.mjs"):
-        if p.name not in ours:  # a module an older adapter had
-            p.unlink()
-    for p in (source / "lib").glob("*.mjs"):
-        shutil.copyfile(p, home / "lib" / p.name)
+    ours = _modules(source)
+    for stale in _modules(home) - ours:  # a module an older adapter had
+        (home / stale).unlink()
+    for module in sorted(ours):
+        shutil.copyfile(source / module, home / module)
 
 
 def _npm() -> str:

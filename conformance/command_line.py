@@ -62,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
     _coverage(sub)
     _diff(sub)
     _tree(sub)
+    _kit(sub)
     _mutate(sub)
     from dsh_conformance.tools import docs_cli  # light: its commands import what they need when they run
 
@@ -227,6 +228,15 @@ def _tree(sub: Subparsers) -> None:
     p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the diff's format (default text)")
     p.add_argument("--full", action="store_true", help="text: also every changed case, one by one")
     _runs(p, "tree_command", "cmd_tree")
+
+
+def _kit(sub: Subparsers) -> None:
+    p = sub.add_parser("kit", help="write an adapter kit: the generic half of an adapter and a binding skeleton "
+                       "for your implementation")
+    p.add_argument("language", choices=["js"], help="js: the Node adapter's kit (kit/, adapter.mjs, binding.mjs)")
+    p.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
+                   "overwritten)")
+    _runs(p, "kit_js", "cmd_kit")
 
 
 def _mutate(sub: Subparsers) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .jsvalue import TOKEN_KINDS, js_keys, token
 
-# The order a decoder visits the parts of a token (tools/dsh-adapter/lib/codec.mjs decodes
+# The order a decoder visits the parts of a token (tools/dsh-adapter/kit/codec.mjs decodes
 # in the same order).
 TOKEN_PARTS: dict[str, tuple[str, ...]] = {
     "object": ("entries", "hidden"), "null-proto": ("entries",), "array": ("items", "extra"),

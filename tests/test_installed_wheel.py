@@ -243,3 +243,20 @@ def test_a_published_version_from_elsewhere(installed, tmp_path):
                extra={"DSH_CONFORMANCE_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0 and out.stdout.startswith("pass: pre-deny-skips-body"), out.stdout + out.stderr
     assert (tmp_path / "cache" / "dsh-tools-0.1.0-rc.6" / "node_modules" / "@deepseek-ai" / "dsh-agent-loop").is_dir()
+
+
+def test_the_js_kit_is_in_the_wheel_and_writes_from_elsewhere(installed):
+    """The JS kit travels as package data: its generic half, the skeleton and the real adapter's
+    binding; ``kit js`` from the installed suite writes the same bytes as the clone has."""
+    from dsh_conformance.kit_js import kit_files
+
+    shipped = installed["site"] / "dsh_conformance" / "tools" / "dsh-adapter"
+    listed = sorted(str(p.relative_to(shipped)) for p in shipped.rglob("*") if p.is_file() and p.suffix in (".mjs", ".md"))
+    source = ROOT / "tools" / "dsh-adapter"
+    ours = sorted(str(p.relative_to(source)) for p in source.rglob("*")
+                  if p.is_file() and p.suffix in (".mjs", ".md") and "node_modules" not in p.parts)
+    assert listed == ours and {"binding.mjs", "kit/protocol.mjs", "kit/skeleton/binding.mjs", "kit/README.md"} <= set(listed)
+    out = _run(installed, "dsh-conformance", "kit", "js", "my-adapter")
+    assert out.returncode == 0, out.stderr
+    for name, path in kit_files().items():
+        assert (installed["work"] / "my-adapter" / name).read_bytes() == path.read_bytes(), name

@@ -73,6 +73,11 @@ sends it scenarios ([scenario-language.md](scenario-language.md)) and compares t
 with the oracle's, observation by observation ([observations.md](observations.md)). Anything the
 adapter writes to stderr is kept as its log.
 
+A Node adapter need not start from nothing: `dsh-conformance kit js DIR` writes the JS kit (the
+protocol loop, the scenario interpreter, the scripted participants, the Code Mode program
+interpreter, the value codec and virtual time) and a binding skeleton with one function per seam;
+the real package's adapter is that skeleton filled in (the kit's `README.md`).
+
 ## 1. The handshake
 
 The suite writes `{{"cmd":"start","version":1}}`. The adapter answers with one line:

@@ -1,32 +1,10 @@
 // The scenario's code runtime, registered as the real `ctx.codeRuntime` service (the abstract
 // `CodeRuntime` of @deepseek-ai/dsh-code-runtime): the run_code bridge of dsh-tools hands it
-// `{program, bindings, signal}`, and it runs the scenario's declarative program named by
-// `program` against the `tools` namespace. No model code, no worker, no network.
-//
-// It is the same runtime as oracle/program.py, step for step, and records the same
-// observations under stage `program` of the run_code call: `start` (the binding names),
-// `bind` (a binding call), `settle` (how each call settled, one reaction after it did),
-// `log`, `late` (the afterSettle steps begin) and `end` (what `run()` resolves with). An abort
-// of the run's signal resolves the run with an `abort` failure at once and stops the program
-// at its next step or wake-up; a program's continuation (afterSettle) runs then.
+// `{program, bindings, signal}`, and the kit's program interpreter (kit/program.mjs) runs the
+// scenario's program of that name against the `tools` namespace.
 
+import { runProgram } from '../kit/program.mjs'
 import { CodeRuntime, snapshotJsonValue } from './compat.mjs'
-
-// oracle/texts.py: the scripted runtime's own texts (not the spec's).
-const RUN_ABORTED = 'the run was aborted'
-const INVALID_COMPLETION = "the program's completion value is not lossless JSON"
-const TOOL_CALL_ERROR = 'ToolCallError'
-const noProgram = (code) => `the scenario has no program "${code}"`
-const notAFunction = (name) => `tools.${name} is not a function`
-
-const UNDEFINED_WIRE = { $js: 'undefined' }
-const STOP = Symbol('stop')
-
-class Threw extends Error {}
-
-function isUndefinedWire(wire) {
-  return wire !== null && typeof wire === 'object' && !Array.isArray(wire) && wire.$js === 'undefined'
-}
 
 /** The cordis plugin that provides `ctx.codeRuntime`, running programs of the scenario `current()` returns. */
 export function codeRuntimePlugin(current) {
@@ -35,149 +13,7 @@ export function codeRuntimePlugin(current) {
     isolation = 'scripted'
 
     run(request) {
-      const w = current()
-      const namespace = (request.bindings ?? []).find((b) => b.global === 'tools')
-      const programs = w.scenario.programs ?? []
-      const program = programs.find((p) => p.id === request.program)
-      return new ProgramRun(w, w.currentCall(), String(request.program), namespace?.functions ?? Object.create(null), request.signal, program).run()
+      return runProgram(current(), request, snapshotJsonValue)
     }
   }
-}
-
-class ProgramRun {
-  constructor(w, call, code, functions, signal, program) {
-    this.w = w
-    this.call = call
-    this.code = code
-    this.functions = functions
-    this.signal = signal
-    this.program = program
-    this.logs = []
-    this.handles = new Map()
-    this.calls = 0
-    this.stopped = new Promise((resolve) => {
-      if (signal.aborted) resolve(STOP)
-      else signal.addEventListener('abort', () => resolve(STOP), { once: true })
-    })
-  }
-
-  obs(what, value) {
-    this.w.obs(this.call, 'program', what, this.code, value)
-  }
-
-  run() {
-    return new Promise((resolve) => {
-      let done = false
-      const finish = (outcome) => {
-        if (done) return
-        done = true
-        this.obs('end', this.w.enc(outcome))
-        resolve(outcome)
-      }
-      this.obs('start', { bindings: Object.keys(this.functions).sort() })
-      if (this.program === undefined) {
-        finish({ logs: [], error: { kind: 'exception', message: noProgram(this.code) } })
-        return
-      }
-      this.signal.addEventListener('abort', () => finish(this.failure('abort', RUN_ABORTED)), { once: true })
-      if ((this.program.afterSettle ?? []).length > 0) this.signal.addEventListener('abort', () => { this.late() }, { once: true })
-      this.steps().then(finish)
-    })
-  }
-
-  failure(kind, message) {
-    return { logs: [...this.logs], error: { kind, message } }
-  }
-
-  async steps() {
-    try {
-      for (const step of this.program.steps ?? []) {
-        if (this.signal.aborted) throw STOP
-        switch (step.do) {
-          case 'call': {
-            const pending = this.callBinding(step.tool, Object.hasOwn(step, 'arguments') ? step.arguments : {})
-            if (step.as !== undefined && step.as !== null) this.handles.set(step.as, pending)
-            else await this.wait(pending, step.catch === true)
-            break
-          }
-          case 'await':
-            await this.wait(this.handles.get(step.handle), step.catch === true)
-            break
-          case 'log':
-            this.logs.push(step.text)
-            this.obs('log', step.text)
-            break
-          case 'sleep':
-            await this.wait(this.w.clock.sleep(step.ms ?? 0), false)
-            break
-          case 'return':
-            return this.completion(Object.hasOwn(step, 'value') ? step.value : UNDEFINED_WIRE)
-          case 'throw':
-            throw new Threw(step.message ?? 'boom')
-          case 'fail':
-            return this.failure(step.kind, step.message ?? 'the run failed')
-          default:
-            throw this.w.fault(`program ${this.code}: unknown step ${JSON.stringify(step.do)}`)
-        }
-      }
-    } catch (e) {
-      if (e instanceof Threw) return this.failure('exception', e.message)
-      if (e === STOP) return this.failure('abort', RUN_ABORTED)
-      throw e
-    }
-    return this.completion(UNDEFINED_WIRE)
-  }
-
-  completion(wire) {
-    if (isUndefinedWire(wire)) return { logs: [...this.logs] }
-    let value
-    try {
-      value = snapshotJsonValue(this.w.dec(wire))
-    } catch {
-      value = undefined
-    }
-    if (value === undefined) return this.failure('invalid-output', INVALID_COMPLETION)
-    return { logs: [...this.logs], value }
-  }
-
-  async late() {
-    this.obs('late', null)
-    for (const step of this.program.afterSettle ?? []) {
-      if (step.do === 'call') {
-        const pending = this.callBinding(step.tool, Object.hasOwn(step, 'arguments') ? step.arguments : {})
-        if (step.as !== undefined && step.as !== null) this.handles.set(step.as, pending)
-        else await pending.catch(() => {})
-      } else if (step.do === 'await') {
-        await this.handles.get(step.handle)?.catch(() => {})
-      }
-    }
-  }
-
-  /** `tools[name](arguments)`: the binding's promise, its settlement recorded one reaction later. */
-  callBinding(name, wire) {
-    this.calls += 1
-    const n = this.calls
-    this.obs('bind', { n, tool: name, arguments: wire })
-    const fn = Object.hasOwn(this.functions, name) ? this.functions[name] : undefined
-    const pending = typeof fn === 'function' ? fn(this.w.dec(wire)) : Promise.reject(new TypeError(notAFunction(name)))
-    pending.then(
-      (value) => this.obs('settle', { n, tool: name, value: this.w.enc(value) }),
-      (x) => this.obs('settle', { n, tool: name, error: caught(name, x) }),
-    )
-    return pending
-  }
-
-  /** Await `pending` while the run lasts: an abort of the run's signal stops the program. */
-  async wait(pending, catchIt) {
-    const settled = pending.then((value) => ({ ok: true, value }), (x) => ({ ok: false, x }))
-    const first = await Promise.race([settled, this.stopped])
-    if (first === STOP || this.signal.aborted) throw STOP
-    if (!first.ok && !catchIt) throw new Threw(first.x?.message ?? String(first.x))
-  }
-}
-
-/** What the program catches: ToolCallError naming the binding, or the TypeError of a missing one. */
-function caught(name, x) {
-  if (x instanceof TypeError && x.message === notAFunction(name)) return { name: 'TypeError', message: x.message }
-  return { name: TOOL_CALL_ERROR, toolName: name, message: x?.message ?? String(x) }
 }

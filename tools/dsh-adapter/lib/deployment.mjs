@@ -19,10 +19,10 @@
 // with its Context, as it did with a fresh one.
 
 import { AgentLoop, AgentRegistry, CodeRuntime, Context, LlmRuntime, SessionStore, SystemPrompt, TimeoutPolicy, ToolRuntime } from './compat.mjs'
-import { Clock, settle } from './clock.mjs'
+import { Clock, settle } from '../kit/clock.mjs'
 import { codeRuntimePlugin } from './code-runtime.mjs'
 import { instrumentScheduler } from './loop.mjs'
-import { approvalPlugin } from './participants.mjs'
+import { approvalPlugin } from './registrations.mjs'
 
 /** An option only when the scenario sets it. */
 function given(key, value) {

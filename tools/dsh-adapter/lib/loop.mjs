@@ -3,53 +3,46 @@
 //
 // The scripted adapter answers the first request with the scenario's tool-call blocks
 // (finish "tool-calls" or "max-tokens") and every later request with one text block
-// ("done", finish "stop"). The trace reports the session events of the tool step, from its
-// assistant/message up to (not including) the next step's assistant/message or the turn's
-// end (turn/end; or turn/start, since rc.8 writes no turn/end for an aborted turn),
-// restricted to the event types of the trace language and normalized to the oracle's
-// shapes (oracle/loop.py):
-// - assistant/message data is {turn, step, content};
-// - the tool-result message of tool/result loses its random id;
-// - approval request ids are renumbered approval-1, approval-2, ... in order;
-// - events are renumbered from 1 and sourceEventSeqs follow the renumbering.
-// Streaming chunks and request bookkeeping (assistant/chunk, request/header,
-// request/context) are the model transport's, not the pipeline's, and are not reported.
+// ("done", finish "stop"). The trace reports the session events of the tool step, cut and
+// normalized by the kit (kit/events.mjs).
 
 import { LlmAdapter, SCHEDULER, createUserMessage } from './compat.mjs'
 
-export const REPORTED_EVENTS = new Set([
-  'assistant/message', 'tool/call', 'tool/result', 'agent/inbox/spliced', 'step/start', 'step/end',
-  'user/message', 'approval/asked', 'approval/decided', 'todo/write', 'tool/code-dispatch-start', 'tool/code-dispatch',
-])
-
-export class ScriptedModel extends LlmAdapter {
-  constructor(blocks, finish) {
-    super()
-    this.requests = 0
-    this.blocks = blocks
-    this.finish = finish
-  }
-
-  async * stream(_options) {
-    this.requests += 1
-    if (this.requests === 1) {
-      let index = 0
-      for (const b of this.blocks) {
-        yield { type: 'block-start', index, blockType: 'tool-call' }
-        yield { type: 'tool-call-delta', index, id: b.id, name: b.name, argumentsDelta: b.arguments ?? '' }
-        yield { type: 'block-end', index, block: { type: 'tool-call', id: b.id, name: b.name, arguments: b.arguments ?? '' } }
-        index += 1
-      }
-      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
-      yield { type: 'finish', reason: { kind: this.finish === 'max-tokens' ? 'max-tokens' : 'tool-calls' } }
-      return
+/**
+ * The scripted model: answers the first request with the scenario's tool-call blocks, every
+ * later one with "done". The class is made on use, not at import: a package set without
+ * dsh-llm's LlmAdapter must still load this module to say why it cannot be driven.
+ */
+export function scriptedModel(blocks, finish) {
+  return new (class ScriptedModel extends LlmAdapter {
+    constructor(blocks, finish) {
+      super()
+      this.requests = 0
+      this.blocks = blocks
+      this.finish = finish
     }
-    yield { type: 'block-start', index: 0, blockType: 'text' }
-    yield { type: 'text-delta', index: 0, text: 'done' }
-    yield { type: 'block-end', index: 0, block: { type: 'text', text: 'done' } }
-    yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
-    yield { type: 'finish', reason: { kind: 'stop' } }
-  }
+
+    async * stream(_options) {
+      this.requests += 1
+      if (this.requests === 1) {
+        let index = 0
+        for (const b of this.blocks) {
+          yield { type: 'block-start', index, blockType: 'tool-call' }
+          yield { type: 'tool-call-delta', index, id: b.id, name: b.name, argumentsDelta: b.arguments ?? '' }
+          yield { type: 'block-end', index, block: { type: 'tool-call', id: b.id, name: b.name, arguments: b.arguments ?? '' } }
+          index += 1
+        }
+        yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+        yield { type: 'finish', reason: { kind: this.finish === 'max-tokens' ? 'max-tokens' : 'tool-calls' } }
+        return
+      }
+      yield { type: 'block-start', index: 0, blockType: 'text' }
+      yield { type: 'text-delta', index: 0, text: 'done' }
+      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'done' } }
+      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+      yield { type: 'finish', reason: { kind: 'stop' } }
+    }
+  })(blocks, finish)
 }
 
 /**
@@ -152,85 +145,4 @@ export async function runLoop(w, agent, run) {
     return // an id already queued: followup() throws and no turn starts (oracle/turns.py)
   }
   await agent.whenIdle()
-}
-
-/** The reported session events of the tool step, normalized (see the module comment). */
-export function loopEvents(w, agentId, sessionEvents) {
-  // A next turn (run.nextTurn, or a steer after the abort that woke the agent) extends the
-  // window to that turn's first model request (oracle/turns.py).
-  const later = sessionEvents.some((e) => e.type === 'turn/start' && e.data?.turn > 1)
-  const window = later ? turnsWindow(sessionEvents) : stepWindow(sessionEvents)
-  // What the agent goes on to do after the window (a later turn's agent/pre-step, for one)
-  // is not the scenario's: its observations go with the events that were cut.
-  const next = window.length > 0 ? sessionEvents[sessionEvents.indexOf(window[window.length - 1]) + 1] : undefined
-  if (next !== undefined && w.eventAt.has(next.seq)) w.trace.observations.length = Math.min(w.trace.observations.length, w.eventAt.get(next.seq))
-  const renumbered = new Map()
-  const out = []
-  for (const e of window) {
-    if (!REPORTED_EVENTS.has(e.type)) continue
-    const seq = out.length + 1
-    renumbered.set(e.seq, seq)
-    const sources = e.sourceEventSeqs
-    out.push({
-      agent: agentId,
-      seq,
-      type: e.type,
-      data: eventData(w, e.type, e.data),
-      sourceEventSeqs: Array.isArray(sources) && e.type !== 'assistant/message' ? sources.map((s) => renumbered.get(s) ?? s) : null,
-      ...(w.eventAt.has(e.seq) ? { at: w.eventAt.get(e.seq) } : {}),
-    })
-  }
-  return out
-}
-
-/** The session events of the tool step: from its assistant/message to the next step's model call. */
-export function stepWindow(sessionEvents) {
-  const first = sessionEvents.findIndex((e) => e.type === 'assistant/message')
-  if (first < 0) return []
-  const window = []
-  for (let i = first; i < sessionEvents.length; i++) {
-    const e = sessionEvents[i]
-    if (i > first && (e.type === 'assistant/message' || e.type === 'turn/end' || e.type === 'turn/start')) break
-    window.push(e)
-  }
-  return window
-}
-
-/**
- * With a next turn: from the tool step's assistant/message to the model call of the next
- * turn's first step (its assistant/message, exclusive), through the rest of the tool
- * step's turn.
- */
-export function turnsWindow(sessionEvents) {
-  const first = sessionEvents.findIndex((e) => e.type === 'assistant/message')
-  if (first < 0) return []
-  const turn = sessionEvents[first].data?.turn
-  const window = []
-  for (let i = first; i < sessionEvents.length; i++) {
-    const e = sessionEvents[i]
-    if (i > first && e.type === 'assistant/message' && e.data?.turn !== turn) break
-    window.push(e)
-  }
-  return window
-}
-
-/** Event data in the oracle's shapes. */
-export function eventData(w, type, data) {
-  switch (type) {
-    case 'assistant/message':
-      return { turn: data.turn, step: data.step, content: w.enc(data.message?.content) }
-    case 'tool/result': {
-      const out = {}
-      for (const key of Object.keys(data)) {
-        if (key !== 'message') { out[key] = data[key]; continue }
-        const { id: _id, ...message } = data.message
-        out.message = message
-      }
-      return w.enc(out)
-    }
-    case 'approval/asked':
-    case 'approval/decided':
-      return w.enc({ ...data, id: w.approvalId(data.id) })
-  }
-  return w.enc(data)
 }

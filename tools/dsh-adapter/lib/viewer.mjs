@@ -4,7 +4,7 @@
 // the agent sees now (`tools.get(name, agent)`, the lookup presenters are meant for). A
 // presenter's throw costs its view only; arguments that are not JSON get no view.
 
-import { stepWindow } from './loop.mjs'
+import { stepWindow } from '../kit/events.mjs'
 
 export function present(w, tools, agent) {
   const calls = new Map() // call id -> { name, args }

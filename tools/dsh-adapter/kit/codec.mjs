@@ -6,7 +6,7 @@
 // describes a live JS value in tokens. Both keep property order (it decides which
 // offending item a snapshot meets first, P13).
 //
-// Two tokens refer beyond themselves (oracle/realm.py, oracle/value_refs.py): a getter
+// Two tokens refer beyond themselves (kit/realm.py, kit/value_refs.py): a getter
 // `{"$js":"getter","id":g}` is an accessor whose reads run the scenario's getter g (the
 // realm's `getter(id)` makes its get function), and `{"$js":"shared","id":s,"value":v}` /
 // `{"$js":"shared","id":s}` is one object reached twice in one decoded value. Accessors
@@ -201,7 +201,7 @@ function decodeInstance(cls) {
   return new C()
 }
 
-// An error token's fields are decoded in this order (oracle/value_refs.py TOKEN_PARTS).
+// An error token's fields are decoded in this order (kit/value_refs.py TOKEN_PARTS).
 // `message`, `name` and `code` may hold any value, or an accessor token; `cause` any value.
 function decodeError(wire, realm, stack, origins) {
   const cls = String(wire.class ?? 'Error')

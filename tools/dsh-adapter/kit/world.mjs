@@ -1,10 +1,12 @@
-// The state of one scenario run: the real context and the registrations made in it, the
-// agents (scope keys), named signals, loop gates, and the trace being recorded.
+// The state of one scenario run: the declared participants and their registrations, the
+// agents, named signals, loop gates, which call each execution record belongs to, and the
+// trace being recorded. What only the implementation knows it asks the binding
+// (`this.binding`, binding.mjs); a binding may keep state of its own for the run on the
+// world (binding.mjs `open`).
 
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { decode, encode, isDeeplyFrozen } from './codec.mjs'
 import { AdapterFault, Unsupported } from './faults.mjs'
-import { guardFunction, listenerFunction, toolDefinition } from './participants.mjs'
 import { Invocation, performSync } from './script.mjs'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -13,30 +15,29 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const current = new AsyncLocalStorage()
 
 export class World {
-  constructor(scenario, realm, clock) {
+  constructor(scenario, binding, clock) {
     this.scenario = scenario
+    this.binding = binding
     // The classes tokens refer to, and the getters of this run (codec.mjs).
-    this.realm = { ...realm, getter: (id) => this.getterFunction(id) }
+    this.realm = { ...binding.realm(), getter: (id) => this.getterFunction(id) }
     this.clock = clock
     this.trace = { observations: [], events: [], results: [], warnings: [] }
     this.fatal = null
-    this.host = null // the adapter's plugin context (injects tools)
     this.invocations = new Map()
-    this.agents = new Map() // scenario id -> { id, key, ctx, session }
-    this.agentIds = new Map() // scope key -> scenario id
+    this.agents = new Map() // scenario id -> { id, key, ... }: `key` is what a call's input names (binding `prepare`)
+    this.agentIds = new Map() // agent key -> scenario id
     this.decl = new Map() // ref -> { kind, item }
     this.disposers = new Map() // ref -> [disposer]
     this.named = new Map() // signal name -> AbortController
-    this.signalNames = new WeakMap() // other signals the trace names (the timeout policy's deadline)
-    this.executeEntry = new WeakMap() // record -> its signal when the tools/execute waterfall started
+    this.signalNames = new WeakMap() // other signals the trace names (the binding's: a timeout policy's deadline)
+    this.executeEntry = new WeakMap() // record -> its signal when the tools/execute waterfall started (its probe)
     this.callers = new Map() // call id -> AbortController (direct runs)
     this.inputs = new Map() // call id -> the caller's input object
     this.execs = new Map() // call id -> the execution record the probes saw
     this.execCalls = new WeakMap() // execution record -> call id
     this.observed = new Map() // call id -> the result tools/result observers received
     this.gates = new Map()
-    this.loopAgent = null
-    this.probes = null
+    this.loopAgent = null // the binding's loop agent while a loop run runs (steps that need one check it)
     this.approvalIds = new Map()
     this.messageIds = new Map() // random ids of messages the package made -> generated-1, generated-2, ...
     this.tokenCalls = new Map() // execution token -> call id (a sub-call's parent is its run_code's token)
@@ -45,7 +46,6 @@ export class World {
     this.origins = new WeakMap() // decoded object -> the wire form the scenario wrote
     this.kept = new Map() // `keep` steps: name -> the very object (P63)
     this.getters = new Map((scenario.getters ?? []).map((g) => [g.id, g]))
-    this.deferred = [] // agent/pre-step listeners registered when the tool step starts (loop.mjs)
     for (const t of scenario.tools ?? []) this.declare(t.id ?? t.name, 'tool', t)
     for (const l of scenario.listeners ?? []) this.declare(l.id, 'listener', l)
     for (const g of scenario.guards ?? []) this.declare(g.id, 'guard', g)
@@ -111,8 +111,8 @@ export class World {
 
   /**
    * The get function of a getter token: each read runs the getter's script as a
-   * synchronous participant (stage `getter`), attributed to no call (oracle/run.py
-   * WorldRealm: reads are compared per getter).
+   * synchronous participant (stage `getter`), attributed to no call (kit/driver.py
+   * RunRealm: reads are compared per getter).
    */
   getterFunction(id) {
     const w = this
@@ -142,34 +142,40 @@ export class World {
     return this.enc(key)
   }
 
-  ctxFor(scope) {
-    if (scope === undefined || scope === null) return this.host
-    const agent = this.agents.get(scope)
-    if (agent === undefined) throw new Unsupported(`unknown agent ${JSON.stringify(scope)}`)
-    return agent.ctx
+  /** Record the scenario's agent `id` (binding `prepare`): `key` is what inputs and requests name it by. */
+  addAgent(id, key, extra = {}) {
+    const entry = { id, key, ...extra }
+    this.agents.set(id, entry)
+    this.agentIds.set(key, id)
+    return entry
   }
 
   // ----------------------------------------------------------------------------- registration
 
-  /** (Re-)register a declared tool, listener or guard. The package's throws propagate. */
+  /** (Re-)register a declared tool, listener or guard (binding `register`). The implementation's throws propagate. */
   register(ref) {
     const d = this.decl.get(ref)
     if (d === undefined) throw this.fault(`no tool, listener or guard has id ${JSON.stringify(ref)}`)
-    const { kind, item } = d
-    const ctx = this.ctxFor(item.scope)
-    let dispose
-    if (kind === 'tool') {
-      dispose = ctx.tools.register(toolDefinition(this, item))
-    } else if (kind === 'guard') {
-      dispose = ctx.tools.guard(guardFunction(this, item))
-    } else {
-      dispose = ctx.on(item.event, listenerFunction(this, item), { prepend: Boolean(item.prepend), global: Boolean(item.global) })
-      // The probes stay outermost: a prepended listener goes in front of every earlier one,
-      // so the probe is moved in front of it again.
-      if (item.prepend) this.probes?.reseat(item.event)
-    }
+    const dispose = this.binding.register(this, d.kind, d.item)
     if (!this.disposers.has(ref)) this.disposers.set(ref, [])
     this.disposers.get(ref).push(dispose)
+  }
+
+  /**
+   * Register every declared participant not marked `registered: false`, except those `skip`
+   * keeps back (a binding registers some later). A registration the implementation refuses
+   * is a skip: registration-time validation is out of scope (spec 1.3).
+   */
+  registerDeclared(skip = () => false) {
+    for (const [ref, { item }] of this.decl) {
+      if (item.registered === false || skip(ref, item)) continue
+      try {
+        this.register(ref)
+      } catch (e) {
+        if (e instanceof Unsupported) throw e
+        throw new Unsupported(`the package refuses the registration of ${JSON.stringify(ref)} (registration-time validation is out of scope, spec 1.3): ${e?.message ?? e}`)
+      }
+    }
   }
 
   unregister(ref) {
@@ -251,10 +257,9 @@ export class World {
     return (...reason) => controller.abort(...reason)
   }
 
-  /** Abort "step" (loop runs): the step's signal, as a user's cancel does. */
+  /** Abort "step" (loop runs): the step's signal, as a user's cancel does (binding `cancelAgent`). */
   stepAbort() {
-    const agent = this.loopAgent
-    return (...reason) => agent.cancel(reason[0], { keepInbox: true })
+    return (...reason) => this.binding.cancelAgent(this, reason[0], { keepInbox: true })
   }
 
   /** Message ids the package drew at random (crypto.randomUUID): renumbered in order of sight. */
@@ -269,22 +274,6 @@ export class World {
     for (const [name, controller] of this.named) if (controller.signal === signal) return name
     if (signal !== null && typeof signal === 'object' && this.signalNames.has(signal)) return this.signalNames.get(signal)
     return 'fused'
-  }
-
-  /**
-   * Name the shipped timeout policy's deadline signal as the oracle does
-   * (`deadline:<call>:<virtual ms>`). The policy is the outermost tools/execute listener
-   * after the probe and puts its deadline on the record before it calls next(); scenario
-   * listeners can only put named signals there. So an unnamed signal a scenario wrapper
-   * finds on the record, other than the one the record entered the waterfall with, is the
-   * policy's deadline.
-   */
-  noticeDeadline(exec) {
-    if (!this.scenario.timeoutPolicy) return
-    const signal = exec.signal
-    if (signal === null || typeof signal !== 'object' || signal === this.executeEntry.get(exec) || this.signalNames.has(signal)) return
-    for (const controller of this.named.values()) if (controller.signal === signal) return
-    this.signalNames.set(signal, `deadline:${this.callOf(exec)}:${this.clock.now}`)
   }
 
   // ----------------------------------------------------------------------------- gates

@@ -1,8 +1,8 @@
-// Which scenario features the adapter can express with the real package. Anything else is
-// answered `skipped` with the place and the reason: never approximated silently. Unknown
-// fields (a newer scenario language) are unsupported too.
+// The scenario language the kit interprets: every field of a scenario must be one it knows.
+// Anything else (a newer scenario language) is answered `skipped` with its JSON path and the
+// reason, never approximated silently. What the implementation cannot express of a known
+// field is the binding's to say (binding.mjs `unsupported`), checked after this.
 
-import { versionGaps } from './compat.mjs'
 import { Unsupported } from './faults.mjs'
 
 const KEYS = {
@@ -55,7 +55,7 @@ const STEP_KEYS = {
 const EVENTS = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result', 'approval/request',
   'fs/write-intent', 'fs/edit-intent', 'tools/code-dispatch-log', 'agent/pre-step']
 
-// The steps of a run_code program (oracle/scenario.py Program), run by lib/code-runtime.mjs.
+// The steps of a run_code program (kit/scenario.py Program), run by kit/program.mjs.
 const PROGRAM_STEP_KEYS = {
   call: ['tool', 'arguments', 'as', 'catch'],
   await: ['handle', 'catch'],
@@ -105,8 +105,8 @@ function stepKeys(step, path) {
   }
 }
 
-/** Throws Unsupported when the scenario uses something this adapter cannot express. */
-export function checkFeatures(s) {
+/** Throws Unsupported when the scenario has a field the kit does not know. */
+export function checkLanguage(s) {
   keys(s, 'scenario', '$')
   ;(s.programs ?? []).forEach((p, i) => {
     keys(p, 'program', `$.programs[${i}]`)
@@ -152,17 +152,7 @@ export function checkFeatures(s) {
     keys(run, 'loop', '$.run')
     ;(run.blocks ?? []).forEach((b, i) => keys(b, 'block', `$.run.blocks[${i}]`))
     if (run.cancelAt) keys(run.cancelAt, 'cancelAt', '$.run.cancelAt')
-    // Only the shipped approval service reads openTurn (its audit pair must be turn-enclosed,
-    // P43); the real loop runs its tool step inside the turn it opened, so a closed turn
-    // cannot be arranged there. Without the shipped service the field has no effect.
-    const agent = (s.agents ?? []).find((a) => a.id === run.agent)
-    if (agent?.openTurn === false && s.approval?.service === 'shipped') {
-      throw new Unsupported('$.agents: the loop agent runs its tool step inside the turn the real loop opened; "openTurn": false with the shipped approval service cannot be expressed there')
-    }
   } else {
     throw new Unsupported(`$.run.kind: unknown run kind ${JSON.stringify(run?.kind)}`)
   }
-  // What this version of the packages lacks (lib/compat.mjs): the agent loop, the timeout policy, Code Mode.
-  const gap = versionGaps(s)
-  if (gap !== null) throw new Unsupported(gap)
 }

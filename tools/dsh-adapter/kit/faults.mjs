@@ -21,3 +21,15 @@ export class AdapterFault extends Error {
     this.name = 'AdapterFault'
   }
 }
+
+/**
+ * A seam of the binding that is still the skeleton's (`dsh-conformance kit js` writes each
+ * one throwing this): in a run it is answered `errored` naming the seam; in the handshake it
+ * is the one line of an adapter that cannot start (exit 3).
+ */
+export class NotImplemented extends Error {
+  constructor(seam) {
+    super(`binding.mjs: ${seam}() is not implemented yet (fill in the skeleton's seam)`)
+    this.name = 'NotImplemented'
+  }
+}

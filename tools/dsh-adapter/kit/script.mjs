@@ -1,5 +1,5 @@
-// The script interpreter: runs a participant's steps (oracle/scenario.py) against the real
-// pipeline objects, and records what the oracle's interpreter (oracle/script.py) records:
+// The script interpreter: runs a participant's steps (kit/scenario.py) against the
+// implementation's pipeline objects, and records what the oracle's interpreter (kit/script.py) records:
 // the participant's `call`, its `return` or `throw`, and what each `mutate`, `observe`,
 // `abort`, `defer-context`, `conclude-turn`, `register`, `unregister` and `inject` step did.
 //
@@ -8,14 +8,18 @@
 // participant awaits what it yields; a synchronous one (guard, finalizeContent, render,
 // presentationMeta, isConcurrencySafe, tools/result observer) must never yield, which the
 // scenario language guarantees.
+//
+// The steps that need the implementation beyond the execution record (a filesystem intent, a
+// tool-owned session event, the loop agent's inject, steer and cancel) call the binding's
+// seams through the world (`w.binding`, binding.mjs).
 
 import { AdapterFault } from './faults.mjs'
 
 export const NOTHING = Symbol('nothing')
 
 const DELEGATE = [{ do: 'next' }, { do: 'return-next' }]
-const DEFAULT_TARGET = { path: 'notes.txt' } // oracle/scenario.py Dispatch.target
-const NO_AGENT_SESSION = 'append: the call has no agent, so no session to append to' // oracle/texts.py
+const DEFAULT_TARGET = { path: 'notes.txt' } // kit/scenario.py Dispatch.target
+const NO_AGENT_SESSION = 'append: the call has no agent, so no session to append to' // kit/engine_texts.py
 
 /** One invocation of a participant: who it is and what it was handed. */
 export class Invocation {
@@ -208,11 +212,9 @@ function* run(w, inv, steps) {
         break
       case 'inject':
       case 'steer': {
-        const agent = w.loopAgent
-        if (agent === null) throw w.fault(`participant ${inv.who}: '${step.do}' needs a loop run`)
+        if (w.loopAgent === null) throw w.fault(`participant ${inv.who}: '${step.do}' needs a loop run`)
         w.obs(inv.call, inv.stage, 'inject', inv.who, step.message)
-        if (step.do === 'inject') agent.inject(w.dec(step.message))
-        else agent.steer(w.dec(step.message))
+        w.binding.agentMessage(w, step.do, w.dec(step.message))
         break
       }
       case 'observe': {
@@ -226,14 +228,14 @@ function* run(w, inv, steps) {
         break
       }
       case 'dispatch': {
-        // A filesystem body's intent (P71), dispatched as the tool-fs bodies do: on the
-        // plugin's own context, with the record as the actor and an undecided default.
+        // A filesystem body's intent (P71), dispatched as the tool-fs bodies do, with the
+        // record as the actor and an undecided default (binding `dispatchIntent`).
         const rec = needRecord(w, inv)
         const wire = Object.hasOwn(step, 'target') ? step.target : DEFAULT_TARGET
         w.obs(inv.call, 'fs-intent', 'start', inv.who, { event: step.event, target: wire })
         let decision
         try {
-          decision = yield w.host.waterfall(step.event, w.dec(wire), rec, () => undefined)
+          decision = yield w.binding.dispatchIntent(w, step.event, w.dec(wire), rec)
         } catch (x) {
           w.obs(inv.call, 'fs-intent', 'throw', inv.who, w.enc(x))
           if (step.catch !== true) throw x
@@ -251,11 +253,10 @@ function* run(w, inv, steps) {
         return { value: w.kept.get(step.name) }
       case 'cancel': {
         // The agent's cancel(): without keepInbox it clears both queues, then aborts (P112).
-        const agent = w.loopAgent
-        if (agent === null) throw w.fault(`participant ${inv.who}: 'cancel' needs a loop run`)
+        if (w.loopAgent === null) throw w.fault(`participant ${inv.who}: 'cancel' needs a loop run`)
         const keepInbox = step.keepInbox === true
         w.obs(inv.call, inv.stage, 'cancel', inv.who, { keepInbox })
-        agent.cancel(step.reason === undefined || step.reason === null ? undefined : w.dec(step.reason), { keepInbox })
+        w.binding.cancelAgent(w, step.reason === undefined || step.reason === null ? undefined : w.dec(step.reason), { keepInbox })
         break
       }
       case 'append': {
@@ -263,7 +264,7 @@ function* run(w, inv, steps) {
         const rec = needRecord(w, inv)
         const type = step.type ?? 'todo/write'
         if (rec.agent === undefined || rec.agent === null) throw new Error(NO_AGENT_SESSION)
-        rec.agent.session.append(type, w.dec(step.data))
+        w.binding.appendEvent(w, rec, type, w.dec(step.data))
         w.obs(inv.call, 'tool-event', 'append', inv.who, { type })
         break
       }

@@ -512,7 +512,7 @@ class _Abandoned(SystemExit):
     that a thread it ends is ended silently."""
 
 
-class _Worker:
+class Worker:
     """A daemon thread that runs calls one at a time, so that the caller can stop waiting."""
 
     def __init__(self) -> None:
@@ -563,7 +563,7 @@ class InProcessIUT:
         self.started: Started | None = None
         self.restarts = 0
         self.pid: int | None = None  # it runs in the suite's process: no process of its own
-        self._worker: _Worker | None = None
+        self._worker: Worker | None = None
 
     @property
     def pipeline(self) -> None:
@@ -572,7 +572,7 @@ class InProcessIUT:
 
     def _call(self, fn: Callable[[], Any], limit: float, what: str, kind: str) -> Any:
         if self._worker is None:
-            self._worker = _Worker()
+            self._worker = Worker()
         status, value, tb = self._worker.call(fn, limit)
         if status == "ok":
             return value

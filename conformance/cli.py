@@ -38,7 +38,7 @@ from .interrupts import Interrupted
 from .expectations import ExpectationsError, from_records, load_expectations
 from .argtypes import UsageError
 from .connect import IUT, make_iut
-from .iut import DEFAULT_START_TIMEOUT, IUTFailure, NotAnImplementation, embedded_oracle
+from .iut import IUTFailure, NotAnImplementation, embedded_oracle
 from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
                       check_writable, incomplete_outputs, write_atomic)
 from .report import Outcome, ReportError, ReportWriter, new_header, read_report

@@ -49,7 +49,6 @@ import jsonschema
 from pydantic import ValidationError
 
 from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
-from dsh_conformance.kit import jsontext
 
 from .defaults import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT
 from .protocol import (Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started,

@@ -321,9 +321,8 @@ class Runner:
                        progress: Progress | None = None) -> CaseRecord | None:
         """Generate ``examples`` scenarios; shrink the first unexpected failure and record it.
         A generated scenario the IUT timed out, crashed or errored on is recorded unshrunk."""
-        from hypothesis import HealthCheck, find, settings
+        from hypothesis import HealthCheck, settings
         from hypothesis.errors import NoSuchExample
-        import random
 
         from .strategies.citation import Example, sort_rules
         from .strategies.scenarios import examples as drawn

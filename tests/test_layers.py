@@ -12,6 +12,7 @@ one way.
 - No module of ``conformance/``, ``kit/`` or ``oracle/`` is over 800 lines.
 - pyflakes finds nothing in any module of the package (an unused import, an undefined or
   redefined name).
+- The README's "Module by module" lists every module of the tree, and nothing else.
 
 ``ALLOWED`` lists today's violations. It must only shrink: the test fails on a violation it
 does not list AND on a listed one that is gone, so that each fix removes its line.
@@ -281,3 +282,42 @@ def test_pyflakes_check_sees_an_unused_import(tmp_path: Path) -> None:
     got = pyflakes_findings([module])
     assert any("'json' imported but unused" in line for line in got), got
     assert any("undefined name 'undefined_name'" in line for line in got), got
+
+
+README = ROOT / "README.md"
+FOLDERS = ("kit", "oracle", "conformance", "tools")
+
+
+def readme_modules() -> dict[str, set[str]]:
+    """The names in the first column of each folder's table under "### Module by module":
+    files (``x.py``) and folders (``x/``) of that folder."""
+    import re
+
+    text = README.read_text(encoding="utf-8")
+    section = text.split("### Module by module", 1)[1].split("\n## ", 1)[0]
+    out: dict[str, set[str]] = {}
+    folder = None
+    for line in section.splitlines():
+        heading = re.match(r"^`(\w+)/`", line)
+        if heading:
+            folder = heading.group(1)
+            out[folder] = set()
+        elif folder and line.startswith("| `"):
+            first = line.split(" | ", 1)[0]
+            out[folder] |= set(re.findall(r"`([^`]+)`", first))
+    return out
+
+
+def test_the_readme_lists_every_module() -> None:
+    listed = readme_modules()
+    assert sorted(listed) == sorted(FOLDERS)
+    for folder in FOLDERS:
+        base = ROOT / folder
+        missing = []
+        for path in _sources(base):
+            rel = path.relative_to(base).parts
+            if rel[0] not in listed[folder] and f"{rel[0]}/" not in listed[folder]:
+                missing.append("/".join(rel))
+        gone = sorted(n for n in listed[folder] if not (base / n.rstrip("/")).exists())
+        assert not missing, f"README.md, Module by module, {folder}/: add a line for {missing}"
+        assert not gone, f"README.md, Module by module, {folder}/: no such module any more: {gone}"

@@ -33,15 +33,15 @@ from .corpus import CASES
 from . import argtypes, interrupts
 from .command_line import parser  # the grammar, in a light module (--help imports nothing of the rest)
 from .defaults import DEFAULT_EXAMPLES
+from .all_divergences import print_all_divergences
 from .interrupts import Interrupted
 from .expectations import ExpectationsError, from_records, load_expectations
 from .argtypes import UsageError
 from .connect import IUT, make_iut
-from .iut import DEFAULT_START_TIMEOUT, IUTFailure, NotAnImplementation, embedded_oracle
+from .iut import IUTFailure, NotAnImplementation, embedded_oracle
 from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
                       check_writable, incomplete_outputs, write_atomic)
-from .report import (Outcome, ReportError, ReportWriter, new_header, read_report, render_html, render_json,
-                     render_junit, render_markdown)
+from .report import Outcome, ReportError, ReportWriter, new_header, read_report
 from .rules import ORACLE_PROFILES, PROFILES, rules
 from .portable import corpus_name, portable_command, portable_path
 from .progress import Progress
@@ -155,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                        args.report, args.impl)
         if args.junit:
             from .report import Report
+            from .report_formats import render_junit
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
         writer.close()
@@ -290,26 +291,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"NOT SCORED: profile {', '.join(unsupported)} was asked for and the implementation does not support it "
               f"(it supports {', '.join(iut.started.profiles) if iut.started else '-'})")
     if args.all and runner.last is not None and rec.outcome in (Outcome.FAIL, Outcome.XFAIL):
-        _print_all_divergences(*runner.last, rec)
+        print_all_divergences(*runner.last, rec)
     elif rec.message:
         print(rec.message)
     if rec.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID):
         return EXIT_BROKEN
     return EXIT_FAIL if rec.outcome == Outcome.FAIL or unsupported else EXIT_OK
-
-
-def _print_all_divergences(expected: Any, actual: Any, profiles: set[str], rec: CaseRecord) -> None:
-    """``replay --all``: every divergence of the case, each with its place and rules, then
-    the invariants the implementation's trace breaks."""
-    from .compare import divergences
-
-    found = divergences(expected, actual, profiles)
-    print(f"{len(found)} divergence{'s' if len(found) != 1 else ''}, {len(rec.violations)} broken invariant"
-          f"{'s' if len(rec.violations) != 1 else ''}")
-    for n, d in enumerate(found, 1):
-        print(f"\n{n}. " + d.describe().replace("first divergence at ", "at ", 1))
-    for v in rec.violations:
-        print(f"\ninvariant {v['rule']}: {v['message']}")
 
 
 # ------------------------------------------------------------------------- report, expectations
@@ -318,6 +305,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "--output")
         check_distinct(args.output, "--output", args.reports)
+    from .report_formats import render_json, render_markdown
+    from .report_html import render_html
+
     reports = [read_report(p) for p in args.reports]
     render = {"md": render_markdown, "html": render_html, "json": render_json}[args.format]
     base = Path(args.output).resolve().parent if args.output else Path.cwd()

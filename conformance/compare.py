@@ -221,7 +221,7 @@ def _code_mode_text(s: str) -> bool:
     return s.removeprefix("Error: ").startswith(texts.CODE_MODE_PREFIXES)
 
 
-def _warnings_agree(expected: list[str], actual: list[str]) -> bool:
+def warnings_agree(expected: list[str], actual: list[str]) -> bool:
     """P101's warnings: the text before the observer's message is the spec's; the message
     is compared as any failure message is (a refused write's wording is the engine's)."""
     if len(expected) != len(actual):
@@ -512,7 +512,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
         if e is None or a is None or not same(e, a):
             return _result_divergence(call, e, a, masks)
     warned = compared_warnings(expected, actual, profiles)
-    if warned is not None and not _warnings_agree(warned[0], warned[1]):
+    if warned is not None and not warnings_agree(warned[0], warned[1]):
         return _warnings_divergence(warned)
     return None
 
@@ -733,7 +733,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
     found += [_result_divergence(call, e, a, masks) for call, e, a in result_pairs(expected, actual)
               if e is None or a is None or not same(e, a)]
     warned = compared_warnings(expected, actual, profiles)
-    if warned is not None and not _warnings_agree(warned[0], warned[1]):
+    if warned is not None and not warnings_agree(warned[0], warned[1]):
         found.append(_warnings_divergence(warned))
     return [d.located(same).within(profiles) for d in found]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import io
 import json
 import re
@@ -355,9 +356,7 @@ def json_report(m: Measure) -> str:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    try:
-        import coverage  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("coverage") is None:
         print("error: dsh-conformance coverage needs coverage.py: pip install 'dsh-conformance[mutate]'",
               file=sys.stderr)
         return EXIT_USAGE

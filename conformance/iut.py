@@ -49,7 +49,6 @@ import jsonschema
 from pydantic import ValidationError
 
 from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, InputLimitError, loads
-from dsh_conformance.kit import jsontext
 
 from .defaults import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT
 from .protocol import (Errored, Skipped, Started, Traced, dumps, message_schemas, parse_answer, parse_started,
@@ -512,7 +511,7 @@ class _Abandoned(SystemExit):
     that a thread it ends is ended silently."""
 
 
-class _Worker:
+class Worker:
     """A daemon thread that runs calls one at a time, so that the caller can stop waiting."""
 
     def __init__(self) -> None:
@@ -563,7 +562,7 @@ class InProcessIUT:
         self.started: Started | None = None
         self.restarts = 0
         self.pid: int | None = None  # it runs in the suite's process: no process of its own
-        self._worker: _Worker | None = None
+        self._worker: Worker | None = None
 
     @property
     def pipeline(self) -> None:
@@ -572,7 +571,7 @@ class InProcessIUT:
 
     def _call(self, fn: Callable[[], Any], limit: float, what: str, kind: str) -> Any:
         if self._worker is None:
-            self._worker = _Worker()
+            self._worker = Worker()
         status, value, tb = self._worker.call(fn, limit)
         if status == "ok":
             return value

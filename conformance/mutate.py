@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import json
 import multiprocessing
 import os
 import shlex
@@ -103,11 +102,11 @@ def generated(examples: int, seed: int) -> list[Any]:
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from .runner import _hypothesis_home
+    from .runner import hypothesis_home
     from .strategies.draws import independent_draws
 
     profiles = frozenset(ORACLE_PROFILES)
-    with _hypothesis_home():
+    with hypothesis_home():
         draws = independent_draws(examples, seed, profiles)
         if draws is not None:
             return [example for example, _ in draws]
@@ -409,16 +408,9 @@ def _command(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def replay_command(mutant: Mutant, kill: dict[str, Any], seed: int, examples: int) -> str:
-    parts = ["dsh-conformance", "mutate", "--only", mutant.id, "--replay", kill["case"]]
-    if kill["source"] == "property":
-        parts += ["--seed", str(seed)] + (["--examples", str(examples)] if examples != 100 else [])
-    return " ".join(shlex.quote(p) for p in parts)
-
-
 def _replay(p: Plan, args: argparse.Namespace) -> int:
     """``--only ID --replay CASE``: run one case against one mutant and print every divergence."""
-    from .cli import _print_all_divergences
+    from .all_divergences import print_all_divergences
     from .corpus import CASES
     from .iut import InProcessIUT
     from .runner import Runner
@@ -457,7 +449,7 @@ def _replay(p: Plan, args: argparse.Namespace) -> int:
     print(f"mutant {mutant.id}: {mutant.change}")
     print(f"{rec.outcome.value}: {rec.id} (rules {', '.join(rec.rules) or '-'})")
     if runner.last is not None and rec.outcome.value == "fail":
-        _print_all_divergences(*runner.last, rec)
+        print_all_divergences(*runner.last, rec)
     elif rec.message:
         print(rec.message)
     return EXIT_OK if rec.outcome.value != "pass" else EXIT_SURVIVORS

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import html as _html
 import json
+import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .mutants import themes
+from .mutants import Mutant, themes
 from .rules import rules as rule_index
 
 STATUSES = ("killed", "timeout", "survived", "equivalent", "broken")
@@ -70,11 +71,16 @@ def generated_share(results: list[Any]) -> dict[str, Any]:
             "ratio": _pct(len(gen), len(corpus))}
 
 
+def replay_command(mutant: Mutant, kill: dict[str, Any], seed: int, examples: int) -> str:
+    parts = ["dsh-conformance", "mutate", "--only", mutant.id, "--replay", kill["case"]]
+    if kill["source"] == "property":
+        parts += ["--seed", str(seed)] + (["--examples", str(examples)] if examples != 100 else [])
+    return " ".join(shlex.quote(p) for p in parts)
+
+
 def _replays(r: Any, meta: dict[str, Any]) -> list[str]:
     """Replay commands for the cases that kill a mutant: the first corpus case and the
     first generated one."""
-    from .mutate import replay_command
-
     out = []
     for source in ("corpus", "property"):
         kill = next((k for k in r.kills if k["source"] == source), None)

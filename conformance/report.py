@@ -7,37 +7,34 @@ and the exit code. ``report_schemas()`` gives their JSON Schemas (``catalogs/``)
 files are named portably (``conformance.portable``), and a case that did not pass keeps
 what a view needs to show why (``conformance.evidence``).
 
-Views: the compliance matrix (rules grouped by profile x implementations) in Markdown,
-HTML (``conformance.report_html``) or JSON, and JUnit XML for CI.
+The views made from reports are the modules above: the compliance matrix in Markdown and
+JSON and a run's JUnit XML (``conformance.report_formats``), the HTML page
+(``conformance.report_html``), and the counts and scores every view shows
+(``conformance.scores``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
-import re
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from dsh_conformance.kit.jsonio import (MAX_MESSAGE_DEPTH, MAX_REPORT_BYTES, InputLimitError, decode_utf8, loads,
                                            read_limited)
 
-from . import __version__, value_diff
+from . import __version__
 from dsh_conformance.kit import jsontext
 
-from .markup import md_code, md_text, xml_text
 from .outputs import OutputWriteError, write_atomic
 from .protocol import PROTOCOL_VERSION
-from .rules import INDEX, rules
-from .terminal import json_visible
+from .rules import INDEX
 
 REPORT_FORMAT = "dsh-conformance/report/v1"
 
@@ -392,188 +389,10 @@ def rule_outcomes(cases: list[CaseRecord]) -> dict[str, str]:
     return out
 
 
-# ------------------------------------------------------------------------------- matrix
-
-def matrix(reports: list[Report]) -> list[dict[str, Any]]:
-    """Rows of the compliance matrix: one per rule, a cell per report (its outcome, its
-    counts, and the cases blamed on it: ``conformance.scores``)."""
-    from .scores import NO_COUNT, blamed_cases, rule_counts
-
-    per = [rule_outcomes(r.cases) for r in reports]
-    counted = [rule_counts(r.cases) for r in reports]
-    blamed = [blamed_cases(r.cases) for r in reports]
-    rows = []
-    for rule in rules().values():
-        cells = []
-        for outcomes, counts, index in zip(per, counted, blamed):
-            cases = index.get(rule.id, [])
-            cells.append({"outcome": outcomes.get(rule.id, "no case"),
-                          "counts": counts.get(rule.id, NO_COUNT).to_json(),
-                          "cases": [{"id": c.id, "source": c.source, "file": c.case_file, "outcome": c.outcome.value,
-                                     "divergence": c.divergence, "reason": c.expected_reason,
-                                     "differs_at": value_diff.locate_record(c.divergence).at if c.divergence else None}
-                                    for c in cases]})
-        rows.append({"rule": rule.id, "profile": rule.profile, "title": rule.title, "cells": cells})
-    return rows
-
-
-def _section(rule_id: str) -> str:
-    """The spec section (5.x) a rule sits in, for grouping."""
-    from .rule_text import section_of
-
-    return section_of(rule_id)
-
-
-def _link_cases(rows: list[dict[str, Any]], reports: list[Report], base: Path | None) -> None:
-    """Give each case a link where one holds wherever the page is read: a case of the
-    built-in corpus, on a page that lies in the suite's own tree (the relative link then
-    holds in every clone). Other cases are named by id and portable path, not linked."""
-    import os
-
-    from .corpus import CASES
-    from .portable import BUILTIN_CORPUS, SUITE_ROOT
-
-    inside = base is not None and base.resolve().is_relative_to(SUITE_ROOT)
-    for row in rows:
-        for cell, report in zip(row["cells"], reports):
-            for case in cell["cases"]:
-                builtin = report.header.corpus == BUILTIN_CORPUS and case["source"] == "corpus"
-                # By id in the suite's own corpus, never the path the report names.
-                safe = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", case["id"]) and ".." not in case["id"]
-                case["link"] = (os.path.relpath(CASES / f"{case['id']}.json", base)
-                                if inside and builtin and safe else None)
-
-
-def render_markdown(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
-                    note: str | None = None) -> str:
-    rows = matrix(reports)
-    _link_cases(rows, reports, base)
-    # The title and the note are the user's own Markdown; everything from a report is text
-    # (conformance.markup): an implementation's name, ids, reasons and values cannot add
-    # markup, HTML or lines to the page.
-    out = [f"# {title}", ""]
-    if note:
-        out += [note, ""]
-    from .scores import LEGEND, SCORE, case_totals, outcome_counts, scores
-
-    for r in reports:
-        h = r.header
-        counts = outcome_counts(r.cases)
-        out.append(f"- **{md_text(r.name)}** ({md_text(h.implementation.get('language', '?'))}), profiles "
-                   f"{md_text(', '.join(h.profiles))}; {case_totals(r.cases, h.examples)}: "
-                   + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-                   + ("" if r.footer else " (partial run)") + "; score "
-                   + ", ".join(f"{s.profile} {s}" for s in scores(r)) + f" ({SCORE})")
-    out += ["", f"Each cell: the rule's outcome, then its counts ({LEGEND}).", ""]
-    names = [md_text(r.name) for r in reports]
-    for profile in ("core", "reference", "loop", "code-mode"):
-        prow = [row for row in rows if row["profile"] == profile]
-        if not prow:
-            continue
-        out += [f"## Profile `{profile}`", ""]
-        section = None
-        for row in prow:
-            if _section(row["rule"]) != section:
-                section = _section(row["rule"])
-                out += ["", f"### {section}", "", "| rule | title | " + " | ".join(names) + " |",
-                        "|---|---|" + "---|" * len(names)]
-            cells = [_md_cell(c) for c in row["cells"]]
-            out.append(f"| {row['rule']} | {row['title']} | " + " | ".join(cells) + " |")
-        out.append("")
-    details = [(row, i, c) for row in rows for i, c in enumerate(row["cells"]) if c["cases"]]
-    if details:
-        out += ["## Failures", ""]
-        for row, i, cell in details:
-            out.append(f"### {row['rule']} {row['title']} ({names[i]})")
-            out.append("")
-            for case in cell["cases"]:
-                if case["link"]:
-                    link = f"[{md_code(case['id'])}]({case['link']})"
-                elif case["file"] and case["source"] != "corpus":
-                    link = f"{md_code(case['id'])} ({md_code(case['file'])})"
-                else:
-                    link = md_code(case["id"])
-                line = f"- {link}: {case['outcome']}"
-                if case["reason"]:
-                    line += f" (expected: {md_text(case['reason'])})"
-                out.append(line)
-                d = case["divergence"]
-                if isinstance(d, dict):
-                    found = value_diff.locate_record(d)
-                    expected, actual = found.texts(300)
-                    out.append(f"  - first divergence at {md_code(d.get('where', '?'))}")
-                    if found.headline():
-                        out.append(f"  - differs at {md_code(found.headline() or '')}")
-                    out.append(f"  - expected: {md_code(expected)}")
-                    out.append(f"  - actual: {md_code(actual)}")
-            out.append("")
-    return jsontext.escape_surrogates("\n".join(out).rstrip() + "\n")  # a page is UTF-8 text
-
-
-def _md_cell(cell: dict[str, Any]) -> str:
-    from .scores import RuleCount
-
-    outcome = cell["outcome"]
-    n = cell["counts"]
-    words = RuleCount(n["citing"], n["outcomes"], n["blamed"]).words()
-    text = f"{outcome} ({words})" if n["citing"] or n["blamed"] else outcome
-    if cell["cases"]:
-        target = cell["cases"][0]["link"]
-        return f"[{text}]({target})" if target else text
-    return text
-
-
-def render_html(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
-                note: str | None = None) -> str:
-    """The self-contained HTML report (``conformance.report_html``)."""
-    from .report_html import render
-
-    return jsontext.escape_surrogates(render(reports, title, note))
-
-
-def render_json(reports: list[Report], title: str = "", base: Path | None = None, note: str | None = None) -> str:
-    from .scores import LEGEND, SCORE, case_totals, outcome_counts, scores
-
-    doc = {"legend": {"counts": LEGEND, "scores": SCORE},
-           "implementations": [{"name": r.name, "report": Path(r.path).name, "header": r.header.model_dump(mode="json"),
-                                "totals": case_totals(r.cases, r.header.examples).to_json(),
-                                "outcomes": outcome_counts(r.cases),
-                                "scores": {s.profile: {"passing": s.passing, "scored": s.scored} for s in scores(r)}}
-                               for r in reports],
-           "rules": matrix(reports)}
-    return json_visible(jsontext.dumps(doc, indent=1)) + "\n"  # a terminal may show it: no raw control
-
-
-def render_junit(report: Report) -> str:
-    """JUnit XML, always well-formed: every text from the report (an implementation's name,
-    ids, messages, reasons) goes through ``markup.xml_text``, so that a control character or
-    a lone surrogate an implementation sent is shown as its escape (XML 1.0 cannot carry it,
-    not even as a character reference)."""
-    suite = ET.Element("testsuite", name=xml_text(f"dsh-conformance {report.name}"), tests=str(len(report.cases)))
-    counts = {"failures": 0, "errors": 0, "skipped": 0}
-    for c in report.cases:
-        tc = ET.SubElement(suite, "testcase", classname=c.source, name=xml_text(f"{c.id} [{' '.join(c.rules)}]"),
-                           time=f"{c.duration_ms / 1000:.3f}")
-        text = xml_text(c.message or (jsontext.dumps(c.divergence) if c.divergence else ""))
-        if c.outcome == Outcome.FAIL:
-            counts["failures"] += 1
-            ET.SubElement(tc, "failure", message=xml_text(f"rules {', '.join(c.failing_rules or c.rules)}")).text = text
-        elif c.outcome in BROKEN:
-            counts["errors"] += 1
-            ET.SubElement(tc, "error", message=c.outcome.value).text = text
-        elif c.outcome in (Outcome.SKIP, Outcome.NOT_SCORED, Outcome.XFAIL, Outcome.XERROR, Outcome.NOT_RUN):
-            counts["skipped"] += 1
-            ET.SubElement(tc, "skipped", message=xml_text(c.expected_reason or c.message or c.outcome.value))
-    for k, v in counts.items():
-        suite.set(k, str(v))
-    return ET.tostring(suite, encoding="unicode") + "\n"
-
-
 def new_header(implementation: dict[str, Any], profiles: list[str], seed: int | None, examples: int) -> Header:
     return Header(suite={"name": "dsh-conformance", "version": __version__}, spec=spec_revision(),
                   protocol=PROTOCOL_VERSION, implementation=implementation, profiles=profiles, seed=seed,
                   examples=examples, machine=machine(), started=now())
 
 
-__all__ = ["Outcome", "Header", "CaseRecord", "Footer", "ReportWriter", "read_report", "render_markdown",
-           "render_html", "render_json", "render_junit", "report_schemas"]
+__all__ = ["Outcome", "Header", "CaseRecord", "Footer", "ReportWriter", "read_report", "report_schemas"]

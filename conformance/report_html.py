@@ -39,15 +39,17 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 
 from dsh_conformance.oracle import parse_scenario, run_scenario
+from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsonio import InputLimitError, loads, read_limited
 from dsh_conformance.kit.trace import parse_trace
 
 from . import __version__, value_diff
 from .evidence import document_digest, trace_digest
 from .portable import BUILTIN_CORPUS
-from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, matrix, rule_outcomes
+from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, rule_outcomes
+from .report_formats import matrix
 from .report_assets import CSS, JS
-from .rule_text import statements
+from .rule_text import section_of, statements
 from .rules import PROFILES
 from .scores import LEGEND, SCORE, RuleCount, case_totals, outcome_counts, scores
 from .terminal import visible
@@ -391,7 +393,6 @@ def _cell(report: Report, index: int, rule: dict[str, Any], cell: dict[str, Any]
 
 
 def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -> str:
-    from .report import _section
 
     head = "".join(f"<th>{esc(r.name)}</th>" for r in reports)
     out = []
@@ -404,8 +405,8 @@ def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -
                    f"<code>{profile}</code></th></tr>")
         section = None
         for row in prow:
-            if _section(row["rule"]) != section:
-                section = _section(row["rule"])
+            if section_of(row["rule"]) != section:
+                section = section_of(row["rule"])
                 out.append(f'<tr class="section"><th colspan="{span}">{md.renderInline(section)}</th></tr>')
             kinds = {c["outcome"].replace(" ", "-") for c in row["cells"]}
             outcomes = " ".join(sorted(kinds))
@@ -481,6 +482,12 @@ def filter_options(rows: list[dict[str, Any]], several: bool) -> list[tuple[str,
     present = {c["outcome"].replace(" ", "-") for row in rows for c in row["cells"]}
     return [*FILTER_GROUPS, *([DIFFERS] if several else []),
             *((o, o.replace("-", " ") if o == "no-case" else o) for o in RULE_OUTCOMES if o in present)]
+
+
+def render_html(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
+                note: str | None = None) -> str:
+    """The self-contained page, as UTF-8 text (a lone surrogate shown as its escape)."""
+    return jsontext.escape_surrogates(render(reports, title, note))
 
 
 def render(reports: list[Report], title: str = "Compliance matrix", note: str | None = None) -> str:

@@ -321,9 +321,8 @@ class Runner:
                        progress: Progress | None = None) -> CaseRecord | None:
         """Generate ``examples`` scenarios; shrink the first unexpected failure and record it.
         A generated scenario the IUT timed out, crashed or errored on is recorded unshrunk."""
-        from hypothesis import HealthCheck, find, settings
+        from hypothesis import HealthCheck, settings
         from hypothesis.errors import NoSuchExample
-        import random
 
         from .strategies.citation import Example, sort_rules
         from .strategies.scenarios import examples as drawn
@@ -371,7 +370,7 @@ class Runner:
         cfg = settings(max_examples=examples, database=None, deadline=None,
                        suppress_health_check=list(HealthCheck))
         t0 = time.monotonic()
-        with _hypothesis_home():
+        with hypothesis_home():
             try:
                 minimal = _search(drawn(profiles), fails, cfg, examples, seed, profiles)
             except NoSuchExample:
@@ -534,7 +533,7 @@ def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profi
         return example
 
 
-class _hypothesis_home:
+class hypothesis_home:
     """Hypothesis keeps caches in ``.hypothesis/`` of the current directory; a run of the
     suite must not leave one wherever it is started: point it at a temporary directory
     (unless HYPOTHESIS_STORAGE_DIRECTORY says where)."""
@@ -587,7 +586,6 @@ def expected_traces(items: list[tuple[str, dict[str, Any], str]], directory: Pat
     return out
 
 
-hypothesis_home = _hypothesis_home  # its public name, for the plugin and the coverage command
 
 
 _REFERENCES: collections.OrderedDict[str, tuple[Scenario, Trace]] = collections.OrderedDict()

@@ -59,7 +59,7 @@ def lanes(expected: Trace, actual: Trace, profiles: set[str]) -> list[Lane]:
                                 for call, e, a in compare.result_pairs(expected, actual)]))
     warned = compare.compared_warnings(expected, actual, profiles)
     if warned is not None:
-        out.append(Lane("warnings", [Row("warnings", warned[0], warned[1], compare._warnings_agree(warned[0], warned[1]))]))
+        out.append(Lane("warnings", [Row("warnings", warned[0], warned[1], compare.warnings_agree(warned[0], warned[1]))]))
     return [lane for lane in out if lane.rows]
 
 

@@ -14,10 +14,10 @@ from typing import Any
 from . import texts
 from .arguments import parse_arguments
 from .inbox import cancel, splice_append
-from ..kit.jsvalue import JsValue, Thrown, clone, js_error
+from ..kit.jsvalue import JsValue, Thrown, js_error
 from ..kit.scenario import Guard, Listener, Program, Scenario, Tool
 from ..kit.scenario_checks import RUN_CODE, effective_mode
-from ..kit.session import RunState, Runaway
+from ..kit.session import RunState
 from .tool_definitions import RUN_CODE_TOOL
 
 

@@ -14,8 +14,9 @@ import pytest
 from dsh_conformance.cli import main
 from dsh_conformance.corpus import CASES
 from dsh_conformance.iut import ProcessIUT
-from dsh_conformance.report import (CaseRecord, Outcome, Report, ReportWriter, new_header, read_report, render_html,
-                                render_json, render_junit, render_markdown)
+from dsh_conformance.report import CaseRecord, Outcome, Report, ReportWriter, new_header, read_report
+from dsh_conformance.report_formats import render_json, render_junit, render_markdown
+from dsh_conformance.report_html import render_html
 from dsh_conformance.runner import Runner
 from dsh_conformance.oracle import load_scenario, run_scenario
 from dsh_conformance.kit import jsontext

@@ -17,7 +17,7 @@ import time
 
 def main(argv: list[str] | None = None) -> int:
     from dsh_conformance.corpus import CASES
-    from dsh_conformance.iut import PythonIUT, _Worker, embedded_oracle
+    from dsh_conformance.iut import PythonIUT, Worker, embedded_oracle
     from dsh_conformance.protocol import parse_answer
     from dsh_conformance.runner import corpus_items
     from dsh_conformance.oracle.serve import answer
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.close()
     for name, seconds in best.items():
         print(f"{name:<22} {seconds / len(docs) * 1000:.3f} ms a scenario ({len(docs)} scenarios, best of {repeats})")
-    thread = _Worker()
+    thread = Worker()
     hand_off = float("inf")
     for _ in range(5):
         t0 = time.perf_counter()

@@ -25,7 +25,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .flow_model import FLOW_FILE, FlowModel
+from .flow_model import FlowModel
 from .md_structure import Structure, parse
 from .pairing import blob_hash, pair_paths, parse_record
 from .prose_claims import Claim, Lang, Lexicon, OrderGraph, Sentence, closure, list_claims, sentence_claims

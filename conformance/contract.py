@@ -70,9 +70,11 @@ RESULT_VIEW = _object({"result": JS_VALUE, "frozen": {"type": "boolean", "descri
 ARGS_VIEW = _object({"args": JS_VALUE, "isRecordArguments": {"type": "boolean", "description": (
     "the value handed is the very object `record.arguments` holds")}},
     {"frozen": {"type": "boolean", "description": "deeply frozen; absent when nothing was handed"}})
-REQUEST_VIEW = _object({"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED,
-                        "signal": _object({"aborted": {"type": "boolean"}})},
-                       {"reason": _HANDED})
+# The request is a plain object made for the ask (P39): what a service observes of it holds its
+# own writes too (keys set, deleted or replaced), so beyond its signal nothing is required.
+REQUEST_VIEW = {**_object({"signal": _object({"aborted": {"type": "boolean"}})},
+                          {"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED, "reason": _HANDED}),
+                "additionalProperties": {**_HANDED, "description": "a key the participant wrote into the request"}}
 STEP_VIEW = _object({"agent": _HANDED, "turn": _HANDED, "step": _HANDED, "messages": _HANDED,
                      "signal": {"type": "object"}})
 APPROVAL_REQUEST = _object({"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED},
@@ -260,7 +262,7 @@ STEPS: tuple[Step, ...] = (
                             "op": {"enum": ["set", "delete", "define"]},
                             "outcome": {"enum": ["applied", "failed"], "description": (
                                 "`failed`: the write threw a TypeError (frozen, a primitive, through a nullish value)")}}),
-         ("P11", "P23", "P24", "P25", "P60", "P99"), "a `mutate` step attempted a write",
+         ("P11", "P23", "P24", "P25", "P39", "P60", "P99"), "a `mutate` step attempted a write",
          fields=_fields(REQUEST_PARTS[1:])),
     Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW],
                      "description": "by the step's `what`: record, result, args, request; at a step boundary, the step"},

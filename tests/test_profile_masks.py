@@ -72,7 +72,7 @@ ROWS: dict[str, tuple[list[str], list[str], set[str]]] = {
     "empty-contexts": (["finalize-content-only", "stage-order-full-pipeline"], ["materialize-key-presence"], {"P92"}),
     "no-info": (["guard-throws-is-final", "approval-service-throws-is-final"], ["entry-args-getter-throws-canonical-failure"],
                 {"P9", "P10"}),
-    "request-writable": (["request-write-core"], ["request-write-reference"], {"P39"}),
+    "request-frozen": (["request-write-core"], ["request-write-reference"], {"P39"}),
     "string-message": (["number-message-core"], ["thrown-error-shapes"], {"P9"}),
     "concludes-false": (["args-snapshot-frozen-and-shared-with-body", "stage-order-full-pipeline"], ["materialize-key-presence"], {"P92"}),
 }
@@ -171,8 +171,8 @@ def test_core_keeps_what_core_rules_fix() -> None:
 
 
 @pytest.mark.rules("P39", "P11")
-def test_a_write_into_the_approval_request_is_blamed_on_p39_never_on_p11() -> None:
-    _doc_, expected, actual = _traces("request-writable", "request-write-reference")
+def test_a_refused_write_into_the_approval_request_is_blamed_on_p39_never_on_p11() -> None:
+    _doc_, expected, actual = _traces("request-frozen", "request-write-reference")
     found = first_divergence(expected, actual, {"core", "reference"})
     assert found is not None and found.rules == ["P39"], found and found.describe()
     assert first_divergence(expected, actual, {"core"}) is None

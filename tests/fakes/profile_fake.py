@@ -7,7 +7,8 @@ changed in one way on the wire, as a port that does that one thing otherwise wou
 - ``error-dash``: a failure's content reads ``Error - m`` instead of ``Error: m`` (P10, P33);
 - ``empty-contexts``: a success without ``additionalContexts`` carries ``[]`` (P92);
 - ``no-info``: failures carry no ``error.info`` (P9, P10);
-- ``request-writable``: a write into the approval request applies (P39; no core rule freezes it);
+- ``request-frozen``: a write into the approval request fails, as into a frozen object (P39 makes
+  the request a plain object built for the ask; no core rule says what it holds);
 - ``string-message``: a non-string failure message is rendered as JavaScript's ``String(x)`` (P9);
 - ``concludes-false``: a success that does not conclude the turn says ``concludesTurn: false``
   (P92: only as ``true``; a law of P92 says so too).
@@ -23,7 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-MODES = ("error-dash", "empty-contexts", "no-info", "request-writable", "string-message", "concludes-false")
+MODES = ("error-dash", "empty-contexts", "no-info", "request-frozen", "string-message", "concludes-false")
 
 
 def _is_result(v: Any) -> bool:
@@ -88,12 +89,12 @@ def change(mode: str, trace: dict[str, Any]) -> dict[str, Any]:
     """The trace (wire form) as the port answers it; changed in place and returned."""
     if mode not in MODES:
         raise SystemExit(f"unknown mode {mode!r} (the modes are {', '.join(MODES)})")
-    if mode == "request-writable":
+    if mode == "request-frozen":
         for o in trace["observations"]:
             value = o.get("value")
             if (o["what"] == "mutate" and isinstance(value, dict)
                     and str(value.get("target", "")).startswith("request.")):
-                value["outcome"] = "applied"
+                value["outcome"] = "failed"
         return trace
     visit = lambda r: _change_result(mode, r)  # noqa: E731
     for o in trace["observations"]:

@@ -43,7 +43,7 @@ from .progress import Progress
 from .defaults import DEFAULT_GIVE_UP_AFTER
 from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
-from .rules import profiles_needed
+from .situations import needed_profiles
 
 if TYPE_CHECKING:
     from .connect import IUT
@@ -146,7 +146,9 @@ class Runner:
             kept = _REFERENCES.get(_document_key(doc))
             scenario, expected = (kept[0], expected or kept[1]) if kept is not None else (parse_scenario(doc), expected)
         rules = list(scenario.rules)
-        needed = profiles_needed(rules) if rules else {"core"}
+        # The profiles of the rules it cites and of the situations it sets up (section 2):
+        # a case aborting its caller is not scored for a core-only implementation.
+        needed = needed_profiles({**doc, "rules": rules})
         base = {"id": case_id, "source": source, "rules": rules, "case_file": case_file}
         if self.gave_up:
             return CaseRecord(**base, outcome=Outcome.NOT_RUN, message=self.gave_up)

@@ -65,6 +65,10 @@ SITUATIONS: dict[str, Situation] = {s.name: s for s in (
 )}
 
 
+# Situations that need an optional feature the handshake declares (``features``), by name.
+OPTIONAL_FEATURES = {"timeout-policy": "timeout-policy", "shipped-approval": "shipped-approval"}
+
+
 def _steps(v: Any) -> Iterator[dict[str, Any]]:
     """Every scripted step in a part of a scenario document."""
     if isinstance(v, list):
@@ -75,6 +79,15 @@ def _steps(v: Any) -> Iterator[dict[str, Any]]:
             yield v
         for x in v.values():
             yield from _steps(x)
+
+
+def has_getter(v: Any) -> bool:
+    """Whether a value in wire form holds an accessor token (``{"$js": "getter"}``)."""
+    if isinstance(v, dict):
+        return v.get("$js") == "getter" or any(has_getter(x) for x in v.values())
+    if isinstance(v, list):
+        return any(has_getter(x) for x in v)
+    return False
 
 
 def _calls(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -147,7 +160,7 @@ def situations(doc: dict[str, Any]) -> list[Situation]:
         found.add("scoped-tool")
     if any(t.get("define") for t in doc.get("tools") or []):
         found.add("define-tool")
-    if doc.get("getters") and any("getters" in c for c in _calls(doc)):
+    if any("getters" in c or has_getter(c.get("arguments")) for c in _calls(doc)):
         found.add("input-getters")
     return [s for name, s in SITUATIONS.items() if name in found]
 
@@ -174,4 +187,9 @@ def needed_profiles(doc: dict[str, Any]) -> set[str]:
     return out | {"core"}
 
 
-__all__ = ["Situation", "SITUATIONS", "situations", "situation_profiles", "uncited", "needed_profiles"]
+def needed_features(doc: dict[str, Any]) -> set[str]:
+    """The optional features ``doc`` uses (``OPTIONAL_FEATURES``)."""
+    return {OPTIONAL_FEATURES[s.name] for s in situations(doc) if s.name in OPTIONAL_FEATURES}
+
+
+__all__ = ["Situation", "SITUATIONS", "OPTIONAL_FEATURES", "needed_features", "situations", "situation_profiles", "uncited", "needed_profiles"]

@@ -43,7 +43,7 @@ from .progress import Progress
 from .defaults import DEFAULT_GIVE_UP_AFTER
 from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
-from .situations import needed_profiles
+from .situations import needed_features, needed_profiles
 from .skips import draw_skips, skip_counts, too_many_skipped
 
 if TYPE_CHECKING:
@@ -158,6 +158,9 @@ class Runner:
         if not needed <= self.iut_profiles:
             missing = ", ".join(sorted(needed - self.iut_profiles))
             return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs profile {missing}")
+        if lacking := needed_features(doc) - self.iut_features:
+            # an optional feature the handshake does not declare: not sent, rather than skipped
+            return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs feature {', '.join(sorted(lacking))}")
         if expected is None:
             expected = reference(scenario, doc)
         return _Case(case_id, doc, source, scenario, expected, needed, base, t0)

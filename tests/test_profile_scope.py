@@ -121,3 +121,27 @@ def test_max_skipped_takes_a_fraction(bad, capsys):
         main(["run", "--max-skipped", bad])
     assert e.value.code == 2
     assert "--max-skipped" in capsys.readouterr().err
+
+
+@pytest.mark.rules("P70")
+def test_a_corpus_case_needing_an_undeclared_feature_is_not_sent(tmp_path):
+    # core-strict declares no feature; with reference declared too it would be sent the
+    # timeout-policy cases: they are not-scored ("needs feature"), not skipped.
+    from dsh_conformance.runner import Runner
+    from dsh_conformance.iut import InProcessIUT
+    from dsh_conformance.oracle import serve
+    from dsh_conformance.corpus import CASES
+
+    def started():
+        return {**serve.started(), "profiles": ["core", "reference"], "features": []}
+
+    iut = InProcessIUT(started, serve.answer, timeout=10)
+    iut.start()
+    try:
+        runner = Runner(iut, {"core", "reference"})
+        path = next(p for p in sorted(CASES.glob("*.json")) if '"timeoutPolicy": true' in p.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        rec = runner.decide(doc["id"], doc, "corpus", path.name)
+        assert rec.outcome.value == "not-scored" and rec.message == "needs feature timeout-policy"
+    finally:
+        iut.close(graceful=False)

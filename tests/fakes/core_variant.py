@@ -26,9 +26,9 @@ import os
 from typing import Any
 
 from dsh_conformance.oracle import pipeline, registry, serve
-from dsh_conformance.oracle.jsvalue import UNDEFINED, is_undefined
-from dsh_conformance.oracle.scenario import Tool
-from dsh_conformance.oracle.script import Invocation, perform_sync
+from dsh_conformance.kit.jsvalue import UNDEFINED, Thrown, is_undefined
+from dsh_conformance.kit.scenario import Tool
+from dsh_conformance.kit.script import Invocation, perform_sync
 
 MODE = os.environ.get("CORE_VARIANT", "")
 
@@ -49,7 +49,7 @@ def _guards_snapshot(w: Any, rec: Any) -> Any:
             inv = Invocation(who=entry.guard.id, stage="guards", record=rec, rules=("P45", "P46", "P50"))
             try:
                 v = perform_sync(w, inv, entry.guard.script)
-            except pipeline.Thrown as t:
+            except Thrown as t:
                 w.obs(rec.callId, "guards", "throw", None, t.value, ("P49",))
                 raise
             if not is_undefined(v):

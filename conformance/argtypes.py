@@ -41,6 +41,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """An argparse type: a share from 0 to 1 (``--max-skipped 0.25``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a fraction: {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction from 0 to 1, not {text}")
+    return value
+
+
 def whole(text: str) -> int:
     """An argparse type: any whole number (a seed)."""
     try:

@@ -45,6 +45,7 @@ from .report import Outcome, ReportError, ReportWriter, new_header, read_report
 from .rules import ORACLE_PROFILES, PROFILES, rules
 from .portable import corpus_name, portable_command, portable_path
 from .progress import Progress
+from .skips import describe as describe_skips
 from .runner import (EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
                      corpus_items, expected_traces)
 
@@ -128,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         header.corpus = corpus_name(groups[0].directory) if groups else None
         header.options = _replay_options(args)
         runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required,
-                        max_fail=1 if args.fail_fast else args.max_fail)
+                        max_fail=1 if args.fail_fast else args.max_fail, max_skipped=args.max_skipped)
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
         begun = False  # the header is written: from then on, every ending writes a footer
@@ -256,6 +257,10 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
         print("\nNOTHING SCORED: no case of the run could be scored" + "".join(f"\n  {m}" for m in why[:5]))
     for profile, why in runner.unscored_profiles().items():
         print(f"\nNOT SCORED: profile {profile} was asked for and no rule of it was scored: {why}")
+    if skips := describe_skips(records):
+        print(f"\n{skips}")
+    if too_many := runner.too_many_skipped():
+        print(f"\nTOO MANY SKIPPED: {too_many}")
     score = ", ".join(f"{s.profile} {s}" for s in scores_of(records, profiles))
     print(f"\nscore ({SCORE}): {score}")
     print(f"\n{case_totals(records)}: " + ", ".join(f"{v} {k}" for k, v in sorted(outcome_counts(records).items()))

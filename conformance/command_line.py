@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from . import __version__
-from .argtypes import count, seconds
-from .defaults import (DEFAULT_BUDGET, DEFAULT_EXAMPLES, DEFAULT_GIVE_UP_AFTER, DEFAULT_JOBS, DEFAULT_MUTANT_TIMEOUT,
-                       DEFAULT_SCENARIO_TIMEOUT, DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT)
+from .argtypes import count, fraction, seconds
+from .defaults import (DEFAULT_BUDGET, DEFAULT_EXAMPLES, DEFAULT_GIVE_UP_AFTER, DEFAULT_JOBS, DEFAULT_MAX_SKIPPED,
+                       DEFAULT_MUTANT_TIMEOUT, DEFAULT_SCENARIO_TIMEOUT, DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT)
 from .resources import CASES, COVERAGE_EXCEPTIONS
 from .rules import PROFILES
 
@@ -111,6 +111,9 @@ def _run(sub: Subparsers) -> None:
     run.add_argument("--max-fail", type=count(0), default=0, metavar="N",
                      help="stop after N unexpected failures or errors; the cases left are not-run (default 0: never)")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first unexpected failure (--max-fail 1)")
+    run.add_argument("--max-skipped", type=fraction, default=DEFAULT_MAX_SKIPPED, metavar="FRACTION",
+                     help=f"fail the run when the implementation skips more than this share of the scenarios it is "
+                          f"asked (default {DEFAULT_MAX_SKIPPED:g}; 1: never)")
     run.add_argument("--no-corpus", action="store_true", help="run generated scenarios only")
     run.add_argument("--failures", default="dsh-failures",
                      help="where shrunk counterexamples and generated cases that errored are saved (default dsh-failures)")

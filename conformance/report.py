@@ -100,6 +100,9 @@ class CaseRecord(_Model):
     duration_ms: int = 0
     draws: int | None = Field(None, description=(
         "for a case of generated scenarios: how many draws it stands for (the run's draws are folded into one case)"))
+    skipped_draws: dict[str, int] | None = Field(None, description=(
+        "for a case of generated scenarios: its draws the implementation answered skipped, per profile of their "
+        "cited rules, and `all`"))
     # What the IUT did wrong when it broke its promises (the outcome is then error, timeout or
     # invalid): start, timeout, crash, protocol, invalid. Absent for an answered error.
     iut_failure: str | None = None
@@ -146,6 +149,10 @@ class Footer(_Model):
     stale: list[str] = Field(default_factory=list)
     unscored: list[str] = Field(default_factory=list, description=(
         "profiles the run was asked to score (--profiles) of which no rule was scored: the run failed"))
+    skipped: dict[str, int] = Field(default_factory=dict, description=(
+        "scenarios the implementation answered skipped, per profile of the rules they cite, `all` of them, and "
+        "`asked`: the scenarios it was asked (a generated draw counts as one)"))
+    too_many_skipped: str | None = Field(None, description="why the run failed for its skips (--max-skipped)")
     exit: int
     finished: str
     stopped: str | None = None  # why the run ended early (the IUT declared broken, an interrupt)

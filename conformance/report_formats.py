@@ -13,7 +13,7 @@ from xml.etree import ElementTree as ET
 
 from dsh_conformance.kit import jsontext
 
-from . import value_diff
+from . import skips, value_diff
 from .corpus import CASES
 from .markup import md_code, md_text, xml_text
 from .portable import BUILTIN_CORPUS, SUITE_ROOT
@@ -78,6 +78,9 @@ def render_markdown(reports: list[Report], title: str = "Compliance matrix", bas
                    + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
                    + ("" if r.footer else " (partial run)") + "; score "
                    + ", ".join(f"{s.profile} {s}" for s in scores(r)) + f" ({SCORE})")
+        if skipped := skips.describe(r.cases):
+            out.append(f"  - {md_text(skipped)}" + (f" (**too many**: {md_text(r.footer.too_many_skipped)})"
+                                                    if r.footer and r.footer.too_many_skipped else ""))
     out += ["", f"Each cell: the rule's outcome, then its counts ({LEGEND}).", ""]
     names = [md_text(r.name) for r in reports]
     for profile in ("core", "reference", "loop", "code-mode"):
@@ -135,12 +138,21 @@ def _md_cell(cell: dict[str, Any]) -> str:
     return text
 
 
+def _skipped_json(r: Report) -> dict[str, Any]:
+    """The skips of a run: per profile, all of them, the scenarios asked, and why they were
+    too many (``conformance.skips``)."""
+    per, skipped, asked = skips.skip_counts(r.cases)
+    return {"profiles": per, "all": skipped, "asked": asked,
+            "too_many": r.footer.too_many_skipped if r.footer else None}
+
+
 def render_json(reports: list[Report], title: str = "", base: Path | None = None, note: str | None = None) -> str:
     doc = {"legend": {"counts": LEGEND, "scores": SCORE},
            "implementations": [{"name": r.name, "report": Path(r.path).name, "header": r.header.model_dump(mode="json"),
                                 "totals": case_totals(r.cases, r.header.examples).to_json(),
                                 "outcomes": outcome_counts(r.cases),
-                                "scores": {s.profile: {"passing": s.passing, "scored": s.scored} for s in scores(r)}}
+                                "scores": {s.profile: {"passing": s.passing, "scored": s.scored} for s in scores(r)},
+                                "skipped": _skipped_json(r)}
                                for r in reports],
            "rules": matrix(reports)}
     return json_visible(jsontext.dumps(doc, indent=1)) + "\n"  # a terminal may show it: no raw control

@@ -43,7 +43,7 @@ from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsonio import InputLimitError, loads, read_limited
 from dsh_conformance.kit.trace import parse_trace
 
-from . import __version__, value_diff
+from . import __version__, skips, value_diff
 from .evidence import document_digest, trace_digest
 from .portable import BUILTIN_CORPUS
 from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, rule_outcomes
@@ -328,6 +328,9 @@ def _summary(report: Report, index: int) -> str:
            ("corpus", h.corpus or "none"), ("started", h.started), ("run time", _run_time(report))]
     if report.footer:
         run.append(("exit code", report.footer.exit))
+    run.append(("skipped", skips.describe(report.cases) or "none"))
+    if report.footer and report.footer.too_many_skipped:
+        run.append(("too many skipped", report.footer.too_many_skipped))
     facts = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run)
     counts = outcome_counts(report.cases)
     chips = "".join(f'<span class="badge {esc(k)}" data-count="{esc(k)}">{esc(k)} <b>{v}</b></span> '

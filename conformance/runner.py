@@ -43,7 +43,8 @@ from .progress import Progress
 from .defaults import DEFAULT_GIVE_UP_AFTER
 from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
-from .rules import profiles_needed
+from .situations import needed_features, needed_profiles
+from .skips import draw_skips, skip_counts, too_many_skipped
 
 if TYPE_CHECKING:
     from .connect import IUT
@@ -101,17 +102,19 @@ class Runner:
     def __init__(self, iut: IUT, profiles: set[str], expectations: Expectations | None = None,
                  writer: ReportWriter | None = None, failures_dir: Path | None = None,
                  give_up_after: int = DEFAULT_GIVE_UP_AFTER, required: set[str] | None = None,
-                 max_fail: int = 0) -> None:
+                 max_fail: int = 0, max_skipped: float | None = None) -> None:
         self.iut = iut
         started = iut.started
         assert started is not None, "start the IUT first"
         self.iut_profiles = set(started.profiles) & profiles
+        self.iut_features = frozenset(started.features)  # optional features it declares: what is drawn
         self.required = set(required or ())  # profiles the run must score (--profiles)
         self.expectations = expectations or Expectations()
         self.writer = writer or ReportWriter(None)
         self.failures_dir = failures_dir
         self.give_up_after = give_up_after
         self.max_fail = max_fail  # --max-fail: stop after this many unexpected failures (0: never)
+        self.max_skipped = max_skipped  # --max-skipped: the share of skipped scenarios that fails the run
         self.unexpected = 0  # unexpected failures and errors recorded
         self.max_failed = False  # the run stopped at --max-fail (a failure's exit, not a broken IUT's)
         self.records: list[CaseRecord] = []
@@ -146,13 +149,18 @@ class Runner:
             kept = _REFERENCES.get(_document_key(doc))
             scenario, expected = (kept[0], expected or kept[1]) if kept is not None else (parse_scenario(doc), expected)
         rules = list(scenario.rules)
-        needed = profiles_needed(rules) if rules else {"core"}
+        # The profiles of the rules it cites and of the situations it sets up (section 2):
+        # a case aborting its caller is not scored for a core-only implementation.
+        needed = needed_profiles({**doc, "rules": rules})
         base = {"id": case_id, "source": source, "rules": rules, "case_file": case_file}
         if self.gave_up:
             return CaseRecord(**base, outcome=Outcome.NOT_RUN, message=self.gave_up)
         if not needed <= self.iut_profiles:
             missing = ", ".join(sorted(needed - self.iut_profiles))
             return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs profile {missing}")
+        if lacking := needed_features(doc) - self.iut_features:
+            # an optional feature the handshake does not declare: not sent, rather than skipped
+            return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs feature {', '.join(sorted(lacking))}")
         if expected is None:
             expected = reference(scenario, doc)
         return _Case(case_id, doc, source, scenario, expected, needed, base, t0)
@@ -337,6 +345,7 @@ class Runner:
         # rules it cites, so that a sweep without the corpus scores what it checked.
         reached: set[str] = set()
         outcomes: collections.Counter[Outcome] = collections.Counter()
+        skipped: list[dict[str, Any]] = []  # the draws the IUT answered skipped
         best: tuple[dict[str, Any], CaseRecord] | None = None  # the smallest failing scenario so far
 
         def fails(example: Example) -> bool:
@@ -359,6 +368,8 @@ class Runner:
                 return True
             if best is None:
                 outcomes[rec.outcome] += 1
+                if rec.outcome == Outcome.SKIP:
+                    skipped.append(example.doc)
                 if rec.outcome == Outcome.PASS:
                     reached.update(example.doc.get("rules", ()))
             if rec.outcome in (*BROKEN, Outcome.XERROR) and best is None:
@@ -372,14 +383,16 @@ class Runner:
         t0 = time.monotonic()
         with hypothesis_home():
             try:
-                minimal = _search(drawn(profiles), fails, cfg, examples, seed, profiles)
+                minimal = _search(drawn(profiles, features=self.iut_features), fails, cfg, examples, seed, profiles,
+                                  self.iut_features)
             except NoSuchExample:
                 unscored = outcomes[Outcome.NOT_SCORED]
                 if unscored == count:  # nothing was judged: no evidence for any rule
                     return self.record(CaseRecord(
                         id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
                         message=f"none of the {count} generated scenarios could be scored (each needs a profile "
-                                f"the run does not check)", duration_ms=_ms(t0), draws=count))
+                                f"the run does not check)", duration_ms=_ms(t0), draws=count,
+                        skipped_draws=draw_skips(skipped)))
                 others = ", ".join(f"{n} {o.value}" for o, n in sorted(outcomes.items(), key=lambda kv: kv[0].value)
                                    if o != Outcome.PASS)
                 if not outcomes[Outcome.PASS]:
@@ -388,17 +401,17 @@ class Runner:
                     return self.record(CaseRecord(
                         id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
                         message=f"none of the {count} generated scenarios passed ({others})", duration_ms=_ms(t0),
-                        draws=count))
+                        draws=count, skipped_draws=draw_skips(skipped)))
                 return self.record(CaseRecord(
                     id=f"generated-seed-{seed}", source="property", rules=sort_rules(reached), outcome=Outcome.PASS,
                     message=f"{count} generated scenarios, no unexpected failure" + (f" ({others})" if others else ""),
-                    duration_ms=_ms(t0), draws=count))
+                    duration_ms=_ms(t0), draws=count, skipped_draws=draw_skips(skipped)))
             except _GiveUp:
                 if best is None:
                     return self.record(CaseRecord(
                         id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_RUN,
                         message=f"stopped after {count} generated scenarios; {self.gave_up}", duration_ms=_ms(t0),
-                        draws=count))
+                        draws=count, skipped_draws=draw_skips(skipped)))
                 minimal = None
         if minimal is not None:
             doc = minimal.doc
@@ -410,7 +423,8 @@ class Runner:
         path = self._save(case_id, doc, "shrunk counterexample")
         if minimal is None and best is not None:  # the IUT was declared broken while shrinking
             return self.record(best[1].model_copy(update={"id": case_id, "case_file": path, "draws": count}))
-        return self.record(self.decide(case_id, doc, "property", path).model_copy(update={"draws": count}))
+        rec = self.decide(case_id, doc, "property", path).model_copy(update={"draws": count})
+        return self.record(rec)
 
     def _record_drawn(self, doc: dict[str, Any], rec: CaseRecord, seed: int) -> None:
         """Record a generated scenario the IUT could not answer, as drawn (never shrunk)."""
@@ -452,7 +466,12 @@ class Runner:
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)
         stale = self.expectations.stale(self.records)
-        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() or self.nothing_scored() else EXIT_OK
+        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() or self.nothing_scored() \
+            or self.too_many_skipped() else EXIT_OK
+
+    def too_many_skipped(self) -> str | None:
+        """Why the run skipped more than ``--max-skipped`` allows, or None."""
+        return too_many_skipped(self.records, self.max_skipped)
 
     def nothing_scored(self) -> bool:
         """Whether every case was left unscored (each needs a profile the run does not
@@ -479,7 +498,9 @@ class Runner:
         counts: dict[str, int] = {}
         for r in self.records:
             counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
+        per, skipped, asked = skip_counts(self.records)
         footer = Footer(counts=counts, rules=rule_outcomes(self.records),
+                        skipped={**per, "all": skipped, "asked": asked}, too_many_skipped=self.too_many_skipped(),
                         stale=self.expectations.stale(self.records), unscored=sorted(self.unscored_profiles()),
                         exit=self.exit_code() if code is None else code, finished=now(),
                         stopped=stopped or self.gave_up)
@@ -499,7 +520,8 @@ def _summary_of(rec: CaseRecord) -> CaseRecord:
     return rec.model_copy(update=drop) if drop else rec
 
 
-def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profiles: frozenset[str]) -> Any:
+def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profiles: frozenset[str],
+            features: frozenset[str] | None = None) -> Any:
     """The first of ``examples`` independent draws that ``fails``, shrunk by hypothesis.
 
     Independent draws (``strategies.draws.independent_draws``) spread a run over the scenario
@@ -515,7 +537,7 @@ def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profi
 
     from .strategies.draws import independent_draws
 
-    draws = independent_draws(examples, seed, profiles)
+    draws = independent_draws(examples, seed, profiles, features)
     if draws is None:
         return find(strategy, fails, settings=cfg, random=random.Random(seed))
     for example, choices in draws:

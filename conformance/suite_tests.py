@@ -107,7 +107,8 @@ def test_property(dsh_runner, pytestconfig, data):
     many rules and many kinds of observation (the oracle's stage boundaries and steps). It
     draws the wide strategy (``strategies.scenarios.WIDE_ONLY``: foci the default run leaves out).
     Only fixtures HypoFuzz can supply (``request`` is not one: ``pytestconfig`` is)."""
-    example = data.draw(examples(frozenset(dsh_runner.iut_profiles), wide=True), label="scenario")
+    example = data.draw(examples(frozenset(dsh_runner.iut_profiles), wide=True, features=dsh_runner.iut_features),
+                        label="scenario")
     target(float(len(example.doc.get("rules", ()))), label="distinct rules exercised")
     target(float(len(observation_kinds(example.trace))), label="distinct observations")
     rec = dsh_runner.decide(content_id(example.doc), example.doc, "property", scenario=example.scenario,

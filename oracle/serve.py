@@ -12,6 +12,9 @@ from ..kit import protocol
 from . import run_scenario
 
 PROFILES = ["core", "reference", "loop", "code-mode"]
+# The optional features it expresses (the handshake's ``features``): the suite draws a
+# scenario that needs one only for an implementation that declares it.
+FEATURES = ["timeout-policy", "shipped-approval"]
 
 
 def started() -> dict[str, Any]:
@@ -21,7 +24,7 @@ def started() -> dict[str, Any]:
         v = version("dsh-conformance")
     except PackageNotFoundError:  # run from a source tree
         v = "0"
-    return protocol.handshake("dsh-conformance-oracle", v, "python", PROFILES)
+    return protocol.handshake("dsh-conformance-oracle", v, "python", PROFILES, FEATURES)
 
 
 def answer(seq: int, scenario: Any) -> dict[str, Any]:

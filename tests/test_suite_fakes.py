@@ -140,10 +140,19 @@ def test_cannot_start(tmp_path, cases, capsys):
 
 
 def test_skips_are_not_failures(tmp_path, cases):
-    code, rep = _run(tmp_path, cases, "skip-all")
+    code, rep = _run(tmp_path, cases, "skip-all", "--max-skipped", "1")
     assert code == 0
     assert set(_outcomes(rep).values()) == {"skip"}
     assert all(c.message == "this fake cannot express anything" for c in rep.cases)
+
+
+def test_a_run_that_skips_everything_fails_by_default(tmp_path, cases):
+    # Each case is still a skip, not a failure; the run checked nothing it was sent (--max-skipped).
+    code, rep = _run(tmp_path, cases, "skip-all")
+    assert code == 1
+    assert set(_outcomes(rep).values()) == {"skip"}
+    assert rep.footer.skipped["all"] == rep.footer.skipped["asked"] == len(PICK)
+    assert "more than --max-skipped 0.25" in rep.footer.too_many_skipped
 
 
 def test_the_oracle_passes_against_itself(tmp_path):

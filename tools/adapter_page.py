@@ -90,7 +90,10 @@ The suite writes `{{"cmd":"start","version":1}}`. The adapter answers with one l
   spec section 2). A case that needs a profile not listed is `not-scored`, never failed, and
   what only an unlisted profile's rules fix is not compared in any case (the catalog's `parts`:
   under `core` alone, exact texts, `error.info`, key presence, the approval request, ...).
-- `features`: optional features it can express (informative).
+- `features`: the optional features it can express. Two decide what is drawn:
+  `timeout-policy` (the shipped timeout policy, P70) and `shipped-approval` (the shipped
+  approval service, P43); a generated scenario uses one only for an implementation that
+  declares it (and checks `reference`). Other names are informative.
 - `implementation`: free fields beside `name`, `version`, `language` are kept in the report.
 
 ## 2. Runs

@@ -20,7 +20,8 @@ from .scenarios import examples
 DEFAULT_EXAMPLES = 300  # the default example budget of the coverage measurement
 DEFAULT_SEED = 20240601
 
-def draw_examples(n_examples: int, seed: int, profiles: frozenset[str] = ALL_PROFILES) -> Iterator[Example]:
+def draw_examples(n_examples: int, seed: int, profiles: frozenset[str] = ALL_PROFILES,
+                  features: frozenset[str] | None = None) -> Iterator[Example]:
     """``n_examples`` independent draws of ``examples(profiles)``, the same for the same
     seed.
 
@@ -29,19 +30,20 @@ def draw_examples(n_examples: int, seed: int, profiles: frozenset[str] = ALL_PRO
     reach wants independent ones. They come from hypothesis' choice sequence driven by a
     seeded ``random.Random`` (an internal API of the pinned hypothesis release); should
     that API move, the draws fall back to a ``@given`` run with the same seed."""
-    draws = independent_draws(n_examples, seed, profiles)
+    draws = independent_draws(n_examples, seed, profiles, features)
     if draws is None:
-        yield from _given_examples(examples(frozenset(profiles)), n_examples, seed)
+        yield from _given_examples(examples(frozenset(profiles), features=features), n_examples, seed)
         return
     for example, _choices in draws:
         yield example
 
 
-def independent_draws(n_examples: int, seed: int,
-                      profiles: frozenset[str] = ALL_PROFILES) -> Iterator[tuple[Example, tuple[Any, ...]]] | None:
+def independent_draws(n_examples: int, seed: int, profiles: frozenset[str] = ALL_PROFILES,
+                      features: frozenset[str] | None = None) -> Iterator[tuple[Example, tuple[Any, ...]]] | None:
     """``draw_examples`` with each draw's hypothesis choice sequence, from which
-    hypothesis can replay and shrink it; None where the internal API is not there."""
-    strategy = examples(frozenset(profiles))
+    hypothesis can replay and shrink it; None where the internal API is not there.
+    ``features``: the optional features the implementation declares (None: all)."""
+    strategy = examples(frozenset(profiles), features=features)
     try:
         from hypothesis.control import BuildContext
         from hypothesis.errors import StopTest

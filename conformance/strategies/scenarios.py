@@ -18,6 +18,7 @@ from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approva
 from .recipes import (abort_recipe, aim_first_call, has_step, layered_guards, observed_raw_arguments, prepend_steps,
                       quiet_calls, spared_by_restriction, value_rounds)
 from .citation import ALL_PROFILES, cited
+from .confine import confine
 from .runs import direct_runs, loop_runs
 from .value_shapes import getter_declarations, unique_shared_ids
 from .values import ABORT_CALLER, append_steps, dispatch, dispatch_steps
@@ -241,15 +242,17 @@ def resolve(doc: dict[str, Any], refs: list[str], calls: list[str]) -> dict[str,
     return walk(doc)
 
 
-def scenarios(profiles: frozenset[str] = ALL_PROFILES) -> S:
+def scenarios(profiles: frozenset[str] = ALL_PROFILES, features: frozenset[str] | None = None) -> S:
     """Whole scenario documents (plain JSON dicts) that parse, run to an end in the
     oracle, and cite the rules of ``profiles`` they exercise. Loop runs only when
-    ``"loop"`` is in ``profiles``."""
-    return examples(profiles).map(lambda e: e.doc)
+    ``"loop"`` is in ``profiles``; only situations ``profiles`` can score, and optional
+    features only of ``features`` (None: all of them; ``confine``)."""
+    return examples(profiles, features=features).map(lambda e: e.doc)
 
 
-def examples(profiles: frozenset[str] = ALL_PROFILES, wide: bool = False) -> S:
+def examples(profiles: frozenset[str] = ALL_PROFILES, wide: bool = False, features: frozenset[str] | None = None) -> S:
     """Drawn scenarios together with their parsed form and oracle trace (``wide``: see
-    ``WIDE_ONLY``)."""
+    ``WIDE_ONLY``), confined to what ``profiles`` and ``features`` can score."""
     profiles = frozenset(profiles)
-    return scenario_docs(profiles, wide).map(lambda d: cited(d, profiles))
+    features = None if features is None else frozenset(features)
+    return scenario_docs(profiles, wide).map(lambda d: cited(confine(d, profiles, features), profiles))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
 
-from . import code_mode
+from . import code_mode, side_calls
 from .basics import S, message, reused, weighted
 from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
                            listener_defs, tool_defs)
@@ -209,6 +209,9 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
         g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards} - later)
     if code_mode.FOCUS in foci:
         code_mode.code_mode(draw, doc, loop)
+    elif not loop and draw(weighted((1, False), (3, True))):
+        # drawn last, so that the draw keeps every choice above (see side_calls)
+        side_calls.side_calls(draw, doc, live_tables="reference" in profiles)
     return doc
 
 

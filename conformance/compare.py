@@ -558,6 +558,10 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
         if skipped is not None:
             return Divergence(where, e[0], a[0], [], reason="a scripted step's observation is missing",
                               contract=skipped)
+    wrong = blame.misresolved(es, acts, i, RESOLUTION_REASONS)
+    if wrong is not None:
+        return Divergence(where, e[0] if e else None, a[0] if a else None, wrong,
+                          reason="the implementation ran none of the definition the name resolves to (P56)")
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:

@@ -16,7 +16,7 @@ from .basics import S, message, reused, weighted
 from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
                            listener_defs, tool_defs)
 from .recipes import (abort_recipe, aim_first_call, has_step, layered_guards, observed_raw_arguments, prepend_steps,
-                      quiet_calls, spared_by_restriction, value_rounds)
+                      quiet_calls, spared_by_restriction, spared_finalizer, value_rounds)
 from .citation import ALL_PROFILES, cited
 from .runs import direct_runs, loop_runs
 from .value_shapes import getter_declarations, unique_shared_ids
@@ -212,6 +212,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
     elif not loop and draw(weighted((1, False), (3, True))):
         # drawn last, so that the draw keeps every choice above (see side_calls)
         side_calls.side_calls(draw, doc, live_tables="reference" in profiles)
+    spared_finalizer(draw, doc)
     return doc
 
 

@@ -209,8 +209,9 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
         g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards} - later)
     if code_mode.FOCUS in foci:
         code_mode.code_mode(draw, doc, loop)
-    elif not loop and draw(weighted((1, False), (3, True))):
-        # drawn last, so that the draw keeps every choice above (see side_calls)
+    elif not loop and "values" not in foci and draw(weighted((1, False), (3, True))):
+        # drawn last, so that the draw keeps every choice above (see side_calls); not where
+        # the wide strategy's values focus took over every call already
         side_calls.side_calls(draw, doc, live_tables="reference" in profiles)
     spared_finalizer(draw, doc)
     return doc

@@ -12,17 +12,21 @@ the recipe's own participants decide its fate:
 - a post-execute listener of its own decides that call alone (P80, P81, P82: an accept
   with a value on a failure or a success, P83, P84: a block whose feedback holds null or
   primitive blocks, P85: contexts beside a value);
-- an approval service of its own, where the drawn scenario has none and never asks, gives
-  an outcome outside the vocabulary, which the pipeline renders as JSON text (P41);
+- the last side call may be asked about (P37, P38: with a reason and no service), answered
+  by a custom service outside the vocabulary (P41: rendered as JSON text) or granted, and
+  then denied by a guard of its own (P44);
 - a pre-execute listener of its own tries writes the spec refuses or allows, each caught:
   an input field that is a getter and below it (P23), through a primitive or a nullish
   value, into the record's own and identity properties and its arguments (P24, P25);
-- two guards of its own, registered by that listener for this call alone, the first
-  unregistering the second before the pass reaches it (P45: the tables are read live).
+- a ``tools/result`` observer deletes from the frozen record (P99);
+- with the reference profile, guards registered by that listener for this call alone, the
+  first unregistering one the pass has not reached and registering one it then reaches
+  (P45: the tables are read live).
 
 Because the recipe draws last, each of the default run's draws keeps every choice it made
-before (the draws are independent, each from its own seed): what the drawn calls caught,
-they still catch, and the side calls add what they reach.
+before (the draws are independent, each from its own seed), and the drawn calls run as
+they did: the recipe's participants step aside for them (delegate, abstain, observe), so
+they add observations to those calls and change no decision.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from hypothesis import strategies as st
 
 from dsh_conformance.oracle.scenario import DELEGATE
 
-from .basics import S, UNDEF, weighted
+from .basics import UNDEF, err, weighted
 from .recipes import TO_JSON_TEXT, TO_MESSAGE, value_post_decisions
 
 SIDE_TOOL = "tv"
@@ -68,6 +72,22 @@ def _step_aside(holder: dict[str, Any], key: str, calls: list[str], steps: list[
 SHARED_RESULT = {"$js": "null-proto", "entries": {
     "a": {"$js": "shared", "id": "sv1", "value": {"k": [1]}}, "b": {"$js": "shared", "id": "sv1"}}}
 TIMED = 3
+# One thrown array whose String joins the String of every kind of element (P9: numbers in
+# each notation, booleans, nullish and holes, wrappers and instances, errors with and
+# without a name), and one approval outcome whose JSON text holds every kind JSON.stringify
+# writes or drops (P41: true, false, -0, toJSON, instances, promises, errors, an object
+# reached twice), beside the drawn single values.
+EVERY_ELEMENT = [1e21, 123456789012, 0.000123, -0.5, 1.5e-7, 2.5e25, True, False, None, UNDEF, {"$js": "hole"},
+                 {"$js": "-0"}, {"$js": "NaN"}, {"$js": "Infinity"}, {"$js": "instance", "class": "URL"},
+                 {"$js": "instance", "class": "Map"}, {"$js": "instance", "class": "Point"},
+                 {"$js": "instance", "class": "RegExp"}, {"$js": "promise", "resolves": 1},
+                 err("", "TypeError"), {"$js": "error", "class": "Error", "message": "nameless", "name": ""},
+                 "s", [2, [3]]]
+EVERY_JSON_KIND = {"t": True, "f": False, "z": -0.0, "l": [UNDEF, 1.5, -0.0], "u": {"$js": "instance", "class": "URL"},
+                   "m": {"$js": "instance", "class": "Map"}, "p": {"$js": "promise", "resolves": 1},
+                   "e": err("in data"), "a": {"$js": "shared", "id": "sv2", "value": {"k": 1}},
+                   "b": {"$js": "shared", "id": "sv2"}}
+BIGINT_IN_JSON = {"n": {"$js": "bigint", "value": "1"}}
 
 
 def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
@@ -80,7 +100,8 @@ def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
     calls = [f"v{i + 1}" for i in range(n)]
     assert not taken & set(calls)
     bodies = draw(st.lists(weighted(
-        (6, st.builds(lambda v: [{"do": "throw", "value": v}], st.sampled_from(TO_MESSAGE))),
+        (4, st.builds(lambda v: [{"do": "throw", "value": v}], st.sampled_from(TO_MESSAGE))),
+        (2, st.just([{"do": "throw", "value": EVERY_ELEMENT}])),
         (1, st.just([{"do": "return", "value": SHARED_RESULT}])),
         (1, st.just([{"do": "sleep", "ms": TIMED}, {"do": "return", "value": 1}])),
     ), min_size=n, max_size=n))
@@ -105,35 +126,42 @@ def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
                for k in ("absent", "custom", "callId")]
     listeners.append({"id": "Lv-result", "event": "tools/result",
                       "script": {"steps": [], "byCall": {c: list(deletes) for c in calls}}})
-    if "approval" not in doc:
-        _asked(draw, doc, listeners, run["calls"][-1])
+    _asked(draw, doc, listeners, run["calls"][-1])
     if draw(weighted((1, False), (1, True))):
         _writes(doc, listeners, run["calls"][-n], live_tables)
 
 
 def _asked(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]], call: dict[str, Any]) -> None:
-    """Where the scenario has no approval service, the last side call is asked about, in
-    place: with a reason and no service (P37, P38: denied with that reason), or, where nothing
-    drawn asks, by a service of the recipe's own that answers an outcome outside the
-    vocabulary (P41: rendered as JSON text) or grants it, and a guard then denies it
-    (P36, P44: a grant does not skip the guards)."""
-    how = draw(weighted((1, "none"), (2, "reason"), (2, "outcome"), (1, "granted")))
-    if how == "none" or (how in ("outcome", "granted") and _mentions_ask(doc)):
+    """The last side call is asked about, in place: with a reason where the scenario has no
+    approval service (P37, P38: denied with that reason); or answered by a custom service
+    (the scenario's own, which then steps aside for it, or, where nothing drawn asks, one
+    of the recipe's) with an outcome outside the vocabulary (P41: rendered as JSON text),
+    or granted, and a guard then denies it (P36, P44: a grant does not skip the guards)."""
+    how = draw(weighted((1, "none"), (2, "reason"), (2, "outcome"), (2, "granted")))
+    approval = doc.get("approval")
+    cid = call["callId"]
+    if how == "none" or (how == "reason" and approval is not None):
         return
+    if how in ("outcome", "granted"):
+        outcome = "allowed-once" if how == "granted" else draw(weighted(
+            (2, st.sampled_from(TO_JSON_TEXT)), (2, st.just(EVERY_JSON_KIND)), (1, st.just(BIGINT_IN_JSON))))
+        answer = [{"do": "return", "value": outcome}]
+        if approval is None and not _mentions_ask(doc):
+            doc["approval"] = {"service": "custom", "script": answer}
+        elif approval is not None and approval.get("service") == "custom":
+            _step_aside(approval, "script", [cid], answer)
+        else:
+            return
+    if how == "granted":
+        doc.setdefault("guards", []).append({"id": "Gv-deny", "script": {
+            "steps": [{"do": "return", "value": UNDEF}], "byCall": {cid: [
+                {"do": "return", "value": "denied after the grant"}]}}})
     # only a call with an agent is asked (P37): an agent of its own, which no drawn
     # participant is scoped to and no restriction names
     doc.setdefault("agents", []).append({"id": SIDE_AGENT})
     call["agent"] = SIDE_AGENT
-    ask: list[dict[str, Any]] = [{"do": "return", "value": {"kind": "ask", "reason": "side reason"}}]
-    if how == "outcome":
-        doc["approval"] = {"service": "custom", "script": [{"do": "return", "value": draw(st.sampled_from(TO_JSON_TEXT))}]}
-    elif how == "granted":
-        doc["approval"] = {"service": "custom", "script": [{"do": "return", "value": "allowed-once"}]}
-        doc.setdefault("guards", []).append({"id": "Gv-deny", "script": {
-            "steps": [{"do": "return", "value": UNDEF}], "byCall": {call["callId"]: [
-                {"do": "return", "value": "denied after the grant"}]}}})
-    listeners.append({"id": "Lv-ask", "event": "tools/pre-execute", "prepend": True,
-                      "script": {"steps": list(DELEGATE), "byCall": {call["callId"]: ask}}})
+    listeners.append({"id": "Lv-ask", "event": "tools/pre-execute", "prepend": True, "script": {
+        "steps": list(DELEGATE), "byCall": {cid: [{"do": "return", "value": {"kind": "ask", "reason": "side reason"}}]}}})
 
 
 # Caught writes a pre-execute listener tries on the first side call (whose name and

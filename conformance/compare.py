@@ -281,12 +281,12 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
                      ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
-                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare")})
+                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare")})
 # A name the oracle resolved through an ancestor's scope that a restriction on the chain
 # names (P56 hides only inherited global tools): an implementation that resolves it
 # otherwise takes another definition or none, and every later difference of the call
 # follows from that, so the resolution alone is to blame.
-RESOLUTION_REASONS = frozenset({("entry", "spare"), ("dispatch", "spare")})
+RESOLUTION_REASONS = frozenset({("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare")})
 PARTICIPANT_STAGES = ("pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log")
 
 

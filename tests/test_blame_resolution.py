@@ -68,3 +68,20 @@ def test_an_unrelated_earlier_denial_is_not_put_down_to_the_resolution():
     tool shows, so the resolution is not blamed."""
     d = first_divergence(_trace(_doc([])), _trace(_doc([DENY])), {"core"})
     assert d is not None and "P56" not in d.rules, d
+
+
+@pytest.mark.rules("P56", "P117")
+def test_a_hidden_spared_binding_is_blamed_on_the_resolution():
+    """Under run_code the bindings follow the calling agent's view (P117): the spared
+    definition is bound, and an implementation that hides it binds nothing of that name.
+    The program's lane shows it first; the resolution is to blame beside P117."""
+    def code_doc(spared: bool) -> dict[str, Any]:
+        doc = _doc([], spared=SPARED if spared else None)
+        doc.update(mode="code", codeRuntime=True,
+                   programs=[{"id": "p", "steps": [{"do": "call", "tool": "t1", "catch": True}]}])
+        doc["run"]["calls"] = [{"callId": "c1", "name": "run_code", "agent": "a2",
+                                "arguments": {"code": "p", "description": "run the program"}}]
+        return doc
+    d = first_divergence(_trace(code_doc(True)), _trace(code_doc(False)), {"core", "code-mode"})
+    assert d is not None and d.where.startswith("observations[c1 program]"), d
+    assert "P56" in d.rules, d

@@ -167,8 +167,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
             quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards, draw(weighted((2, False), (1, True))))
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
-    if not loop and len(plan) == n_tools and foci >= {"entry", "guards"} and code_mode.FOCUS not in foci:
-        spared_by_restriction(doc)  # not with run_code: its bindings show the same view (P117), blamed there
+    if not loop and len(plan) == n_tools and foci >= {"entry", "guards"}:
+        spared_by_restriction(doc)  # with run_code too: a spared binding is blamed on P56 (compare.RESOLUTION_REASONS)
     if loop:
         observed_raw_arguments(draw, doc, listeners, guards)
     if "guards" in foci:

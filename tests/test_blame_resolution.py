@@ -16,7 +16,7 @@ import pytest
 
 from dsh_conformance.compare import first_divergence
 from dsh_conformance.oracle import parse_scenario, run_scenario
-from dsh_conformance.oracle.trace import Trace
+from dsh_conformance.kit.trace import Trace
 
 SPARED = {"name": "t1", "id": "t1@a1", "scope": "a1", "body": [{"do": "return", "value": "scoped"}],
           "finalizeContent": [{"do": "return", "value": [{"type": "text", "text": "from the ancestor's finalizer"}]}]}
@@ -44,10 +44,13 @@ DENY = {"id": "D", "event": "tools/pre-execute", "script": [{"do": "return", "va
                          ids=["wrapper-without-next", "wrapper-then-accept-value", "accept-value", "denied", "plain"])
 @pytest.mark.parametrize("profiles", [{"core"}, {"core", "reference"}])
 def test_hiding_the_spared_definition_is_blamed_on_the_resolution(listeners, profiles):
+    """P56 is a reference rule: under core alone blame names only what core fixes of it
+    (P26, which finalizer the call captured), never the stage where the difference shows."""
     expected = _trace(_doc(listeners))
     hidden = _trace(_doc(listeners, spared=None))  # the name is an unknown tool for a2
     d = first_divergence(expected, hidden, profiles)
-    assert d is not None and "P56" in d.rules, d
+    assert d is not None and "resolves to" in d.reason, d
+    assert ("P56" in d.rules) == ("reference" in profiles), d
     assert not {"P62", "P76", "P80", "P81", "P3", "P32"} & set(d.rules), d
 
 
@@ -57,7 +60,7 @@ def test_a_difference_of_the_spared_definition_itself_is_judged_where_it_lies():
     and its finalizer's output differs: that is the finalizer's stage, not P56."""
     other = copy.deepcopy(SPARED)
     other["finalizeContent"] = [{"do": "return", "value": [{"type": "text", "text": "something else"}]}]
-    d = first_divergence(_trace(_doc([WRAPPER])), _trace(_doc([WRAPPER], spared=other)), {"core"})
+    d = first_divergence(_trace(_doc([WRAPPER])), _trace(_doc([WRAPPER], spared=other)), {"core", "reference"})
     assert d is not None and "P56" not in d.rules, d
 
 
@@ -66,7 +69,7 @@ def test_an_unrelated_earlier_denial_is_not_put_down_to_the_resolution():
     """The implementation denies the call before the spared definition is due (a
     pre-execute difference): the lanes part before its first participant and no unknown
     tool shows, so the resolution is not blamed."""
-    d = first_divergence(_trace(_doc([])), _trace(_doc([DENY])), {"core"})
+    d = first_divergence(_trace(_doc([])), _trace(_doc([DENY])), {"core", "reference"})
     assert d is not None and "P56" not in d.rules, d
 
 
@@ -82,6 +85,6 @@ def test_a_hidden_spared_binding_is_blamed_on_the_resolution():
         doc["run"]["calls"] = [{"callId": "c1", "name": "run_code", "agent": "a2",
                                 "arguments": {"code": "p", "description": "run the program"}}]
         return doc
-    d = first_divergence(_trace(code_doc(True)), _trace(code_doc(False)), {"core", "code-mode"})
+    d = first_divergence(_trace(code_doc(True)), _trace(code_doc(False)), {"core", "reference", "code-mode"})
     assert d is not None and d.where.startswith("observations[c1 program]"), d
     assert "P56" in d.rules, d

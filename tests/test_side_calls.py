@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dsh_conformance.mutate import default_cases
-from dsh_conformance.oracle.jsvalue import message_value
+from dsh_conformance.kit.jsvalue import message_value
 from dsh_conformance.strategies.side_calls import SIDE_TOOL
 
 

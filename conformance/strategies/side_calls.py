@@ -36,7 +36,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_conformance.oracle.scenario import DELEGATE
+from dsh_conformance.kit.scenario import DELEGATE
 
 from .basics import UNDEF, err, weighted
 from .recipes import TO_JSON_TEXT, TO_MESSAGE, value_post_decisions

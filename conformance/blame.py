@@ -173,3 +173,46 @@ def outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
 DECISION_ROUTES = frozenset({"P31", "P35", "P78", "P79"})
 # Routings of a call whose failure is the canonical failure of a thrown value.
 THROW_ROUTES = frozenset({"P8", "P34", "P49", "P64", "P65", "P86", "P95"})
+
+
+# The stages whose participants are a tool definition's own (its body, its finalizer, its
+# output projections, its classifier): who ran there says which definition a call resolved to.
+DEFINITION_STAGES = frozenset({"body", "finalize", "classify", "render", "presentationMeta", "presentCall",
+                               "presentResult"})
+
+
+def misresolved(es: list[Item], acts: list[Item], i: int,
+                resolution: frozenset[tuple[str, str]]) -> list[str] | None:
+    """When the oracle resolved the call's name through a restriction's exemption (one of
+    the ``resolution`` reasons in its lane: P56 hides only inherited global tools) and the
+    implementation's lane shows no participant of the definition the oracle resolved to,
+    while the oracle's does, and either hands on an unknown-tool failure the oracle's never
+    does or parts from the oracle's only where that definition is due (at ``es[i]`` or
+    after its first participant): the implementation took another definition or none, and
+    every later difference of the call (a wrapper's result, a post-execute decision, which
+    finalizer applies) follows from that, so the resolution's rules are to blame. An
+    implementation that ran any of that definition's participants resolved the name as the
+    oracle did, and its difference is judged where it lies."""
+    spared = [r for x in es for stage, what, rs in x[1][3] if (stage, what) in resolution for r in rs]
+    if not spared:
+        return None
+    own = [n for n, x in enumerate(es) if x[0]["stage"] in DEFINITION_STAGES and x[0]["who"] is not None]
+    ran = {x[0]["who"] for x in acts if x[0]["stage"] in DEFINITION_STAGES}
+    if not own or {es[n][0]["who"] for n in own} & ran:
+        return None
+    unknown = any(_unknown_tool(x[0]["value"]) for x in acts) and not any(_unknown_tool(x[0]["value"]) for x in es)
+    if not unknown and i < own[0]:
+        return None
+    return list(dict.fromkeys(spared))
+
+
+def _unknown_tool(v: Any) -> bool:
+    """Whether ``v`` (an observation's value) holds a failure whose info is P56's unknown tool."""
+    if isinstance(v, dict):
+        info = v.get("info")
+        if isinstance(info, dict) and info.get("code") == "UNKNOWN_TOOL":
+            return True
+        return any(_unknown_tool(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_unknown_tool(x) for x in v)
+    return False

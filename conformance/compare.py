@@ -281,12 +281,12 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
                      ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
-                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare")})
+                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare")})
 # A name the oracle resolved through an ancestor's scope that a restriction on the chain
 # names (P56 hides only inherited global tools): an implementation that resolves it
 # otherwise takes another definition or none, and every later difference of the call
 # follows from that, so the resolution alone is to blame.
-RESOLUTION_REASONS = frozenset({("entry", "spare"), ("dispatch", "spare")})
+RESOLUTION_REASONS = frozenset({("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare")})
 PARTICIPANT_STAGES = ("pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log")
 
 
@@ -558,6 +558,10 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
         if skipped is not None:
             return Divergence(where, e[0], a[0], [], reason="a scripted step's observation is missing",
                               contract=skipped)
+    wrong = blame.misresolved(es, acts, i, RESOLUTION_REASONS)
+    if wrong is not None:
+        return Divergence(where, e[0] if e else None, a[0] if a else None, wrong,
+                          reason="the implementation ran none of the definition the name resolves to (P56)")
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:

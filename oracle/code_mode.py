@@ -67,6 +67,9 @@ async def run_code(w: World, rec: Record, stages: Stages) -> JsValue:
     detach = rec.signal.listen(lambda s: bridge.signal.abort(s.reason))  # P125
     try:
         bindings = {name: bridge.binding(name) for name in w.visible_names(rec.agent)}  # P117
+        for name in bindings:
+            if w.spared(rec.agent, name):  # P56: bound only because a restriction spares scoped tools
+                w.obs(rec.callId, "code-mode", "spare", None, name, ("P56", "P117"))
         request = RunRequest(call=rec.callId, code=str(get(rec.arguments, "code")), bindings=bindings,
                              signal=bridge.signal)
         # The runtime resolves for every program (its failures are in the result), so the

@@ -41,7 +41,7 @@ def test_the_values_focus_turns_a_value_per_call_into_its_message():
     """Only the wide strategy (test_property's) draws it; the default run leaves it out."""
     seen: list[int] = []
 
-    @settings(max_examples=60, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=120, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(examples(ALL_PROFILES, wide=True))
     def check(example: Any) -> None:

@@ -103,20 +103,33 @@ def ret_step(value: Any) -> dict[str, Any]:
 def spared_by_restriction(doc: dict[str, Any]) -> None:
     """An agent that restricts ``t1`` registers its own ``t1``, and its child calls it: a
     restriction hides inherited global tools only, so the ancestor's scoped definition
-    runs (P56). Without a finalizeContent of its own: rc.8 departs here (it hides the
-    scoped definition too, listed under P56), and a finalizer the call would capture makes
-    the first divergence a later stage's, blamed on whatever decided the call's fate there
-    (P80, P81, ...) instead of on P56."""
+    runs (P56). rc.8 departs here (it hides the scoped definition too, listed under P56);
+    ``spared_finalizer`` may give the definition a finalizeContent, drawn last."""
     child = next((a for a in doc.get("agents", []) if "parent" in a), None)
     if child is None:
         return
     parent = next(a for a in doc["agents"] if a["id"] == child["parent"])
     parent["restrict"] = {"deny": ["t1"]}
-    doc["tools"].append({"name": "t1", "id": "t1@spared", "scope": parent["id"],
+    doc["tools"].append({"name": "t1", "id": SPARED, "scope": parent["id"],
                          "body": [{"do": "return", "value": "scoped"}]})
     first = doc["run"]["calls"][0]
     first.update(name="t1", agent=child["id"])
     first.pop("aborted", None)
+
+
+SPARED = "t1@spared"
+SPARED_FINALIZER = [{"do": "return", "value": [text("from the spared definition's finalizer")]}]
+
+
+def spared_finalizer(draw: Any, doc: dict[str, Any]) -> None:
+    """Now and then a finalizeContent of the spared definition (``spared_by_restriction``),
+    which the call captures at entry (P26): where an implementation hides the definition,
+    the difference shows only at a later stage (a wrapper's result, a post-execute
+    decision, the finalizer), and blame puts it down to the resolution (P56,
+    ``blame.misresolved``). Drawn after every other choice of the draw, so the draw keeps them."""
+    spared = next((t for t in doc["tools"] if t.get("id") == SPARED), None)
+    if spared is not None and draw(weighted((1, False), (1, True))):
+        spared["finalizeContent"] = copy.deepcopy(SPARED_FINALIZER)
 
 
 def observed_raw_arguments(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]],

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
 
-from . import code_mode
+from . import code_mode, side_calls
 from .basics import S, message, reused, weighted
 from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
                            listener_defs, tool_defs)
 from .recipes import (abort_recipe, aim_first_call, has_step, layered_guards, observed_raw_arguments, prepend_steps,
-                      quiet_calls, spared_by_restriction, value_rounds)
+                      quiet_calls, spared_by_restriction, spared_finalizer, value_rounds)
 from .citation import ALL_PROFILES, cited
 from .confine import confine
 from .runs import direct_runs, loop_runs
@@ -168,8 +168,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
             quiet_calls(doc, calls[:1], foci, hot_ids, listeners, guards, draw(weighted((2, False), (1, True))))
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
-    if not loop and len(plan) == n_tools and foci >= {"entry", "guards"} and code_mode.FOCUS not in foci:
-        spared_by_restriction(doc)  # not with run_code: its bindings show the same view (P117), blamed there
+    if not loop and len(plan) == n_tools and foci >= {"entry", "guards"}:
+        spared_by_restriction(doc)  # with run_code too: a spared binding is blamed on P56 (compare.RESOLUTION_REASONS)
     if loop:
         observed_raw_arguments(draw, doc, listeners, guards)
     if "guards" in foci:
@@ -210,6 +210,11 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
         g["script"] = _no_guard_registration(g["script"], {x["id"] for x in guards} - later)
     if code_mode.FOCUS in foci:
         code_mode.code_mode(draw, doc, loop)
+    elif not loop and "values" not in foci and draw(weighted((1, False), (3, True))):
+        # drawn last, so that the draw keeps every choice above (see side_calls); not where
+        # the wide strategy's values focus took over every call already
+        side_calls.side_calls(draw, doc, live_tables="reference" in profiles)
+    spared_finalizer(draw, doc)
     return doc
 
 

@@ -79,6 +79,8 @@ class Header(_Model):
     corpus: str | None = None
     # The options a replay of a case repeats (impl, expectations, profiles), portable.
     options: dict[str, str] = Field(default_factory=dict)
+    # ``run --shard K/M``: this report is shard K of M (``dsh-conformance merge`` joins them).
+    shard: str | None = Field(None, pattern=r"^[1-9][0-9]*/[1-9][0-9]*$")
 
 
 RuleId = Annotated[str, Field(pattern=r"^P[1-9][0-9]{0,3}$")]  # a crafted report's ids are refused as it is read
@@ -100,6 +102,8 @@ class CaseRecord(_Model):
     duration_ms: int = 0
     draws: int | None = Field(None, description=(
         "for a case of generated scenarios: how many draws it stands for (the run's draws are folded into one case)"))
+    draw_outcomes: dict[str, int] | None = Field(None, description=(
+        "for the case the run's draws are folded into: how many came to each outcome (merge adds shards' up)"))
     # What the IUT did wrong when it broke its promises (the outcome is then error, timeout or
     # invalid): start, timeout, crash, protocol, invalid. Absent for an answered error.
     iut_failure: str | None = None

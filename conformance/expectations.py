@@ -84,6 +84,10 @@ class Expectations:
             return why + (f" (and, as a consequence, {', '.join(extra)})" if extra else "")
         return None
 
+    def listed(self) -> dict[str, list[str]]:
+        """The ids it lists, in order, without the reasons (a shard's footer keeps them)."""
+        return {"rules": list(self.rules), "cases": list(self.cases), "errors": list(self.errors)}
+
     def stale(self, records: list[CaseRecord], rules: bool = True) -> list[str]:
         """Listed entries that no longer fail, as sentences (``rules``: the listed rules too,
         which only a whole run can call stale: a shard's cases may miss the failing one)."""

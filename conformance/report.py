@@ -153,6 +153,8 @@ class Footer(_Model):
     exit: int
     finished: str
     stopped: str | None = None  # why the run ended early (the IUT declared broken, an interrupt)
+    listed: dict[str, list[str]] | None = Field(None, description=(
+        "a shard's: the rules, cases and errors its expectations list, in order, for merge to tell which are stale"))
 
 
 Record = Header | CaseRecord | Footer

@@ -470,7 +470,7 @@ class Runner:
         footer = Footer(counts=counts, rules=rule_outcomes(self.records),
                         stale=self.expectations.stale(self.records), unscored=sorted(self.unscored_profiles()),
                         exit=self.exit_code() if code is None else code, finished=now(),
-                        stopped=stopped or self.gave_up)
+                        stopped=stopped or self.gave_up, listed=self.expectations.listed() if self.shard else None)
         self.writer.write(footer)
         self.finished = True
         return footer

@@ -431,7 +431,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
             note = "; ".join(filter(None, [note, "the target is for 1,000 examples with --impl dsh"]))
         figures.append(bench.Figure(f"generated run, {args.generated:,} examples, seed {args.seed}, --impl {spec}", seconds,
                                     "s", at_most=60 if target else None, note=note))
-        # Here: the --jobs 2 / --jobs 1 ratio of the same generated run (issue 25, >= 1.7x).
+        # The same run with two instances (run --jobs 2, conformance.parallel): the speed-up.
+        wide, wide_code = bench.command_seconds([*argv, "--jobs", "2"])
+        figures.append(bench.Figure(f"the same generated run, --jobs 2 against --jobs 1 ({seconds:.1f} s / {wide:.1f} s)",
+                                    seconds / wide if wide else None, "x", at_least=1.7 if target else None,
+                                    note="; ".join(filter(None, [f"exit {wide_code}" if wide_code != code else "",
+                                                                 "" if target else "the target is for --impl dsh, "
+                                                                 "1,000 examples, on 2 idle cores"]))))
     bench.print_figures(figures)
     if args.scaling:
         print()

@@ -79,7 +79,7 @@ def _serve(conn: Connection, make: Callable[[], Any], cfg: Settings, items: list
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles a Ctrl-C and ends the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError, AttributeError):
-        from .reaper import PR_SET_PDEATHSIG, _prctl as prctl  # noqa: PLC2701 - the keeper's one syscall
+        from .reaper import PR_SET_PDEATHSIG, prctl
 
         prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # a SIGKILLed parent leaves no worker behind
     try:

@@ -7,6 +7,10 @@ ordinary hypothesis test that HypoFuzz (``hypothesis fuzz``) can drive. Outcomes
 onto pytest's: pass; fail; expected failures and errors (``--dsh-expectations``) as xfail;
 a skipped scenario or a profile the IUT does not support as skip; a broken IUT as an error.
 
+Under pytest-xdist (``-n auto``, or ``--tx`` execnet gateways on other hosts) each worker
+process configures and starts its own implementation: the cases and seeds are tests, and
+xdist deals them.
+
 Only the suite is collected, unless test paths are given on the command line: run from a
 project's root, ``pytest --dsh-impl CMD`` must not also run that project's own tests (its
 ``testpaths``).
@@ -32,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "the suite ships (dsh-tools-0.1.0-rc.8)")
     group.addoption("--dsh-examples", type=argtypes.count(0), default=100, help="generated scenarios (default 100)")
     group.addoption("--dsh-seed", type=argtypes.whole, default=0, help="seed of the generated scenarios (default 0)")
+    group.addoption("--dsh-seeds", type=argtypes.seed_range, metavar="A-B", help="a sweep: one test of generated "
+                    "scenarios per seed from A to B, dealt to the workers under pytest-xdist (-n auto)")
     group.addoption("--dsh-timeout", type=argtypes.seconds, default=30.0,
                     help="seconds an IUT may take per scenario (default 30)")
     group.addoption("--dsh-give-up-after", type=argtypes.count(0), default=5,

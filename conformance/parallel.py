@@ -228,8 +228,9 @@ class Pool:
                         for idle in self.workers:
                             if idle.busy is None:
                                 self._give(idle, next_piece)
-        finally:
+        except GeneratorExit:  # the dealing was stopped: what is in flight is waited for, and dropped
             self._drain()
+            raise
 
     def _give(self, w: _Worker, next_piece: Callable[[], Any]) -> None:
         piece = next_piece()

@@ -182,3 +182,30 @@ def test_bad_shards_and_jobs_are_usage_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--max-fail" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_an_interrupted_wide_run_ends_its_workers_and_keeps_its_report(tmp_path):
+    """Ctrl-C during --jobs: one line, exit 130, the report completed with a footer, and
+    no worker or instance left running."""
+    import signal
+    import time
+
+    marker = tmp_path / f"dsh-interrupt-marker-{os.getpid()}"
+    report = tmp_path / "r.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "dsh_conformance.cli", "run", "--impl",
+                          f"{sys.executable} {FAKE} plain {marker}", "--no-corpus", "--examples", "400", "--jobs", "2",
+                          "-q", "--report", str(report), "--failures", str(tmp_path / "f")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not (report.exists() and subprocess.run(
+            ["pgrep", "-f", str(marker)], capture_output=True).stdout.count(b"\n") >= 2):
+        time.sleep(0.2)
+    time.sleep(1)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted" in err.lower() or "ctrl-c" in err.lower(), err
+    footer = read_report(report).footer
+    assert footer is not None and footer.exit == 130
+    time.sleep(0.5)
+    assert not subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()

@@ -289,10 +289,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise ScenarioFileError(str(path), "$", str(e)) from None
     profiles, required = _profiles(args)
     iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
-    if args.jobs > 1:  # N instances, each in a worker (conformance.parallel); the spec is checked above
-        iut = parallel.Pool(args.jobs, functools.partial(make_iut, args.impl, args.timeout, args.validate,
-                                                         args.start_timeout), parallel.Settings(
-            profiles, expectations, args.give_up_after, failures), items, expected)
     with contextlib.ExitStack() as stack:
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         iut.start()

@@ -18,11 +18,13 @@ project's root, ``pytest --dsh-impl CMD`` must not also run that project's own t
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 SUITE = Path(__file__).with_name("suite_tests.py")
+XDIST_FRAMES = 1000  # room for the frames an xdist worker's loop holds under each test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,6 +63,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(worker_exit, "dsh-conformance-worker-exit")
     if config.getoption("--dsh-impl"):
         _check_options(config)
+        if hasattr(config, "workerinput"):
+            # An xdist worker runs the tests below execnet's and xdist's own frames: the
+            # deepest scenarios the input limits allow (P13) are judged with that much more.
+            sys.setrecursionlimit(sys.getrecursionlimit() + XDIST_FRAMES)
         if config.getoption("--dsh-fuzz"):
             _fuzz_profile()
         if config.args_source == pytest.Config.ArgsSource.ARGS:

@@ -40,7 +40,7 @@ def _passed(out: str) -> list[str]:
 
 def test_xdist_deals_cases_and_seeds_to_workers_each_with_its_own_iut(tmp_path):
     p = _pytest(tmp_path, "--dsh-impl", _impl(tmp_path), "-n", "2", "--dsh-examples", "3", "--dsh-seeds", "4-7",
-                "-k", "guard-denies or guard-throw or pre-deny or generated")
+                "-k", "guard-denies or guard-throw or pre-deny or entry-args-snapshot or generated")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     passed = _passed(p.stdout)
     assert sorted(t for t in passed if t.startswith("test_generated")) == [

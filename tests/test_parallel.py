@@ -209,3 +209,15 @@ def test_an_interrupted_wide_run_ends_its_workers_and_keeps_its_report(tmp_path)
     assert footer is not None and footer.exit == 130
     time.sleep(0.5)
     assert not subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()
+
+
+def test_jobs_stops_where_one_job_stops(tmp_path):
+    """--max-fail: what the workers decided past the stop is recorded not-run, as one job
+    never ran it; the generated draws are not run either."""
+    argv = ["--impl", WRONG, "--cases", str(corpus_subset(tmp_path, CASES)), "--examples", "5", "--max-fail", "2"]
+    code1, one, _ = _run(tmp_path, "one", *argv)
+    code2, two, _ = _run(tmp_path, "two", *argv, "--jobs", "2")
+    assert code1 == code2 == 1
+    _same(one, two)
+    outcomes = [c.outcome.value for c in read_report(two).cases]
+    assert outcomes.count("fail") == 2 and outcomes[-1] == "not-run"

@@ -157,10 +157,30 @@ def _attempt(runner: Any, draws: _Draws, attempt: int) -> tuple[CaseRecord | Non
 # ------------------------------------------------------------------------- the pool
 
 @dataclass
-class _Worker:
+class Worker:
+    """A worker process forked from this one, with a pipe to it (``fork``)."""
     process: Any
     conn: Connection
     busy: Any = None  # what it was dealt and has not answered
+    since: float = 0.0  # when it was forked
+
+    def kill(self) -> None:
+        """End it at once (an implementation's keeper ends the implementation's tree with it)."""
+        self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+def fork(target: Callable[..., None], *args: Any) -> Worker:
+    """Fork a worker that runs ``target(conn, *args)``, ``conn`` its end of the pipe: what
+    ``run --jobs`` and ``mutate`` run their workers in. Forked, so that it shares what this
+    process has ready (the corpus, its oracle traces, the drawn scenarios) without pickling."""
+    ctx = multiprocessing.get_context("fork")
+    parent_end, child_end = ctx.Pipe()
+    p = ctx.Process(target=target, args=(child_end, *args), daemon=True, name="dsh-conformance worker")
+    p.start()
+    child_end.close()
+    return Worker(p, parent_end, since=time.monotonic())
 
 
 class Pool:
@@ -170,21 +190,15 @@ class Pool:
     def __init__(self, jobs: int, make: Callable[[], Any], cfg: Settings, items: list[Any],
                  expected: dict[str, Any]) -> None:
         self.jobs, self.make, self.cfg, self.items, self.expected = jobs, make, cfg, items, expected
-        self.workers: list[_Worker] = []
+        self.workers: list[Worker] = []
         self.started: Started | None = None
         self.pid = None
 
     def start(self) -> Started:
         """Fork the workers and wait for each to start its instance; the first that cannot
         is the run's failure to start (exit 3), as with one instance."""
-        ctx = multiprocessing.get_context("fork")
         for _ in range(self.jobs):
-            parent_end, child_end = ctx.Pipe()
-            p = ctx.Process(target=_serve, args=(child_end, self.make, self.cfg, self.items, self.expected),
-                            daemon=True, name="dsh-conformance worker")
-            p.start()
-            child_end.close()
-            self.workers.append(_Worker(p, parent_end))
+            self.workers.append(fork(_serve, self.make, self.cfg, self.items, self.expected))
         for w in self.workers:
             kind, value = self._recv(w)
             if kind == "failed":
@@ -204,7 +218,7 @@ class Pool:
         assert self.started is not None
         return self.started  # each worker restarts its own instance
 
-    def _recv(self, w: _Worker) -> Any:
+    def _recv(self, w: Worker) -> Any:
         try:
             return w.conn.recv()
         except (EOFError, OSError):
@@ -232,7 +246,7 @@ class Pool:
             self._drain()
             raise
 
-    def _give(self, w: _Worker, next_piece: Callable[[], Any]) -> None:
+    def _give(self, w: Worker, next_piece: Callable[[], Any]) -> None:
         piece = next_piece()
         if piece is not None:
             w.busy = piece
@@ -451,4 +465,4 @@ def _ms(t0: float) -> int:
     return int((time.monotonic() - t0) * 1000)
 
 
-__all__ = ["Pool", "Settings", "Tally", "account", "run_cases", "run_properties", "run_corpus", "run_generated"]
+__all__ = ["Pool", "Worker", "fork", "Settings", "Tally", "account", "run_cases", "run_properties", "run_corpus", "run_generated"]

@@ -5,7 +5,7 @@ traces are ready (as pytest-xdist's workers each hold their own fixtures): the w
 makes the implementation (a process IUT, the embedded oracle on a thread, or a ``py:``
 host process), starts it and judges what it is dealt with a ``Runner`` of its own. The
 parent deals work and nothing else, as xdist's load scheduling does: corpus cases and
-generated attempts (``strategies.attempt_seeds``: attempt i is drawn by whoever holds it)
+generated attempts (``strategies.draws.attempt_seeds``: attempt i is drawn by whoever holds it)
 in small batches, to whichever worker is free. It takes the answers back in the order a
 ``--jobs 1`` run decides them and records them through its own ``Runner``, so the report,
 the console, the footer and the exit code are those of a ``--jobs 1`` run: the same
@@ -16,6 +16,7 @@ failing draw is shrunk by a worker, exactly as ``--jobs 1`` shrinks it, and what
 past the stop is dropped, or recorded ``not-run``.
 
 ``--give-up-after`` counts the timeouts and crashes in a row of each worker's instance.
+``fork`` is how the workers are made, here and in ``mutate`` (a worker a mutant).
 """
 
 from __future__ import annotations

@@ -154,6 +154,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             with interrupts.deferred():  # a signal now is this run's ending, or comes after its footer
                 interrupts.check()
                 footer = runner.finish()
+        except IUTFailure as e:  # a worker of --jobs died (parallel.Pool): the report still gets its footer
+            progress.close()
+            if begun and not runner.finished:
+                runner.finish(EXIT_BROKEN, stopped=f"the run stopped: {e.message}")
+            raise
         except Interrupted as e:
             progress.close()
             e.report = args.report if begun else None

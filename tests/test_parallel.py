@@ -221,3 +221,31 @@ def test_jobs_stops_where_one_job_stops(tmp_path):
     _same(one, two)
     outcomes = [c.outcome.value for c in read_report(two).cases]
     assert outcomes.count("fail") == 2 and outcomes[-1] == "not-run"
+
+
+def test_a_worker_killed_mid_run_is_exit_3_with_a_complete_report(tmp_path):
+    """A worker that dies (SIGKILLed here; an in-process implementation's os._exit alike):
+    one line, exit 3, the report completed with a footer, nothing left running."""
+    import signal
+    import time
+
+    report = tmp_path / "r.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", "oracle-inprocess",
+                          "--no-corpus", "--examples", "400", "--jobs", "2", "-q", "--report", str(report),
+                          "--failures", str(tmp_path / "f")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    workers: list[str] = []
+    while time.monotonic() < deadline and not (report.exists() and len(workers) >= 2):
+        workers = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        time.sleep(0.2)
+    time.sleep(1)
+    os.kill(int(workers[0]), signal.SIGKILL)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err
+    assert "worker" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    footer = read_report(report).footer
+    assert footer is not None and footer.exit == 3 and "worker" in (footer.stopped or "")
+    time.sleep(0.5)
+    for pid in workers[1:]:  # the other worker was ended with the run
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)

@@ -147,6 +147,15 @@ def test_merge_refuses_what_is_not_one_run(tmp_path):
         (reports["s1"], reports["whole"]): "not the report of a shard",
         (reports["s1"], str(cut)): "did not finish",
     }
+    lines = Path(reports["s2"]).read_text(encoding="utf-8").split("\n")
+    header = json.loads(lines[0])
+    for field, value, why in (("suite", {**header["suite"], "version": "0.0.0"}, "its suite differs"),
+                              ("implementation", {**header["implementation"], "name": "another"}, "its name"),
+                              ("profiles", ["core"], "its profiles differ"),
+                              ("options", {**header["options"], "impl": "dsh"}, "its options differ")):
+        crafted = tmp_path / f"crafted-{field}.jsonl"
+        crafted.write_text("\n".join([json.dumps({**header, field: value}), *lines[1:]]), encoding="utf-8")
+        refusals[(reports["s1"], str(crafted))] = why
     for argv, why in refusals.items():
         p = _merge(tmp_path, *argv)
         assert p.returncode == 2 and why in p.stderr, (argv, p.stderr)

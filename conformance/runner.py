@@ -327,7 +327,7 @@ class Runner:
         from hypothesis import HealthCheck, settings
         from hypothesis.errors import NoSuchExample
 
-        from .strategies.citation import Example, sort_rules
+        from .strategies.citation import Example
         from .strategies.scenarios import examples as drawn
 
         if self.gave_up:

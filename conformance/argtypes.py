@@ -63,6 +63,21 @@ def whole(text: str) -> int:
 whole.__name__ = "whole number"
 
 
+def seed_range(text: str) -> list[int]:
+    """An argparse type: ``A-B``, the seeds A to B (whole numbers, A <= B), or one seed."""
+    first, _, last = text.partition("-")
+    try:
+        a, b = int(first), int(last or first)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a range of seeds A-B: {text!r}") from None
+    if a > b:
+        raise argparse.ArgumentTypeError(f"not a range of seeds A-B with A <= B: {text!r}")
+    return list(range(a, b + 1))
+
+
+seed_range.__name__ = "range of seeds"
+
+
 def expectations_path(name: str) -> Path:
     """An expectations file, or the name of one the suite ships (``dsh-tools-0.1.0-rc.8``)."""
     from .resources import EXPECTATIONS

@@ -23,6 +23,7 @@ from .defaults import (DEFAULT_BUDGET, DEFAULT_EXAMPLES, DEFAULT_GIVE_UP_AFTER, 
                        DEFAULT_MUTANT_TIMEOUT, DEFAULT_SCENARIO_TIMEOUT, DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT)
 from .resources import CASES, COVERAGE_EXCEPTIONS
 from .rules import PROFILES
+from .shards import shard
 
 PROG = "dsh-conformance"
 
@@ -61,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
     _badge(sub)
     _coverage(sub)
     _diff(sub)
+    _merge(sub)
     _tree(sub)
     _kit(sub)
     _mutate(sub)
@@ -120,6 +122,10 @@ def _run(sub: Subparsers) -> None:
     run.add_argument("--give-up-after", type=count(0), default=DEFAULT_GIVE_UP_AFTER, metavar="N",
                      help="declare the implementation broken after N consecutive timeouts or crashes: the cases "
                           f"left are recorded as not run, exit 3 (default {DEFAULT_GIVE_UP_AFTER}; 0: never)")
+    run.add_argument("--jobs", type=count(1), default=1, metavar="N", help="N instances of the implementation "
+                     "at once, each in a worker process; the same report as one (default 1)")
+    run.add_argument("--shard", type=shard, metavar="K/M", help="run shard K of M (a CI matrix): a slice "
+                     "of the cases and of the generated attempts; `merge` joins the M reports")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
     run.add_argument("--build", action="store_true", help="with --impl dsh:PATH: install and build what the adapter "
                      "needs of the tree first, only what changed (as `dsh-conformance tree` does)")
@@ -213,6 +219,17 @@ def _diff(sub: Subparsers) -> None:
     p.add_argument("-o", "--output", help="write the diff here (default: standard output)")
     p.add_argument("--full", action="store_true", help="text: also every changed case, trace and divergence, one by one")
     _runs(p, "run_diff", "cmd_diff")
+
+
+def _merge(sub: Subparsers) -> None:
+    p = sub.add_parser("merge", help="join the reports of a run's shards (run --shard K/M) into the report of "
+                       "the whole run, footer and exit code included")
+    p.add_argument("reports", nargs="+", metavar="SHARD.jsonl", help="the M reports of run --shard 1/M ... M/M")
+    p.add_argument("-o", "--output", required=True, help="the merged report to write")
+    p.add_argument("--max-skipped", type=fraction, default=DEFAULT_MAX_SKIPPED, metavar="FRACTION",
+                   help=f"as run's: the whole run fails when the implementation skipped more than this share "
+                        f"(default {DEFAULT_MAX_SKIPPED:g})")
+    _runs(p, "merge", "cmd_merge")
 
 
 def _tree(sub: Subparsers) -> None:

@@ -84,8 +84,13 @@ class Expectations:
             return why + (f" (and, as a consequence, {', '.join(extra)})" if extra else "")
         return None
 
-    def stale(self, records: list[CaseRecord]) -> list[str]:
-        """Listed entries that no longer fail, as sentences."""
+    def listed(self) -> dict[str, list[str]]:
+        """The ids it lists, in order, without the reasons (a shard's footer keeps them)."""
+        return {"rules": list(self.rules), "cases": list(self.cases), "errors": list(self.errors)}
+
+    def stale(self, records: list[CaseRecord], rules: bool = True) -> list[str]:
+        """Listed entries that no longer fail, as sentences (``rules``: the listed rules too,
+        which only a whole run can call stale: a shard's cases may miss the failing one)."""
         out = []
         by_id = {c.id: c for c in records}
         for case_id in self.cases:
@@ -103,7 +108,7 @@ class Expectations:
         # listed departure does not show the departure gone (a sweep without the corpus
         # would call every listed rule stale).
         scored_rules = {r for c in records if c.outcome == Outcome.PASS and c.source != "property" for r in c.rules}
-        for rule in self.rules:
+        for rule in self.rules if rules else ():
             if rule in scored_rules and rule not in failed_rules:
                 out.append(f"rule {rule} is listed as failing but no case failed it")
         return out

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import multiprocessing
 import os
 import shlex
 import signal
@@ -244,59 +243,48 @@ def _child(conn: Connection, mutant: Mutant | None, timeout: float, root: str, c
         os._exit(0)  # no clean-up of what the mutant left behind (threads, atexit hooks)
 
 
-@dataclass
-class _Running:
-    process: Any
-    conn: Connection
-    mutant: Mutant | None
-    started: float
-
-
 def run_mutants(mutants: list[Mutant | None], cases: list[Case], jobs: int, scenario_timeout: float,
                 mutant_timeout: float, root: Path, coverage: bool = False) -> Iterator[tuple[Mutant | None, dict[str, Any]]]:
-    """Evaluate each mutant in a forked worker, at most ``jobs`` at once; yields (mutant,
-    answer) as they end, in no fixed order."""
+    """Evaluate each mutant in a worker of its own (``parallel.fork``, as ``run --jobs``
+    forks its workers; a mutant may corrupt its interpreter, so a worker serves one), at
+    most ``jobs`` at once; yields (mutant, answer) as they end, in no fixed order."""
+    from .parallel import Worker, fork
+
     global _CASES
     _CASES = cases
-    ctx = multiprocessing.get_context("fork")
     pending = list(reversed(mutants))
-    running: dict[Connection, _Running] = {}
+    running: dict[Connection, Worker] = {}
     try:
         while pending or running:
             while pending and len(running) < jobs:
                 m = pending.pop()
                 here = root / f"w{len(mutants) - len(pending)}"
                 here.mkdir(parents=True, exist_ok=True)
-                parent_end, child_end = ctx.Pipe(duplex=False)
-                p = ctx.Process(target=_child, args=(child_end, m, scenario_timeout, str(here), coverage), daemon=True)
-                p.start()
-                child_end.close()
-                running[parent_end] = _Running(p, parent_end, m, time.monotonic())
+                w = fork(_child, m, scenario_timeout, str(here), coverage)
+                w.busy = m
+                running[w.conn] = w
             ready = wait(list(running), timeout=0.5)
             for conn in ready:
                 r = running.pop(conn)  # type: ignore[arg-type]
                 try:
-                    answer = conn.recv()  # type: ignore[union-attr]
+                    answer = r.conn.recv()
                 except (EOFError, OSError):
                     r.process.join(5)
                     answer = {"status": "broken", "detail": f"the worker died (exit {r.process.exitcode})"}
-                conn.close()  # type: ignore[union-attr]
+                r.conn.close()
                 r.process.join(5)
-                answer.setdefault("seconds", round(time.monotonic() - r.started, 2))
-                yield r.mutant, answer
+                answer.setdefault("seconds", round(time.monotonic() - r.since, 2))
+                yield r.busy, answer
             now = time.monotonic()
             for conn, r in list(running.items()):
-                if now - r.started > mutant_timeout:
-                    r.process.kill()
-                    r.process.join(5)
-                    conn.close()
+                if now - r.since > mutant_timeout:
+                    r.kill()
                     del running[conn]
-                    yield r.mutant, {"status": "timeout", "seconds": round(now - r.started, 2),
-                                     "detail": f"its run took more than {mutant_timeout:g}s and was killed"}
+                    yield r.busy, {"status": "timeout", "seconds": round(now - r.since, 2),
+                                   "detail": f"its run took more than {mutant_timeout:g}s and was killed"}
     finally:
         for r in running.values():
-            r.process.kill()
-            r.process.join(5)
+            r.kill()
 
 
 # ============================================================================ the command

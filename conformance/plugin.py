@@ -7,6 +7,10 @@ ordinary hypothesis test that HypoFuzz (``hypothesis fuzz``) can drive. Outcomes
 onto pytest's: pass; fail; expected failures and errors (``--dsh-expectations``) as xfail;
 a skipped scenario or a profile the IUT does not support as skip; a broken IUT as an error.
 
+Under pytest-xdist (``-n auto``, or ``--tx`` execnet gateways on other hosts) each worker
+process configures and starts its own implementation: the cases and seeds are tests, and
+xdist deals them.
+
 Only the suite is collected, unless test paths are given on the command line: run from a
 project's root, ``pytest --dsh-impl CMD`` must not also run that project's own tests (its
 ``testpaths``).
@@ -14,11 +18,13 @@ project's root, ``pytest --dsh-impl CMD`` must not also run that project's own t
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 SUITE = Path(__file__).with_name("suite_tests.py")
+XDIST_FRAMES = 1000  # room for the frames an xdist worker's loop holds under each test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,6 +38,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "the suite ships (dsh-tools-0.1.0-rc.8)")
     group.addoption("--dsh-examples", type=argtypes.count(0), default=100, help="generated scenarios (default 100)")
     group.addoption("--dsh-seed", type=argtypes.whole, default=0, help="seed of the generated scenarios (default 0)")
+    group.addoption("--dsh-seeds", type=argtypes.seed_range, metavar="A-B", help="a sweep: one test of generated "
+                    "scenarios per seed from A to B, dealt to the workers under pytest-xdist (-n auto)")
     group.addoption("--dsh-timeout", type=argtypes.seconds, default=30.0,
                     help="seconds an IUT may take per scenario (default 30)")
     group.addoption("--dsh-give-up-after", type=argtypes.count(0), default=5,
@@ -55,6 +63,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(worker_exit, "dsh-conformance-worker-exit")
     if config.getoption("--dsh-impl"):
         _check_options(config)
+        if hasattr(config, "workerinput"):
+            # An xdist worker runs the tests below execnet's and xdist's own frames: the
+            # deepest scenarios the input limits allow (P13) are judged with that much more.
+            sys.setrecursionlimit(sys.getrecursionlimit() + XDIST_FRAMES)
         if config.getoption("--dsh-fuzz"):
             _fuzz_profile()
         if config.args_source == pytest.Config.ArgsSource.ARGS:

@@ -43,7 +43,7 @@ def _on_signal(signum: int, frame: object) -> None:
     raise _Stop()
 
 
-def _prctl(option: int, value: int) -> None:
+def prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
@@ -121,8 +121,8 @@ def main(argv: list[str]) -> None:
     suite, status_fd, command = int(argv[1]), int(argv[2]), argv[3:]
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != suite:  # the suite died before the request took effect
         os._exit(1)
     os.set_inheritable(status_fd, False)  # the IUT must not hold it: the suite reads it to its end

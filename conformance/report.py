@@ -79,6 +79,8 @@ class Header(_Model):
     corpus: str | None = None
     # The options a replay of a case repeats (impl, expectations, profiles), portable.
     options: dict[str, str] = Field(default_factory=dict)
+    # ``run --shard K/M``: this report is shard K of M (``dsh-conformance merge`` joins them).
+    shard: str | None = Field(None, pattern=r"^[1-9][0-9]*/[1-9][0-9]*$")
 
 
 RuleId = Annotated[str, Field(pattern=r"^P[1-9][0-9]{0,3}$")]  # a crafted report's ids are refused as it is read
@@ -103,6 +105,8 @@ class CaseRecord(_Model):
     skipped_draws: dict[str, int] | None = Field(None, description=(
         "for a case of generated scenarios: its draws the implementation answered skipped, per profile of their "
         "cited rules, and `all`"))
+    draw_outcomes: dict[str, int] | None = Field(None, description=(
+        "for the case the run's draws are folded into: how many came to each outcome (merge adds shards' up)"))
     # What the IUT did wrong when it broke its promises (the outcome is then error, timeout or
     # invalid): start, timeout, crash, protocol, invalid. Absent for an answered error.
     iut_failure: str | None = None
@@ -156,6 +160,8 @@ class Footer(_Model):
     exit: int
     finished: str
     stopped: str | None = None  # why the run ended early (the IUT declared broken, an interrupt)
+    listed: dict[str, list[str]] | None = Field(None, description=(
+        "a shard's: the rules, cases and errors its expectations list, in order, for merge to tell which are stale"))
 
 
 Record = Header | CaseRecord | Footer

@@ -102,7 +102,7 @@ class Runner:
     def __init__(self, iut: IUT, profiles: set[str], expectations: Expectations | None = None,
                  writer: ReportWriter | None = None, failures_dir: Path | None = None,
                  give_up_after: int = DEFAULT_GIVE_UP_AFTER, required: set[str] | None = None,
-                 max_fail: int = 0, max_skipped: float | None = None) -> None:
+                 max_fail: int = 0, max_skipped: float | None = None, shard: bool = False) -> None:
         self.iut = iut
         started = iut.started
         assert started is not None, "start the IUT first"
@@ -115,6 +115,7 @@ class Runner:
         self.give_up_after = give_up_after
         self.max_fail = max_fail  # --max-fail: stop after this many unexpected failures (0: never)
         self.max_skipped = max_skipped  # --max-skipped: the share of skipped scenarios that fails the run
+        self.shard = shard  # a shard of a run (--shard): a listed rule's staleness is merge's to say
         self.unexpected = 0  # unexpected failures and errors recorded
         self.max_failed = False  # the run stopped at --max-fail (a failure's exit, not a broken IUT's)
         self.records: list[CaseRecord] = []
@@ -326,13 +327,15 @@ class Runner:
     # ------------------------------------------------------------------ properties
 
     def run_properties(self, examples: int, seed: int, profiles: frozenset[str],
-                       progress: Progress | None = None) -> CaseRecord | None:
+                       progress: Progress | None = None, draws: Iterable[Any] | None = None) -> CaseRecord | None:
         """Generate ``examples`` scenarios; shrink the first unexpected failure and record it.
-        A generated scenario the IUT timed out, crashed or errored on is recorded unshrunk."""
+        A generated scenario the IUT timed out, crashed or errored on is recorded unshrunk.
+        ``draws``: the (example, choices) pairs to judge instead of the seed's own draws (a
+        worker of ``run --jobs`` shrinks the one failing draw it is handed this way)."""
         from hypothesis import HealthCheck, settings
         from hypothesis.errors import NoSuchExample
 
-        from .strategies.citation import Example, sort_rules
+        from .strategies.citation import Example
         from .strategies.scenarios import examples as drawn
 
         if self.gave_up:
@@ -373,7 +376,7 @@ class Runner:
                 if rec.outcome == Outcome.PASS:
                     reached.update(example.doc.get("rules", ()))
             if rec.outcome in (*BROKEN, Outcome.XERROR) and best is None:
-                self._record_drawn(example.doc, rec, seed)
+                self.record_drawn(example.doc, rec, seed)
             if self.gave_up:
                 raise _GiveUp()
             return False
@@ -384,28 +387,9 @@ class Runner:
         with hypothesis_home():
             try:
                 minimal = _search(drawn(profiles, features=self.iut_features), fails, cfg, examples, seed, profiles,
-                                  self.iut_features)
+                                  self.iut_features, draws)
             except NoSuchExample:
-                unscored = outcomes[Outcome.NOT_SCORED]
-                if unscored == count:  # nothing was judged: no evidence for any rule
-                    return self.record(CaseRecord(
-                        id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
-                        message=f"none of the {count} generated scenarios could be scored (each needs a profile "
-                                f"the run does not check)", duration_ms=_ms(t0), draws=count,
-                        skipped_draws=draw_skips(skipped)))
-                others = ", ".join(f"{n} {o.value}" for o, n in sorted(outcomes.items(), key=lambda kv: kv[0].value)
-                                   if o != Outcome.PASS)
-                if not outcomes[Outcome.PASS]:
-                    # Not one draw passed (each errored, timed out or was skipped: those that
-                    # errored are cases of their own): the folded case is no evidence, not a pass.
-                    return self.record(CaseRecord(
-                        id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_SCORED,
-                        message=f"none of the {count} generated scenarios passed ({others})", duration_ms=_ms(t0),
-                        draws=count, skipped_draws=draw_skips(skipped)))
-                return self.record(CaseRecord(
-                    id=f"generated-seed-{seed}", source="property", rules=sort_rules(reached), outcome=Outcome.PASS,
-                    message=f"{count} generated scenarios, no unexpected failure" + (f" ({others})" if others else ""),
-                    duration_ms=_ms(t0), draws=count, skipped_draws=draw_skips(skipped)))
+                return self.record(folded(seed, count, outcomes, reached, _ms(t0), draw_skips(skipped)))
             except _GiveUp:
                 if best is None:
                     return self.record(CaseRecord(
@@ -426,7 +410,8 @@ class Runner:
         rec = self.decide(case_id, doc, "property", path).model_copy(update={"draws": count})
         return self.record(rec)
 
-    def _record_drawn(self, doc: dict[str, Any], rec: CaseRecord, seed: int) -> None:
+
+    def record_drawn(self, doc: dict[str, Any], rec: CaseRecord, seed: int) -> None:
         """Record a generated scenario the IUT could not answer, as drawn (never shrunk)."""
         case_id = rec.id
         if any(r.id == case_id for r in self.records):
@@ -465,9 +450,11 @@ class Runner:
                                            and any(r.outcome == Outcome.ERROR for r in self.records)):
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)
-        stale = self.expectations.stale(self.records)
-        return EXIT_FAIL if unexpected or stale or self.unscored_profiles() or self.nothing_scored() \
-            or self.too_many_skipped() else EXIT_OK
+        stale = self.expectations.stale(self.records, rules=not self.shard)
+        # What only the whole run can say (a shard's cases may leave a profile unscored, or skip
+        # more than its share) is merge's.
+        whole = not self.shard and (self.unscored_profiles() or self.nothing_scored() or self.too_many_skipped())
+        return EXIT_FAIL if unexpected or stale or whole else EXIT_OK
 
     def too_many_skipped(self) -> str | None:
         """Why the run skipped more than ``--max-skipped`` allows, or None."""
@@ -503,10 +490,36 @@ class Runner:
                         skipped={**per, "all": skipped, "asked": asked}, too_many_skipped=self.too_many_skipped(),
                         stale=self.expectations.stale(self.records), unscored=sorted(self.unscored_profiles()),
                         exit=self.exit_code() if code is None else code, finished=now(),
-                        stopped=stopped or self.gave_up)
+                        stopped=stopped or self.gave_up, listed=self.expectations.listed() if self.shard else None)
         self.writer.write(footer)
         self.finished = True
         return footer
+
+
+def folded(seed: int, count: int, outcomes: collections.Counter[Outcome] | dict[Outcome, int], reached: set[str],
+           duration_ms: int, skipped_draws: dict[str, int] | None = None) -> CaseRecord:
+    """The one case ``generated-seed-N`` that ``count`` draws without a divergence fold into
+    (``outcomes``: what the draws came to, kept in the record for ``merge``; ``reached``: the
+    rules the passing ones cite)."""
+    from .strategies.citation import sort_rules
+
+    outcomes = collections.Counter({o: n for o, n in outcomes.items() if n})
+    base = {"id": f"generated-seed-{seed}", "source": "property", "duration_ms": duration_ms, "draws": count,
+            "draw_outcomes": {o.value: n for o, n in sorted(outcomes.items(), key=lambda kv: kv[0].value)},
+            "skipped_draws": skipped_draws}
+    if outcomes[Outcome.NOT_SCORED] == count:  # nothing was judged: no evidence for any rule
+        return CaseRecord(**base, rules=[], outcome=Outcome.NOT_SCORED,
+                          message=f"none of the {count} generated scenarios could be scored (each needs a profile "
+                                  f"the run does not check)")
+    others = ", ".join(f"{n} {o.value}" for o, n in sorted(outcomes.items(), key=lambda kv: kv[0].value)
+                       if o != Outcome.PASS)
+    if not outcomes[Outcome.PASS]:
+        # Not one draw passed (each errored, timed out or was skipped: those that errored
+        # are cases of their own): the folded case is no evidence, not a pass.
+        return CaseRecord(**base, rules=[], outcome=Outcome.NOT_SCORED,
+                          message=f"none of the {count} generated scenarios passed ({others})")
+    return CaseRecord(**base, rules=sort_rules(reached), outcome=Outcome.PASS,
+                      message=f"{count} generated scenarios, no unexpected failure" + (f" ({others})" if others else ""))
 
 
 _EVIDENCE = ("trace", "scenario")
@@ -521,7 +534,7 @@ def _summary_of(rec: CaseRecord) -> CaseRecord:
 
 
 def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profiles: frozenset[str],
-            features: frozenset[str] | None = None) -> Any:
+            features: frozenset[str] | None = None, given: Iterable[Any] | None = None) -> Any:
     """The first of ``examples`` independent draws that ``fails``, shrunk by hypothesis.
 
     Independent draws (``strategies.draws.independent_draws``) spread a run over the scenario
@@ -537,7 +550,7 @@ def _search(strategy: Any, fails: Any, cfg: Any, examples: int, seed: int, profi
 
     from .strategies.draws import independent_draws
 
-    draws = independent_draws(examples, seed, profiles, features)
+    draws = independent_draws(examples, seed, profiles, features) if given is None else given
     if draws is None:
         return find(strategy, fails, settings=cfg, random=random.Random(seed))
     for example, choices in draws:
@@ -648,5 +661,5 @@ def forget_references() -> None:
     _REFERENCES.clear()
 
 
-__all__ = ["Runner", "Progress", "corpus_items", "expected_traces", "reference", "forget_references", "content_id", "DEFAULT_GIVE_UP_AFTER",
+__all__ = ["Runner", "Progress", "folded", "corpus_items", "expected_traces", "reference", "forget_references", "content_id", "DEFAULT_GIVE_UP_AFTER",
            "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_BROKEN", "EXIT_INTERRUPTED"]

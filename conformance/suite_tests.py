@@ -62,11 +62,20 @@ def test_case(item, dsh_runner, request):
     _verdict(dsh_runner.decide(case_id, doc, "corpus", path))
 
 
-def test_generated_scenarios(dsh_runner, request):
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One test of generated scenarios per seed of ``--dsh-seeds A-B`` (else ``--dsh-seed``):
+    under pytest-xdist the seeds are dealt to the workers like the corpus cases."""
+    if "seed" in metafunc.fixturenames:
+        opt = metafunc.config.getoption
+        seeds = opt("--dsh-seeds") or [opt("--dsh-seed")]
+        metafunc.parametrize("seed", seeds, ids=[f"seed-{s}" for s in seeds])
+
+
+def test_generated_scenarios(dsh_runner, request, seed):
     opt = request.config.getoption
     if opt("--dsh-examples") == 0:
         pytest.skip("--dsh-examples 0: the corpus only")
-    rec = dsh_runner.run_properties(opt("--dsh-examples"), opt("--dsh-seed"), frozenset(dsh_runner.iut_profiles))
+    rec = dsh_runner.run_properties(opt("--dsh-examples"), seed, frozenset(dsh_runner.iut_profiles))
     if rec is not None:
         _verdict(rec)
 

@@ -253,6 +253,8 @@ def test_every_reader_refuses_special_files(tmp_path, special):
     refused(["badge", path, "-o", str(tmp_path / "b")], "not a regular file")
     refused(["expectations", "update", "--report", path, "--output", str(tmp_path / "e.yaml")], "not a regular file")
     refused(["run", "--impl", "oracle-inprocess", "--examples", "0", "--expectations", path], "not a regular file")
+    refused(["merge", path, "-o", str(tmp_path / "m.jsonl")], "not a regular file")
+    refused(["merge", good, path, "-o", str(tmp_path / "m.jsonl")], "not a regular file")
 
 
 def test_special_files_in_a_cases_directory_are_refused(tmp_path):
@@ -420,6 +422,7 @@ def test_no_output_replaces_an_input_or_another_output(tmp_path):
     refused(["report", str(good), "-o", str(alias)], "the same file as the input")
     refused(["diff", str(good), str(tmp_path / "good.jsonl"), "-o", str(good)], "the same file as the input")
     refused(["expectations", "update", "--report", str(good), "--output", str(alias)], "the same file as the input")
+    refused(["merge", str(good), "-o", str(alias)], "the same file as the input")
     as_badge = tmp_path / "crafted-1.svg"  # the name of the badge of its own implementation
     as_badge.write_bytes(before)
     refused(["badge", str(as_badge), "-o", str(tmp_path)], "the same file as the input")

@@ -3,6 +3,7 @@ coverage they measure (``measure_coverage``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections import Counter
@@ -42,34 +43,48 @@ def independent_draws(n_examples: int, seed: int, profiles: frozenset[str] = ALL
                       features: frozenset[str] | None = None) -> Iterator[tuple[Example, tuple[Any, ...]]] | None:
     """``draw_examples`` with each draw's hypothesis choice sequence, from which
     hypothesis can replay and shrink it; None where the internal API is not there.
-    ``features``: the optional features the implementation declares (None: all)."""
+    ``features``: the optional features the implementation declares (None: all). The draws are
+    the attempts of ``attempt_seeds`` that did not run out of choices, in order
+    (``draw_attempt``), so a worker of ``run --jobs`` draws attempt i by itself."""
     strategy = examples(frozenset(profiles), features=features)
     try:
-        from hypothesis.control import BuildContext
-        from hypothesis.errors import StopTest
-        from hypothesis.internal.conjecture.data import ConjectureData
-
-        def one(rnd: random.Random) -> tuple[Example, tuple[Any, ...]] | None:
-            data = ConjectureData(random=rnd, max_choices=8192)
-            try:
-                with BuildContext(data, is_final=False, wrapped_test=draw_examples):
-                    return data.draw(strategy), tuple(data.choices)
-            except StopTest:  # ran out of choices: a draw too large, skipped
-                return None
-        one(random.Random(seed))
+        draw_attempt(strategy, seed)
     except (ImportError, TypeError, AttributeError):
         return None
 
     def draws() -> Iterator[tuple[Example, tuple[Any, ...]]]:
-        rnd = random.Random(seed)
-        drawn = attempts = 0
-        while drawn < n_examples and attempts < 4 * n_examples:
-            attempts += 1
-            got = one(random.Random(rnd.getrandbits(64)))
+        drawn = 0
+        for sub_seed in itertools.islice(attempt_seeds(seed), 4 * n_examples):
+            if drawn >= n_examples:
+                return
+            got = draw_attempt(strategy, sub_seed)
             if got is not None:
                 drawn += 1
                 yield got
     return draws()
+
+
+def attempt_seeds(seed: int) -> Iterator[int]:
+    """The seed of each attempt of a generated run, in order: attempt i is drawn from the
+    i-th, whatever the attempts before it came to."""
+    rnd = random.Random(seed)
+    while True:
+        yield rnd.getrandbits(64)
+
+
+def draw_attempt(strategy: S, sub_seed: int) -> tuple[Example, tuple[Any, ...]] | None:
+    """One draw of ``strategy`` from ``sub_seed`` with its choice sequence, or None for a
+    draw too large (it ran out of choices, and is skipped)."""
+    from hypothesis.control import BuildContext
+    from hypothesis.errors import StopTest
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    data = ConjectureData(random=random.Random(sub_seed), max_choices=8192)
+    try:
+        with BuildContext(data, is_final=False, wrapped_test=draw_examples):
+            return data.draw(strategy), tuple(data.choices)
+    except StopTest:
+        return None
 
 
 def _given_examples(strategy: S, n_examples: int, seed: int) -> Iterator[Example]:

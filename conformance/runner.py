@@ -16,7 +16,6 @@ met one is recorded and saved as it was drawn.
 from __future__ import annotations
 
 import collections
-import functools
 import hashlib
 import json
 import os
@@ -31,7 +30,7 @@ from dsh_conformance.oracle import Scenario, ScenarioRunError, parse_scenario, r
 from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.trace import Trace
 
-from . import interrupts
+from . import interrupts, reference_cache
 from .compare import judge
 from .evidence import evidence, kept_divergence, kept_message
 from .expectations import Expectations
@@ -75,12 +74,12 @@ class _Case:
     seq: int | None = None  # the run it was sent as (None: not sent yet, or the send failed)
     generation: int = 0  # of the IUT process it was sent to
     failure: IUTFailure | None = None  # sending it failed, and the failure is its own
+    size: int = 0  # bytes of the document's JSON text (the reference's key is made from the same text)
 
-    @functools.cached_property
+    @property
     def small(self) -> bool:
-        """Whether its run message surely fits in the IUT's input pipe beside another one
-        (asked up to twice a case: worked out once)."""
-        return len(jsontext.dumps(self.doc, separators=(",", ":")).encode("utf-8")) < _AHEAD_BYTES
+        """Whether its run message surely fits in the IUT's input pipe beside another one."""
+        return self.size < _AHEAD_BYTES
 
 
 # A case sent ahead waits in the IUT's input pipe while the IUT answers the one before: only
@@ -145,9 +144,10 @@ class Runner:
         without asking (not run, not scored)."""
         interrupts.check()  # a safe point: a signal whose exception was swallowed ends the run here
         t0 = time.monotonic()
+        text = _document_text(doc)  # encoded once a case: the reference's key and the message's size
         if scenario is None:
             # Parsed once, with its reference trace (expected_traces keeps both).
-            kept = _REFERENCES.get(_document_key(doc))
+            kept = _REFERENCES.get(_key_of(text))
             scenario, expected = (kept[0], expected or kept[1]) if kept is not None else (parse_scenario(doc), expected)
         rules = list(scenario.rules)
         # The profiles of the rules it cites and of the situations it sets up (section 2):
@@ -163,8 +163,8 @@ class Runner:
             # an optional feature the handshake does not declare: not sent, rather than skipped
             return CaseRecord(**base, outcome=Outcome.NOT_SCORED, message=f"needs feature {', '.join(sorted(lacking))}")
         if expected is None:
-            expected = reference(scenario, doc)
-        return _Case(case_id, doc, source, scenario, expected, needed, base, t0)
+            expected = parsed_reference(doc, scenario, text)[1]
+        return _Case(case_id, doc, source, scenario, expected, needed, base, t0, size=len(text.encode("utf-8")))
 
     def _send(self, case: _Case) -> None:
         """Ask the IUT for the case's answer without waiting (a ProcessIUT reads it later, see
@@ -637,14 +637,22 @@ def reference(scenario: Scenario | None, doc: dict[str, Any]) -> Trace:
     return parsed_reference(doc, scenario)[1]
 
 
-def parsed_reference(doc: dict[str, Any], scenario: Scenario | None = None) -> tuple[Scenario, Trace]:
+def parsed_reference(doc: dict[str, Any], scenario: Scenario | None = None,
+                     text: str | None = None) -> tuple[Scenario, Trace]:
     """``reference`` with the parsed document it was computed from (kept with it and shared
-    the same way: a case's scenario is parsed once, for its trace and for its judging)."""
-    key = _document_key(doc)
+    the same way: a case's scenario is parsed once, for its trace and for its judging).
+    ``text``: the document's JSON text (``_document_text``), when it is at hand. Beyond this
+    process, a reference is kept on disk for the next run, under the digest of the code that
+    computed it (``conformance.reference_cache``)."""
+    key = _key_of(text if text is not None else _document_text(doc))
     kept = _REFERENCES.get(key)
     if kept is None:
-        scenario = scenario or parse_scenario(doc)
-        kept = _REFERENCES[key] = (scenario, run_scenario(scenario))
+        kept = reference_cache.load(key)
+        if kept is None:
+            scenario = scenario or parse_scenario(doc)
+            kept = (scenario, run_scenario(scenario))
+            reference_cache.store(key, *kept)
+        _REFERENCES[key] = kept
         if len(_REFERENCES) > MAX_REFERENCES:
             _REFERENCES.popitem(last=False)
     else:
@@ -652,8 +660,12 @@ def parsed_reference(doc: dict[str, Any], scenario: Scenario | None = None) -> t
     return kept
 
 
-def _document_key(doc: dict[str, Any]) -> str:
-    return hashlib.sha256(jsontext.dumps(doc, separators=(",", ":")).encode("utf-8")).hexdigest()
+def _document_text(doc: dict[str, Any]) -> str:
+    return jsontext.dumps(doc, separators=(",", ":"))
+
+
+def _key_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def forget_references() -> None:

@@ -37,6 +37,7 @@ time per call (or per scenario) against the smallest size's, 1.0 where cost is l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -45,7 +46,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,20 +155,38 @@ def oracle_peak_kib(doc: dict[str, Any]) -> float:
 
 
 def suite_rate(iut: IUT, items: list[tuple[str, dict[str, Any], str]], cases: Path, rounds: int,
-               known: bool = False) -> float:
+               known: bool = False, computed: bool = False) -> float:
     """Corpus scenarios per second through the runner, as ``run`` does it: the oracle's
     traces of every case first, then each case against the implementation (``iut`` is
-    started already). The oracle's traces are computed anew in each round, as in one run,
-    unless ``known``: then they are the ones kept from an earlier round (runner.reference),
+    started already). The oracle's traces are read anew in each round, as in one run, from
+    the disk cache a first run fills (``conformance.reference_cache``); ``computed``: with
+    that cache off, each trace computed by the oracle (a run after the oracle's code
+    changed); ``known``: the ones kept in memory from an earlier round (runner.reference),
     as when the same cases are judged again in one process."""
     def once() -> None:
         if not known:
             forget_references()
         expected = expected_traces(items, cases)
         Runner(iut, set(ORACLE_PROFILES), give_up_after=0).run_cases(items, None, expected)
-    if known:
-        expected_traces(items, cases)
-    return len(items) / best_of(rounds, once)
+    with _reference_cache(not computed):
+        expected_traces(items, cases)  # the cache filled (or the traces kept, when known)
+        return len(items) / best_of(rounds, once)
+
+
+@contextlib.contextmanager
+def _reference_cache(on: bool) -> Iterator[None]:
+    """The disk cache of reference traces on or off for a measurement (its switch restored)."""
+    from .reference_cache import SWITCH
+
+    before = os.environ.get(SWITCH)
+    os.environ[SWITCH] = "on" if on else "off"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[SWITCH]
+        else:
+            os.environ[SWITCH] = before
 
 
 def iut_per_call_us(iut: IUT, doc: dict[str, Any], calls: int, rounds: int) -> float:

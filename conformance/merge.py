@@ -178,7 +178,11 @@ def merge(reports: list[Report], max_skipped: float | None = None) -> tuple[Head
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec.outcome.value] = counts.get(rec.outcome.value, 0) + 1
+    from .skips import skip_counts, too_many_skipped
+
+    per, skipped, asked = skip_counts(records)
     footer = Footer(counts=counts, rules=rule_outcomes(records), stale=stale, unscored=unscored,
+                    skipped={**per, "all": skipped, "asked": asked}, too_many_skipped=too_many_skipped(records, max_skipped),
                     exit=_exit(records, stale, unscored, stopped, max_skipped), finished=now(), stopped=stopped)
     return header, records, footer
 

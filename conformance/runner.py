@@ -488,7 +488,7 @@ class Runner:
             counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
         per, skipped, asked = skip_counts(self.records)
         footer = Footer(counts=counts, rules=rule_outcomes(self.records),
-                        skipped={**per, "all": skipped, "asked": asked}, too_many_skipped=self.too_many_skipped(),
+                        skipped={**per, "all": skipped, "asked": asked}, too_many_skipped=None if self.shard else self.too_many_skipped(),
                         stale=self.expectations.stale(self.records), unscored=sorted(self.unscored_profiles()),
                         exit=self.exit_code() if code is None else code, finished=now(),
                         stopped=stopped or self.gave_up, listed=self.expectations.listed() if self.shard else None)

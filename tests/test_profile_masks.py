@@ -26,7 +26,7 @@ from dsh_conformance.oracle.run import run_scenario
 from dsh_conformance.kit.scenario import parse_scenario
 from dsh_conformance.kit.trace import parse_trace
 from dsh_conformance.report import read_report
-from dsh_conformance.rules import profiles_needed
+from dsh_conformance.situations import needed_profiles
 
 sys.path.insert(0, str(Path(__file__).parent / "fakes"))
 import profile_fake  # noqa: E402
@@ -67,10 +67,10 @@ CRAFTED = {
 
 # mode: (core cases where the change shows, reference cases, rules one of which must be blamed)
 ROWS: dict[str, tuple[list[str], list[str], set[str]]] = {
-    "error-dash": (["guard-throws-is-final", "execute-wrapper-throws-is-final"], ["pre-deny-shape-exact-keys"],
+    "error-dash": (["approval-service-throws-is-final", "core-approval-outcomes-and-no-agent"], ["pre-deny-shape-exact-keys"],
                    {"P10", "P33"}),
-    "empty-contexts": (["finalize-content-only", "stage-order-full-pipeline"], ["materialize-key-presence"], {"P92"}),
-    "no-info": (["guard-throws-is-final", "approval-service-throws-is-final"], ["entry-args-getter-throws-canonical-failure"],
+    "empty-contexts": (["core-body-values-and-contract", "args-snapshot-frozen-and-shared-with-body"], ["materialize-key-presence"], {"P92"}),
+    "no-info": (["core-body-values-and-contract", "approval-service-throws-is-final"], ["entry-args-getter-throws-canonical-failure"],
                 {"P9", "P10"}),
     "request-frozen": (["request-write-core"], ["request-write-reference"], {"P39"}),
     "string-message": (["number-message-core"], ["thrown-error-shapes"], {"P9"}),
@@ -97,7 +97,7 @@ def test_a_change_only_reference_fixes_is_masked_under_core_and_blamed_under_ref
     core_cases, reference_cases, fixing = ROWS[mode]
     for case_id in core_cases:
         doc, expected, actual = _traces(mode, case_id)
-        assert profiles_needed(doc["rules"]) == {"core"}, case_id
+        assert needed_profiles(doc) == {"core"}, case_id
         shown = first_divergence(expected, actual, {"core", "reference"})
         assert shown is not None, f"{mode}: the change does not show in {case_id}"
         assert set(shown.rules) & fixing, (case_id, shown.describe())
@@ -105,7 +105,7 @@ def test_a_change_only_reference_fixes_is_masked_under_core_and_blamed_under_ref
         assert core is None, core.describe()
     for case_id in reference_cases:
         doc, expected, actual = _traces(mode, case_id)
-        assert "reference" in profiles_needed(doc["rules"]), case_id
+        assert "reference" in needed_profiles(doc), case_id
         found = first_divergence(expected, actual, {"core", "reference"})
         assert found is not None and set(found.rules) & fixing, (case_id, found and found.describe())
 

@@ -216,6 +216,12 @@ class ProcessIUT:
         return self.started
 
     def stderr_text(self) -> str:
+        # An IUT that exited may have written its last words an instant before its stdout
+        # closed: give the stderr pump a moment to take them in (a descendant that keeps the
+        # pipe open costs at most that moment).
+        pump = getattr(self, "_stderr_pump", None)
+        if pump is not None and self.proc is not None and self.proc.poll() is not None:
+            pump.join(timeout=1.0)
         return self.log.text()
 
     def _send(self, msg: dict[str, Any], deadline: float, what: str, limit: float) -> None:

@@ -272,7 +272,10 @@ def test_a_published_version_installs_once_and_runs(version, tmp_path):
     assert generated["dependencies"]["@deepseek-ai/dsh-tools"] == version
     records = {r["id"]: r for r in report_of(tmp_path / "r.jsonl") if r["kind"] == "case"}
     assert report_of(tmp_path / "r.jsonl")[0]["implementation"]["version"] == version
-    assert records["timeout-policy-fires"]["outcome"] == "skip"  # no timeout policy before rc.8
+    # No timeout policy before rc.8: the adapter does not declare the feature, and a case that
+    # needs it is not sent (issue 24: not-scored, saying which feature, rather than skipped).
+    rec = records["timeout-policy-fires"]
+    assert rec["outcome"] == "not-scored" and "timeout-policy" in rec["message"], rec
     if version == "0.0.1-rc.1":
         assert "peer-dependency leniency" in first.stderr and generated["dshConformance"]["peerLeniency"] is True
         assert records["loop-argument-parsing"]["outcome"] == "not-scored"  # no agent loop at 0.0.1

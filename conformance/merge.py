@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from .report import CaseRecord, Footer, Header, Outcome, Report, ReportWriter, now, read_report, rule_outcomes
+from .skips import footer_skips, too_many_skipped
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 _SAME = ("suite", "spec", "protocol", "profiles", "seed", "examples", "corpus", "options")
@@ -149,8 +150,6 @@ def _exit(records: list[CaseRecord], stale: list[str], unscored: list[str], stop
         return EXIT_BROKEN
     unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in records)
     nothing = bool(records) and all(r.outcome == Outcome.NOT_SCORED for r in records)
-    from .skips import too_many_skipped
-
     skipped = too_many_skipped(records, max_skipped)
     return EXIT_FAIL if unexpected or stale or unscored or nothing or skipped else EXIT_OK
 
@@ -178,11 +177,8 @@ def merge(reports: list[Report], max_skipped: float | None = None) -> tuple[Head
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec.outcome.value] = counts.get(rec.outcome.value, 0) + 1
-    from .skips import skip_counts, too_many_skipped
-
-    per, skipped, asked = skip_counts(records)
     footer = Footer(counts=counts, rules=rule_outcomes(records), stale=stale, unscored=unscored,
-                    skipped={**per, "all": skipped, "asked": asked}, too_many_skipped=too_many_skipped(records, max_skipped),
+                    skipped=footer_skips(records), too_many_skipped=too_many_skipped(records, max_skipped),
                     exit=_exit(records, stale, unscored, stopped, max_skipped), finished=now(), stopped=stopped)
     return header, records, footer
 

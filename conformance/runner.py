@@ -44,7 +44,7 @@ from .defaults import DEFAULT_GIVE_UP_AFTER
 from .protocol import Errored, Skipped
 from .report import BROKEN, CaseRecord, Footer, Outcome, ReportWriter, now, rule_outcomes
 from .situations import needed_features, needed_profiles
-from .skips import draw_skips, skip_counts, too_many_skipped
+from .skips import draw_skips, footer_skips, too_many_skipped
 
 if TYPE_CHECKING:
     from .connect import IUT
@@ -486,9 +486,8 @@ class Runner:
         counts: dict[str, int] = {}
         for r in self.records:
             counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
-        per, skipped, asked = skip_counts(self.records)
-        footer = Footer(counts=counts, rules=rule_outcomes(self.records),
-                        skipped={**per, "all": skipped, "asked": asked}, too_many_skipped=None if self.shard else self.too_many_skipped(),
+        footer = Footer(counts=counts, rules=rule_outcomes(self.records), skipped=footer_skips(self.records),
+                        too_many_skipped=None if self.shard else self.too_many_skipped(),
                         stale=self.expectations.stale(self.records), unscored=sorted(self.unscored_profiles()),
                         exit=self.exit_code() if code is None else code, finished=now(),
                         stopped=stopped or self.gave_up, listed=self.expectations.listed() if self.shard else None)

@@ -47,6 +47,12 @@ def skip_counts(records: Iterable[Any]) -> tuple[dict[str, int], int, int]:
     return {p: per[p] for p in PROFILES if per[p]}, skipped, asked
 
 
+def footer_skips(records: Iterable[Any]) -> dict[str, int]:
+    """A footer's ``skipped``: per profile, ``all`` and ``asked`` (a run's and a merge's alike)."""
+    per, skipped, asked = skip_counts(records)
+    return {**per, "all": skipped, "asked": asked}
+
+
 def skipped_fraction(records: Iterable[Any]) -> float:
     _, skipped, asked = skip_counts(records)
     return skipped / asked if asked else 0.0
@@ -82,4 +88,4 @@ def draw_skips(docs: Iterable[dict[str, Any]]) -> dict[str, int]:
     return {**{p: out[p] for p in PROFILES if out[p]}, "all": len(docs)}
 
 
-__all__ = ["DEFAULT_MAX_SKIPPED", "skip_counts", "skipped_fraction", "too_many_skipped", "describe", "draw_skips"]
+__all__ = ["DEFAULT_MAX_SKIPPED", "skip_counts", "footer_skips", "skipped_fraction", "too_many_skipped", "describe", "draw_skips"]

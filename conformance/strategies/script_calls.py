@@ -52,9 +52,11 @@ ROOT_GETTER = "gs-root"
 KEPT = "ks"
 EARLY_TIMER = 40  # the early call's abortAt; the sleeping call after it sleeps past it
 
-# A frozen result whose value is a null-prototype object holding an array with an own
-# extra property (the wire form's ``array`` token): a write below it walks wire forms.
-WIRE_RESULT = {"$js": "null-proto", "entries": {"k": {"$js": "array", "items": [1, 2], "extra": {"tag": "t"}}}}
+# A result whose value is a null-prototype object (lossless: snapshotted to a plain one, P13),
+# and an array with an own extra property (the wire form's ``array`` token) that a write
+# into the caller's input stores where nothing reads it again (P23).
+WIRE_RESULT = {"$js": "null-proto", "entries": {"k": {"tag": "t"}}}
+EXTRA_ARRAY = {"$js": "array", "items": [1, 2], "extra": {"tag": "t"}}
 # The tool's render returns one content block reached twice (P13: copied per reach, P73).
 SHARED_RENDER = [{"do": "return", "value": [{"$js": "shared", "id": "ss-block", "value": text("rendered twice")},
                                             {"$js": "shared", "id": "ss-block"}]}]
@@ -116,7 +118,7 @@ def _restore(plan: _Plan) -> None:
                     arguments={"x": 1, "np": {"$js": "null-proto", "entries": {"k": 1}}})
     plan.doc.setdefault("getters", []).append(
         {"id": ROOT_GETTER, "script": [{"do": "return", "value": "root-from-a-getter"}]})
-    plan.pre[cid] = [{"do": "mutate", "target": "input.extra", "value": 1, "catch": True},
+    plan.pre[cid] = [{"do": "mutate", "target": "input.extra", "value": copy.deepcopy(EXTRA_ARRAY), "catch": True},
                      {"do": "mutate", "target": "input.arguments.np.k", "value": 2, "catch": True}, *DELEGATE]
     plan.execute[cid] = [
         {"do": "set-signal", "signal": "ss"}, {"do": "next"}, {"do": "set-signal", "signal": "restore"},
@@ -148,7 +150,7 @@ def _asked(plan: _Plan) -> None:
 
 
 def _define(plan: _Plan) -> None:
-    cid = plan.call([{"do": "mutate", "target": "args.x.y", "op": "define", "value": 1}])
+    cid = plan.call([{"do": "mutate", "target": "args.x.y", "op": "define", "value": 1, "catch": False}])
     plan.post[cid] = [{"do": "return", "value": {"kind": "block", "feedback": "not an array"}}]
 
 

@@ -217,7 +217,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
     spared_finalizer(draw, doc)
     if not loop and code_mode.FOCUS not in foci and "values" not in foci and draw(weighted((2, False), (1, True))):
         script_calls.script_calls(draw, doc)  # drawn last of all: every choice above is kept
-    elif loop and has_step(doc["tools"], "gate") and draw(weighted((1, False), (2, True))):
+    elif loop and has_step(doc["tools"], "gate"):
         script_calls.release_in_order(doc)
     return doc
 

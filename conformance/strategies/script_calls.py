@@ -27,7 +27,7 @@ each is one call, or two where one hands the other something:
   scheduler then drops as cancelled.
 
 The tool's render returns one block reached twice (P13, P73). And a loop run whose
-bodies wait at the gate is now and then given a release order (``release_in_order``).
+bodies wait at the gate is given a release order (``release_in_order``).
 
 Every drawn participant steps aside for these calls (delegates, abstains, observes
 nothing), as for ``side_calls``: the drawn calls run as they did, and every choice drawn
@@ -167,7 +167,8 @@ def _early(plan: _Plan) -> None:
 
 
 def release_in_order(doc: dict[str, Any]) -> None:
-    """A loop run whose bodies wait at the gate: release the blocks in their own order, so
+    """A loop run whose bodies wait at the gate: release the blocks in their own order (always:
+    no draw, so the draws before keep their choices), so
     that each gate waits for the calls before it (which, one dispatch at a time, have
     finished already: ``settle`` drops the order where one never does)."""
     doc["run"]["release"] = [b["id"] for b in doc["run"]["blocks"]]

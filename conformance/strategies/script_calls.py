@@ -27,7 +27,7 @@ each is one call, or two where one hands the other something:
   scheduler then drops as cancelled.
 
 The tool's render returns one block reached twice (P13, P73). And a loop run whose
-bodies wait at the gate is given a release order (``release_in_order``).
+bodies wait at the gate is given a release order when it has three blocks or more (``release_in_order``).
 
 Every drawn participant steps aside for these calls (delegates, abstains, observes
 nothing), as for ``side_calls``: the drawn calls run as they did, and every choice drawn
@@ -167,11 +167,13 @@ def _early(plan: _Plan) -> None:
 
 
 def release_in_order(doc: dict[str, Any]) -> None:
-    """A loop run whose bodies wait at the gate: release the blocks in their own order (always:
-    no draw, so the draws before keep their choices), so
-    that each gate waits for the calls before it (which, one dispatch at a time, have
-    finished already: ``settle`` drops the order where one never does)."""
-    doc["run"]["release"] = [b["id"] for b in doc["run"]["blocks"]]
+    """A loop run of three blocks or more whose bodies wait at the gate: release the blocks
+    in their own order (no draw, so the draws before keep their choices), so that each gate
+    waits for the calls before it (which, one dispatch at a time, have finished already:
+    ``settle`` drops the order where one never does)."""
+    blocks = [b["id"] for b in doc["run"]["blocks"]]
+    if len(blocks) >= 3:  # a run of two keeps no order: its gates pass at once
+        doc["run"]["release"] = blocks
 
 
 _BUILDERS = {"restore": _restore, "asked": _asked, "define": _define, "promises": _promises, "early": _early}

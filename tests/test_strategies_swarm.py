@@ -41,7 +41,9 @@ def test_the_values_focus_turns_a_value_per_call_into_its_message():
     """Only the wide strategy (test_property's) draws it; the default run leaves it out."""
     seen: list[int] = []
 
-    @settings(max_examples=120, derandomize=True, database=None, deadline=None,
+    # 200: the values focus is a swarm draw of the wide strategy only; 120 derandomized
+    # examples met it without an abort or code focus only by luck (none once script calls drew last)
+    @settings(max_examples=200, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(examples(ALL_PROFILES, wide=True))
     def check(example: Any) -> None:

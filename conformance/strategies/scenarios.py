@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
 
-from . import code_mode, side_calls
+from . import code_mode, script_calls, side_calls
 from .basics import S, message, reused, weighted
 from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
                            listener_defs, tool_defs)
@@ -215,6 +215,10 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
         # the wide strategy's values focus took over every call already
         side_calls.side_calls(draw, doc, live_tables="reference" in profiles)
     spared_finalizer(draw, doc)
+    if not loop and code_mode.FOCUS not in foci and "values" not in foci and draw(weighted((2, False), (1, True))):
+        script_calls.script_calls(draw, doc)  # drawn last of all: every choice above is kept
+    elif loop and has_step(doc["tools"], "gate"):
+        script_calls.release_in_order(doc)
     return doc
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .jsvalue import JsValue, UNDEFINED, clone, token
+from .jsvalue import ATOMS, JsValue, UNDEFINED, clone, token
 from .scenario import Agent, Scenario, ScenarioError
 from .scheduler import Deferred, Scheduler, Signal
-from .trace import Trace, event, observation, portable
+from .trace import BUILTIN_PARTICIPANTS, PROBE_POINTS, Trace, event, observation
 
 # Tokens that stand for primitives (spec 3.11): never objects, so always frozen.
 PRIMITIVE_TOKENS = frozenset({"undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol"})
@@ -94,8 +94,12 @@ class RunState:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        self.trace.observations.append(observation(call, stage, what, who, clone(value, self.frozen), list(rules)))
-        if portable(stage, what, who):
+        # Tens a call: what ``clone`` would give back as it is (a primitive, a frozen
+        # object) is not handed to it.
+        if not isinstance(value, ATOMS) and id(value) not in self.frozen:
+            value = clone(value, self.frozen)
+        self.trace.observations.append(observation(call, stage, what, who, value, list(rules)))
+        if (who not in BUILTIN_PARTICIPANTS) if who is not None else ((stage, what) in PROBE_POINTS):  # portable()
             self.portable += 1
 
     def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None,
@@ -121,10 +125,15 @@ class RunState:
     def freeze(self, v: JsValue) -> JsValue:
         """Deep-freeze ``v`` in place (the registry's ``deepFreeze``). A frozen object is
         frozen all the way down already (and nothing changes it): not walked again."""
-        if isinstance(v, (dict, list)) and id(v) not in self.frozen:
-            self.frozen[id(v)] = v
-            for item in (v.values() if isinstance(v, dict) else v):
-                self.freeze(item)
+        frozen = self.frozen
+        if isinstance(v, (dict, list)) and id(v) not in frozen:
+            frozen[id(v)] = v
+            pending = [v]  # a walk of its own, not a call per item (tens of objects a call)
+            while pending:
+                for item in (x.values() if isinstance(x := pending.pop(), dict) else x):
+                    if isinstance(item, (dict, list)) and id(item) not in frozen:
+                        frozen[id(item)] = item
+                        pending.append(item)
         return v
 
     def is_frozen(self, v: JsValue) -> bool:

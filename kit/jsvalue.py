@@ -259,7 +259,11 @@ def _snap(v: JsValue, depth: int) -> JsValue:
     if v is None or isinstance(v, (bool, str)):
         return v
     if type(v) is dict and "$js" not in v:  # a plain object, no token to look at (most objects)
-        return {k: _snap(v[k], depth + 1) for k in js_keys(v)}
+        out = {}
+        for k in js_keys(v):
+            x = v[k]  # a string, a boolean or null is its own snapshot: no call for it
+            out[k] = x if x is None or isinstance(x, (bool, str)) else _snap(x, depth + 1)
+        return out
     if _is_number(v):
         if isinstance(v, float) and (math.isnan(v) or math.isinf(v) or (v == 0 and math.copysign(1, v) < 0)):
             raise NotLossless()

@@ -55,6 +55,10 @@ class RunState:
         self.frozen: dict[int, Any] = {}  # id -> object: everything the registry deep-froze
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
+        # One list of rule ids for every observation citing the same ones (nothing changes an
+        # observation's rules; Trace.to_json copies them): a list per observation was a
+        # quarter of what the cyclic collector walked in a run's trace.
+        self.rule_lists: dict[tuple[str, ...], list[str]] = {}
 
     # ------------------------------------------------------------------ the pipeline's part
 
@@ -98,7 +102,11 @@ class RunState:
         # object) is not handed to it.
         if not isinstance(value, ATOMS) and id(value) not in self.frozen:
             value = clone(value, self.frozen)
-        self.trace.observations.append(observation(call, stage, what, who, value, list(rules)))
+        key = rules if type(rules) is tuple else tuple(rules)
+        cited = self.rule_lists.get(key)
+        if cited is None:
+            cited = self.rule_lists[key] = list(key)
+        self.trace.observations.append(observation(call, stage, what, who, value, cited))
         if (who not in BUILTIN_PARTICIPANTS) if who is not None else ((stage, what) in PROBE_POINTS):  # portable()
             self.portable += 1
 

@@ -8,10 +8,9 @@ keeps the copy in step with the spec when the spec is present
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from .resources import SHARED, SUITE
 
@@ -21,8 +20,10 @@ PROFILES = ("core", "reference", "loop", "code-mode")
 ORACLE_PROFILES = PROFILES  # the oracle implements every profile
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
+    # A named tuple, and json imported when the index is read: the command line's grammar
+    # imports this module for PROFILES, and ``--help`` should not pay for dataclasses
+    # (inspect, ast) or the JSON decoder.
     id: str
     profile: str
     title: str
@@ -30,6 +31,8 @@ class Rule:
 
 @cache
 def rules() -> dict[str, Rule]:
+    import json
+
     data = json.loads(INDEX.read_text(encoding="utf-8"))
     return {r["id"]: Rule(r["id"], r["profile"], r["title"]) for r in data["rules"]}
 
@@ -55,4 +58,6 @@ def index_from_spec(path: Path = SPEC_RULES) -> dict:
 
 
 def dumps_index(index: dict) -> str:
+    import json
+
     return json.dumps(index, ensure_ascii=False, indent=1) + "\n"

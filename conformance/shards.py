@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Shard:
+class Shard(NamedTuple):
+    """Shard K of M. (A named tuple: the command line's grammar imports this module, and
+    ``dataclasses`` would bring ``inspect`` and ``ast`` into every ``--help``.)"""
+
     k: int
     m: int
 

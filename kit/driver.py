@@ -56,8 +56,10 @@ class RunRealm:
 
 def run_to_end(w: RunState, run: Callable[[], None]) -> Trace:
     """Run ``run`` (which drives ``w``'s scheduler) with the run's realm installed; the
-    trace, or ScenarioRunError when the scenario cannot be run to an end."""
-    with realm.installed(RunRealm(w)), _no_cycle_collection():
+    trace, or ScenarioRunError when the scenario cannot be run to an end. A caller that
+    makes ``w`` inside ``no_cycle_collection()`` and lets it go before leaving spares the
+    collector a pass over the run's whole state (``oracle.run.run_scenario``)."""
+    with realm.installed(RunRealm(w)), no_cycle_collection():
         try:
             run()
         except Deadlock as e:
@@ -72,12 +74,14 @@ def run_to_end(w: RunState, run: Callable[[], None]) -> Trace:
 
 
 @contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
+def no_cycle_collection() -> Iterator[None]:
     """No cyclic garbage collection while a scenario runs: a run allocates tens of objects
     per observation and keeps most of them in its trace, so the collector's passes over
     them grew with the scenario (a third of a 1,000-call run). What a run leaves
     unreachable is collected at the next pass after it; a run is bounded by the invocation
-    budget (session.INVOCATION_BUDGET)."""
+    budget (session.INVOCATION_BUDGET). Nested, only the outermost turns it back on: the
+    first pass after it walks whatever is still held then (the trace, and the run's state
+    when the caller still holds it)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

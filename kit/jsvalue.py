@@ -57,7 +57,7 @@ def token(v: JsValue) -> str | None:
 
 
 def is_undefined(v: JsValue) -> bool:
-    return token(v) == "undefined"
+    return isinstance(v, dict) and v.get("$js") == "undefined"  # token(v) == "undefined", inlined
 
 
 def js_error(message: str, cls: str = "Error", **extra: Any) -> dict[str, Any]:
@@ -133,8 +133,13 @@ def _is_index_key(k: str) -> bool:
 
 def js_keys(obj: dict[str, Any]) -> list[str]:
     """Own keys in JavaScript order: integer-like keys ascending, then insertion order."""
+    for k in obj:
+        if k[:1] in _DIGITS:
+            break
+    else:  # the common case: no key starts with a digit, insertion order as it is
+        return list(obj)
     index = [k for k in obj if k[:1] in _DIGITS and _is_index_key(k)]
-    if not index:  # the common case: no integer-like key, insertion order as it is
+    if not index:  # no integer-like key
         return list(obj)
     index.sort(key=int)
     return index + [k for k in obj if not (k[:1] in _DIGITS and _is_index_key(k))]
@@ -146,6 +151,8 @@ _DIGITS = frozenset("0123456789")
 # --------------------------------------------------------------------- copies
 
 _ATOMS = (str, int, float, bool, type(None))
+ATOMS = _ATOMS
+"""What a copy of a wire value shares, not copies: JSON's primitives."""
 
 
 def clone(v: JsValue, keep: dict[int, Any] | None = None) -> JsValue:
@@ -251,6 +258,12 @@ def snapshot(value: JsValue) -> JsValue:
 def _snap(v: JsValue, depth: int) -> JsValue:
     if v is None or isinstance(v, (bool, str)):
         return v
+    if type(v) is dict and "$js" not in v:  # a plain object, no token to look at (most objects)
+        out = {}
+        for k in js_keys(v):
+            x = v[k]  # a string, a boolean or null is its own snapshot: no call for it
+            out[k] = x if x is None or isinstance(x, (bool, str)) else _snap(x, depth + 1)
+        return out
     if _is_number(v):
         if isinstance(v, float) and (math.isnan(v) or math.isinf(v) or (v == 0 and math.copysign(1, v) < 0)):
             raise NotLossless()
@@ -545,6 +558,8 @@ def same_value(a: JsValue, b: JsValue) -> bool:
 def get(obj: JsValue, key: str) -> JsValue:
     """``obj[key]`` for a JS value in wire form; an accessor runs (its throw is raised as
     Thrown), a shared reference is its object."""
+    if type(obj) is dict and "$js" not in obj:  # a plain object, no token to look at (most reads)
+        return read(obj[key]) if key in obj else UNDEFINED
     obj = deref(obj)
     kind = token(obj)
     if isinstance(obj, dict) and kind is None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .jsvalue import JsValue, UNDEFINED, clone, token
+from .jsvalue import ATOMS, JsValue, UNDEFINED, clone, token
 from .scenario import Agent, Scenario, ScenarioError
 from .scheduler import Deferred, Scheduler, Signal
-from .trace import Trace, event, observation, portable
+from .trace import BUILTIN_PARTICIPANTS, PROBE_POINTS, Trace, event, observation
 
 # Tokens that stand for primitives (spec 3.11): never objects, so always frozen.
 PRIMITIVE_TOKENS = frozenset({"undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol"})
@@ -55,6 +55,10 @@ class RunState:
         self.frozen: dict[int, Any] = {}  # id -> object: everything the registry deep-froze
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
+        # One list of rule ids for every observation citing the same ones (nothing changes an
+        # observation's rules; Trace.to_json copies them): a list per observation was a
+        # quarter of what the cyclic collector walked in a run's trace.
+        self.rule_lists: dict[tuple[str, ...], list[str]] = {}
 
     # ------------------------------------------------------------------ the pipeline's part
 
@@ -94,8 +98,16 @@ class RunState:
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
             value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
-        self.trace.observations.append(observation(call, stage, what, who, clone(value, self.frozen), list(rules)))
-        if portable(stage, what, who):
+        # Tens a call: what ``clone`` would give back as it is (a primitive, a frozen
+        # object) is not handed to it.
+        if not isinstance(value, ATOMS) and id(value) not in self.frozen:
+            value = clone(value, self.frozen)
+        key = rules if type(rules) is tuple else tuple(rules)
+        cited = self.rule_lists.get(key)
+        if cited is None:
+            cited = self.rule_lists[key] = list(key)
+        self.trace.observations.append(observation(call, stage, what, who, value, cited))
+        if (who not in BUILTIN_PARTICIPANTS) if who is not None else ((stage, what) in PROBE_POINTS):  # portable()
             self.portable += 1
 
     def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None,
@@ -121,10 +133,15 @@ class RunState:
     def freeze(self, v: JsValue) -> JsValue:
         """Deep-freeze ``v`` in place (the registry's ``deepFreeze``). A frozen object is
         frozen all the way down already (and nothing changes it): not walked again."""
-        if isinstance(v, (dict, list)) and id(v) not in self.frozen:
-            self.frozen[id(v)] = v
-            for item in (v.values() if isinstance(v, dict) else v):
-                self.freeze(item)
+        frozen = self.frozen
+        if isinstance(v, (dict, list)) and id(v) not in frozen:
+            frozen[id(v)] = v
+            pending = [v]  # a walk of its own, not a call per item (tens of objects a call)
+            while pending:
+                for item in (x.values() if isinstance(x := pending.pop(), dict) else x):
+                    if isinstance(item, (dict, list)) and id(item) not in frozen:
+                        frozen[id(item)] = item
+                        pending.append(item)
         return v
 
     def is_frozen(self, v: JsValue) -> bool:

@@ -107,6 +107,8 @@ async def waterfall(w: World, event: str, rec: Record, args: dict[str, Any], ter
     value a ``next()`` resolves to is deep-frozen before the caller receives it.
     """
     listeners = w.selected(event, rec.agent if agent is None else agent)
+    if not listeners:  # the bare default: nothing to hand a next() (most waterfalls of a plain call)
+        return await terminal()
     # The waterfall's result is the first listener's return value (P5), not frozen: only
     # what next() hands a listener is (D1).
     return await _Cursor(w, event, rec, args, terminal, rules, freeze_next, listeners).step()

@@ -56,6 +56,10 @@ class World(RunState):
         self.generated_messages = 0  # user messages the registry made itself (P126's image contexts)
         self.sub_inputs: dict[str, dict[str, Any]] = {}  # a run_code sub-call's input object, as writes see it
         self.wake_requested = False  # a steer after the abort asked for another turn (P112)
+        # The agents and their parents and modes are the scenario's: fixed for the run, so
+        # each agent's chain and mode is worked out once (they are read several times a call).
+        self.chains: dict[str | None, tuple[str, ...]] = {}
+        self.modes: dict[str | None, str] = {}
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
             # before the scenario's own listeners.
@@ -128,17 +132,25 @@ class World(RunState):
 
     # ------------------------------------------------------------------ scopes
 
-    def chain(self, agent: str | None) -> list[str]:
+    def chain(self, agent: str | None) -> tuple[str, ...]:
         """The agent's scope chain, nearest first."""
+        known = self.chains.get(agent)
+        if known is not None:
+            return known
         out: list[str] = []
-        while agent is not None:
-            out.append(agent)
-            agent = self.agents[agent].spec.parent
-        return out
+        a = agent
+        while a is not None:
+            out.append(a)
+            a = self.agents[a].spec.parent
+        known = self.chains[agent] = tuple(out)
+        return known
 
     def mode(self, agent: str | None) -> str:
         """Effective presentation mode: the nearest scope's declaration, else the deployment's."""
-        return effective_mode(self.scenario, agent)
+        known = self.modes.get(agent)
+        if known is None:
+            known = self.modes[agent] = effective_mode(self.scenario, agent)
+        return known
 
     def collapses(self, agent: str | None, name: str, nested: bool) -> bool:
         """P28: a model-direct call (not nested in ``run_code``) of an agent presenting in

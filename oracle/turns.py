@@ -90,24 +90,9 @@ async def boundary(w: World, run: LoopRun, turn: int, step: int, first_of_turn: 
     # The agent's dispatch adds ``agent``; the signal is the turn's (a new turn has its own).
     payload = {"messages": claimed, "turn": turn, "step": step, "agent": run.agent}
     listeners = [l for l in w.selected(PRE_STEP, None)]
-    cursor = 0
-
-    async def terminal() -> JsValue:
-        return {"kind": "enter", "messages": list(claimed)}
-
-    async def next_() -> JsValue:
-        nonlocal cursor
-        position = cursor
-        cursor += 1  # P6: one shared, consuming cursor
-        if position >= len(listeners):
-            return await terminal()
-        l: Listener = listeners[position]
-        inv = Invocation(who=l.id, stage="pre-step", record=None, rules=("P5", "P110"), next=next_,
-                         request=payload, request_signal=w.signal("step" if turn == 1 else f"turn-{turn}"))
-        return await perform(w, inv, l.script or Behavior.model_validate(DELEGATE))
-
+    cursor = _PreStep(w, listeners, claimed, payload, turn)
     try:
-        decision = await next_()
+        decision = await cursor.next_()
     except Thrown as t:
         w.obs(None, "loop", "throw", None, t.value, ("P110",))
         return None
@@ -120,6 +105,32 @@ async def boundary(w: World, run: LoopRun, turn: int, step: int, first_of_turn: 
         raise ScenarioError("agent/pre-step", "a decision that is neither {kind:'reject'} nor one with a messages "
                             "array is outside the spec (P110 says only that the waterfall may rewrite or reject)")
     return messages
+
+
+class _PreStep:
+    """P6: the ``agent/pre-step`` waterfall's one shared, consuming cursor. (An object: a
+    ``next`` closure handing itself to each listener is a reference cycle, and it held the
+    whole world until the cyclic collector came by.)"""
+
+    def __init__(self, w: World, listeners: list[Listener], claimed: list[JsValue], payload: dict[str, Any],
+                 turn: int) -> None:
+        self.w = w
+        self.listeners = listeners
+        self.claimed = claimed
+        self.payload = payload
+        self.turn = turn
+        self.position = 0
+
+    async def next_(self) -> JsValue:
+        position = self.position
+        self.position += 1  # P6: one shared, consuming cursor
+        if position >= len(self.listeners):
+            return {"kind": "enter", "messages": list(self.claimed)}  # the terminal
+        l: Listener = self.listeners[position]
+        inv = Invocation(who=l.id, stage="pre-step", record=None, rules=("P5", "P110"), next=self.next_,
+                         request=self.payload,
+                         request_signal=self.w.signal("step" if self.turn == 1 else f"turn-{self.turn}"))
+        return await perform(self.w, inv, l.script or Behavior.model_validate(DELEGATE))
 
 
 def start_step(w: World, agent: str, turn: int, step: int, messages: list[JsValue]) -> None:

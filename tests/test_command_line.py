@@ -44,6 +44,20 @@ def test_help_and_version_import_nothing_heavy(argv: list[str]) -> None:
     assert ("dsh-conformance 0." in proc.stdout) if argv == ["--version"] else ("usage: dsh-conformance" in proc.stdout)
 
 
+# What --help and --version must not pay for either (issue 25: under 0.3 s, with a margin on
+# a busy machine): the standard library's costliest imports (dataclasses brings inspect, ast
+# and dis; json its decoder), about a tenth of their CPU between them.
+COSTLY_STDLIB = frozenset({"dataclasses", "inspect", "ast", "dis", "json"})
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"]])
+def test_help_and_version_import_no_costly_standard_module(argv: list[str]) -> None:
+    proc, imported = _entry(*argv)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "dsh_conformance.command_line" in imported
+    assert sorted(imported & COSTLY_STDLIB) == []
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "--examples", "x"], "argument --examples: not a whole number: 'x'"),
     (["run", "--timeout", "0"], "argument --timeout: must be a positive number of seconds, not 0"),

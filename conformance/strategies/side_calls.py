@@ -40,7 +40,7 @@ from dsh_conformance.kit.scenario import DELEGATE
 
 from .basics import UNDEF, err, weighted
 from .recipes import TO_JSON_TEXT, TO_MESSAGE, value_post_decisions
-from .value_probes import PROBE_CALLS, PROBE_TOOL, probe_wrapper, probes
+from .value_probes import ASKED_CALL, PROBE_CALLS, PROBE_TOOL, asked_probe, outcome_probes, probe_wrapper, probes
 
 SIDE_TOOL = "tv"
 SIDE_AGENT = "av"
@@ -138,6 +138,24 @@ def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
     _asked(draw, doc, listeners, run["calls"][-1])
     if draw(weighted((1, False), (1, True))):
         _writes(doc, listeners, run["calls"][-n], live_tables)
+    _asked_probe(draw, doc)
+
+
+def _asked_probe(draw: Any, doc: dict[str, Any]) -> None:
+    """The asked value probe (``value_probes.asked_probe``), last: every participant there
+    is by now steps aside for it, the ones this recipe added included (their own steps
+    for other calls delegate or abstain already)."""
+    assert ASKED_CALL not in {c["callId"] for c in doc["run"]["calls"]}
+    outcome = draw(outcome_probes)
+    others = list(doc.get("listeners", []))
+    asked = asked_probe(doc, outcome, _mentions_ask(doc))
+    if asked is None:
+        return
+    for l in others:
+        _step_aside(l, "script", [ASKED_CALL], [] if l["event"] == "tools/result" else list(DELEGATE))
+    for g in doc.get("guards", []):
+        _step_aside(g, "script", [ASKED_CALL], [{"do": "return", "value": UNDEF}])
+    doc["run"]["calls"].append(asked)
 
 
 def _asked(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]], call: dict[str, Any]) -> None:

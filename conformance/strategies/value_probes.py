@@ -14,7 +14,11 @@ that has side calls:
   with a digit but is no index, meets a double ``-0`` (not lossless), or reads a getter
   that throws a value of its own;
 - a ``tools/execute`` wrapper that authors a result whose ``isError`` is a number
-  (P63: truthiness, 0 is a success, 1 a failure).
+  (P63: truthiness, 0 is a success, 1 a failure);
+- where the scenario's approval service can answer it (none, or a custom one, which steps
+  aside), a third call asked about and answered with an outcome outside the vocabulary
+  whose JSON text (P41) meets a cycle (JSON.stringify throws), one object reached twice
+  (written twice) or a getter that throws (its throw propagates).
 
 Every drawn participant steps aside for the probe calls (as for the other side calls) and
 no decision of the side-call recipe is aimed at them, so only the probe decides their fate.
@@ -48,6 +52,7 @@ PROBES: list[tuple[list[dict[str, Any]], Any]] = [
      None),  # P13: the read's own throw
     ([{"do": "return", "value": 1}], {"isError": 0, "value": "zero is no error", "content": []}),  # P63
     ([{"do": "return", "value": 1}], {"isError": 1, "error": {"message": "one is an error"}, "content": []}),
+    ([{"do": "return", "value": {"s": "lone \udc00", "k\ud800": 1}}], None),  # P73: the JSON text escapes them
 ]
 
 probes: S = st.lists(st.sampled_from(PROBES), min_size=len(PROBE_CALLS), max_size=len(PROBE_CALLS))
@@ -64,3 +69,38 @@ def probe_wrapper(wrapped: dict[str, Any]) -> dict[str, Any] | None:
     return {"id": WRAPPER_ID, "event": "tools/execute", "script": {
         "steps": list(DELEGATE),
         "byCall": {cid: [{"do": "return", "value": result}] for cid, result in wrapped.items()}}}
+
+
+ASKED_CALL = "p3"
+PROBE_AGENT = "ap"
+OUTCOME_PROBES: list[Any] = [
+    {"outcome": "allowed-once", "self": {"$js": "cycle", "up": 1}},
+    [{"up": [{"$js": "cycle", "up": 2}]}],
+    {"a": {"$js": "shared", "id": "sp1", "value": {"k": [1, True]}}, "b": {"$js": "shared", "id": "sp1"}},
+    {"n": 1, "g": {"$js": "getter-throws", "message": "outcome getter"}},
+]
+outcome_probes: S = st.sampled_from(OUTCOME_PROBES)
+
+
+def asked_probe(doc: dict[str, Any], outcome: Any, asks: bool) -> dict[str, Any] | None:
+    """The asked probe call (see the module's doc), set up in ``doc`` in place: an agent of
+    its own, a pre-execute listener that asks for it alone, and the approval service's
+    answer for it. None, and ``doc`` untouched, where the scenario's service is not a
+    custom one, or where it has none and ``asks`` (something drawn asks: it would meet
+    the service this adds)."""
+    approval = doc.get("approval")
+    answer = [{"do": "return", "value": outcome}]
+    if approval is None and not asks:
+        doc["approval"] = {"service": "custom", "script": {"steps": [{"do": "return", "value": "allowed-once"}],
+                                                           "byCall": {ASKED_CALL: answer}}}
+    elif approval is not None and approval.get("service") == "custom":
+        script = approval.get("script")
+        script = {"steps": script} if isinstance(script, list) else dict(script or {})
+        script["byCall"] = {**script.get("byCall", {}), ASKED_CALL: answer}
+        approval["script"] = script
+    else:
+        return None
+    doc.setdefault("agents", []).append({"id": PROBE_AGENT})
+    doc.setdefault("listeners", []).append({"id": "Lp-ask", "event": "tools/pre-execute", "prepend": True, "script": {
+        "steps": list(DELEGATE), "byCall": {ASKED_CALL: [{"do": "return", "value": {"kind": "ask"}}]}}})
+    return {"callId": ASKED_CALL, "name": PROBE_TOOL, "arguments": {"x": 1}, "agent": PROBE_AGENT}

@@ -40,7 +40,7 @@ from dsh_conformance.kit.scenario import DELEGATE
 
 from .basics import UNDEF, err, weighted
 from .recipes import TO_JSON_TEXT, TO_MESSAGE, value_post_decisions
-from .value_probes import ASKED_CALL, PROBE_CALLS, PROBE_TOOL, asked_probe, outcome_probes, probe_wrapper, probes
+from .value_probes import ASKED_CALL, PROBE_CALLS, PROBE_TOOL, asked_probe, outcome_probes, probe_listeners, probes
 
 SIDE_TOOL = "tv"
 SIDE_AGENT = "av"
@@ -110,15 +110,13 @@ def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
     drawn_probes = draw(probes)  # before the side calls, which keep their places at the end
     assert not taken & set(PROBE_CALLS)
     doc["tools"].append({"name": PROBE_TOOL, "id": PROBE_TOOL, "body": {
-        "steps": [{"do": "return", "value": 1}], "byCall": {p: body for p, (body, _) in zip(PROBE_CALLS, drawn_probes)}}})
+        "steps": [{"do": "return", "value": 1}], "byCall": {p: body for p, (body, _, _) in zip(PROBE_CALLS, drawn_probes)}}})
     run["calls"].extend({"callId": p, "name": PROBE_TOOL, "arguments": {"x": 1}} for p in PROBE_CALLS)
     for l in doc.get("listeners", []):
         _step_aside(l, "script", [*PROBE_CALLS, *calls], [] if l["event"] == "tools/result" else list(DELEGATE))
     for g in doc.get("guards", []):
         _step_aside(g, "script", [*PROBE_CALLS, *calls], [{"do": "return", "value": UNDEF}])
-    wrapper = probe_wrapper({p: result for p, (_, result) in zip(PROBE_CALLS, drawn_probes) if result is not None})
-    if wrapper is not None:
-        doc.setdefault("listeners", []).append(wrapper)
+    doc.setdefault("listeners", []).extend(probe_listeners(drawn_probes))
     for c, body in zip(calls, bodies):
         call: dict[str, Any] = {"callId": c, "name": SIDE_TOOL, "arguments": {"x": 1}}
         if body[0]["do"] == "sleep":

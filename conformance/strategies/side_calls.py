@@ -22,6 +22,9 @@ the recipe's own participants decide its fate:
 - with the reference profile, guards registered by that listener for this call alone, the
   first unregistering one the pass has not reached and registering one it then reaches
   (P45: the tables are read live).
+- before them, the value probes (``conformance.strategies.value_probes``): calls of a tool
+  of their own (``tp``), each handing the pipeline one rarer value shape, and one asked
+  about with an outcome whose JSON text meets a cycle, a shared object or a throwing getter.
 
 Because the recipe draws last, each of the default run's draws keeps every choice it made
 before (the draws are independent, each from its own seed), and the drawn calls run as
@@ -153,7 +156,8 @@ def _asked_probe(draw: Any, doc: dict[str, Any]) -> None:
         _step_aside(l, "script", [ASKED_CALL], [] if l["event"] == "tools/result" else list(DELEGATE))
     for g in doc.get("guards", []):
         _step_aside(g, "script", [ASKED_CALL], [{"do": "return", "value": UNDEF}])
-    doc["run"]["calls"].append(asked)
+    calls = doc["run"]["calls"]
+    calls.insert(next(i for i, c in enumerate(calls) if c["name"] == SIDE_TOOL), asked)  # before the tv calls
 
 
 def _asked(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]], call: dict[str, Any]) -> None:

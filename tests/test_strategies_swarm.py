@@ -43,9 +43,9 @@ def test_the_values_focus_turns_a_value_per_call_into_its_message():
 
     # A fixed seed rather than derandomize: derandomize seeds from the test function's digest,
     # and that one stream met the values focus (without an abort or code focus) by luck: once
-    # the side calls and the script calls drew more, none in 120 examples, nor in 200; seeded
-    # streams draw it some eight times in 120 (seeds 0, 1, 2).
-    @settings(max_examples=120, derandomize=False, database=None, deadline=None,
+    # the side calls and the script calls drew more, none in 120 examples, nor in 200. 200
+    # seeded examples pass with seeds 0, 1 and 2 (120 of seed 0 met three such draws only).
+    @settings(max_examples=200, derandomize=False, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @seed(0)
     @given(examples(ALL_PROFILES, wide=True))

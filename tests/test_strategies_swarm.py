@@ -11,7 +11,7 @@ import pytest
 
 from dsh_conformance.mutate import default_cases
 from dsh_conformance.kit.jsvalue import message_value
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 
 from dsh_conformance.strategies.citation import ALL_PROFILES
 from dsh_conformance.strategies.recipes import TO_MESSAGE
@@ -41,10 +41,13 @@ def test_the_values_focus_turns_a_value_per_call_into_its_message():
     """Only the wide strategy (test_property's) draws it; the default run leaves it out."""
     seen: list[int] = []
 
-    # 200: the values focus is a swarm draw of the wide strategy only; 120 derandomized
-    # examples met it without an abort or code focus only by luck (none once script calls drew last)
-    @settings(max_examples=200, derandomize=True, database=None, deadline=None,
+    # A fixed seed rather than derandomize: derandomize seeds from the test function's digest,
+    # and that one stream met the values focus (without an abort or code focus) by luck: once
+    # the side calls and the script calls drew more, none in 120 examples, nor in 200. 200
+    # seeded examples pass with seeds 0, 1 and 2 (120 of seed 0 met three such draws only).
+    @settings(max_examples=200, derandomize=False, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
+    @seed(0)
     @given(examples(ALL_PROFILES, wide=True))
     def check(example: Any) -> None:
         foci = _foci(example.doc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from hypothesis import strategies as st
 
@@ -102,3 +102,37 @@ def edit_steps(doc: dict[str, Any], edit: Callable[[Any], list[Any]],
     for key in keys:
         if key in doc:
             doc[key] = walk(doc[key])
+
+
+def _step_defaults() -> dict[str, dict[str, Any]]:
+    """For each step kind of the scenario language, its fields that have a default other
+    than null, with that default (``kit.scenario``'s step models)."""
+    from dsh_conformance.kit.scenario import Step
+
+    out: dict[str, dict[str, Any]] = {}
+    for model in get_args(get_args(Step)[0]):
+        defaults = {name: f.default for name, f in model.model_fields.items()
+                    if not f.is_required() and f.default_factory is None and f.default is not None}
+        for kind in get_args(model.model_fields["do"].annotation):
+            out[kind] = defaults
+    return out
+
+
+STEP_DEFAULTS = _step_defaults()
+
+
+def _implicit(step: Any) -> list[Any]:
+    if not isinstance(step, dict) or not isinstance(step.get("do"), str):
+        return [step]
+    defaults = STEP_DEFAULTS.get(step["do"], {})
+    return [{k: v for k, v in step.items()
+             if not (k in defaults and type(v) is type(defaults[k]) and v == defaults[k])}]
+
+
+def leave_defaults_out(doc: dict[str, Any]) -> None:
+    """Every scripted step of ``doc`` without the fields it sets to their default (a mutate
+    step's ``catch: true``, a cancel's ``keepInbox: false``...), in place. The strategies
+    write each field they mean; a document a user writes leaves the defaults out, and an
+    implementation must read the absent field as the language says (the defaults of
+    ``kit.scenario``'s step models, null ones aside)."""
+    edit_steps(doc, _implicit)

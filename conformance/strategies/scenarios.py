@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dsh_conformance.kit.scenario import FS_INTENTS
 
 from . import code_mode, script_calls, side_calls
-from .basics import S, message, reused, weighted
+from .basics import S, leave_defaults_out, message, reused, weighted
 from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
                            listener_defs, tool_defs)
 from .recipes import (abort_recipe, aim_first_call, has_step, layered_guards, observed_raw_arguments, prepend_steps,
@@ -219,6 +219,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
         script_calls.script_calls(draw, doc)  # drawn last of all: every choice above is kept
     elif loop and has_step(doc["tools"], "gate"):
         script_calls.release_in_order(doc)
+    leave_defaults_out(doc)  # as a user writes them: each absent field read as its default
     return doc
 
 

@@ -22,6 +22,9 @@ the recipe's own participants decide its fate:
 - with the reference profile, guards registered by that listener for this call alone, the
   first unregistering one the pass has not reached and registering one it then reaches
   (P45: the tables are read live).
+- before them, the value probes (``conformance.strategies.value_probes``): calls of a tool
+  of their own (``tp``), each handing the pipeline one rarer value shape, and one asked
+  about with an outcome whose JSON text meets a cycle, a shared object or a throwing getter.
 
 Because the recipe draws last, each of the default run's draws keeps every choice it made
 before (the draws are independent, each from its own seed), and the drawn calls run as
@@ -40,6 +43,7 @@ from dsh_conformance.kit.scenario import DELEGATE
 
 from .basics import UNDEF, err, weighted
 from .recipes import TO_JSON_TEXT, TO_MESSAGE, value_post_decisions
+from .value_probes import ASKED_CALL, PROBE_CALLS, PROBE_TOOL, asked_probe, outcome_probes, probe_listeners, probes
 
 SIDE_TOOL = "tv"
 SIDE_AGENT = "av"
@@ -106,10 +110,16 @@ def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
         (1, st.just([{"do": "sleep", "ms": TIMED}, {"do": "return", "value": 1}])),
     ), min_size=n, max_size=n))
     doc["tools"].append({"name": SIDE_TOOL, "id": SIDE_TOOL, "body": {"perInvocation": bodies}})
+    drawn_probes = draw(probes)  # before the side calls, which keep their places at the end
+    assert not taken & set(PROBE_CALLS)
+    doc["tools"].append({"name": PROBE_TOOL, "id": PROBE_TOOL, "body": {
+        "steps": [{"do": "return", "value": 1}], "byCall": {p: body for p, (body, _, _) in zip(PROBE_CALLS, drawn_probes)}}})
+    run["calls"].extend({"callId": p, "name": PROBE_TOOL, "arguments": {"x": 1}} for p in PROBE_CALLS)
     for l in doc.get("listeners", []):
-        _step_aside(l, "script", calls, [] if l["event"] == "tools/result" else list(DELEGATE))
+        _step_aside(l, "script", [*PROBE_CALLS, *calls], [] if l["event"] == "tools/result" else list(DELEGATE))
     for g in doc.get("guards", []):
-        _step_aside(g, "script", calls, [{"do": "return", "value": UNDEF}])
+        _step_aside(g, "script", [*PROBE_CALLS, *calls], [{"do": "return", "value": UNDEF}])
+    doc.setdefault("listeners", []).extend(probe_listeners(drawn_probes))
     for c, body in zip(calls, bodies):
         call: dict[str, Any] = {"callId": c, "name": SIDE_TOOL, "arguments": {"x": 1}}
         if body[0]["do"] == "sleep":
@@ -129,6 +139,25 @@ def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
     _asked(draw, doc, listeners, run["calls"][-1])
     if draw(weighted((1, False), (1, True))):
         _writes(doc, listeners, run["calls"][-n], live_tables)
+    _asked_probe(draw, doc)
+
+
+def _asked_probe(draw: Any, doc: dict[str, Any]) -> None:
+    """The asked value probe (``value_probes.asked_probe``), last: every participant there
+    is by now steps aside for it, the ones this recipe added included (their own steps
+    for other calls delegate or abstain already)."""
+    assert ASKED_CALL not in {c["callId"] for c in doc["run"]["calls"]}
+    outcome = draw(outcome_probes)
+    others = list(doc.get("listeners", []))
+    asked = asked_probe(doc, outcome, _mentions_ask(doc))
+    if asked is None:
+        return
+    for l in others:
+        _step_aside(l, "script", [ASKED_CALL], [] if l["event"] == "tools/result" else list(DELEGATE))
+    for g in doc.get("guards", []):
+        _step_aside(g, "script", [ASKED_CALL], [{"do": "return", "value": UNDEF}])
+    calls = doc["run"]["calls"]
+    calls.insert(next(i for i, c in enumerate(calls) if c["name"] == SIDE_TOOL), asked)  # before the tv calls
 
 
 def _asked(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]], call: dict[str, Any]) -> None:

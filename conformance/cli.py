@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs > 1:  # N instances, each in a worker (conformance.parallel); the spec is checked above
         iut = parallel.Pool(args.jobs, functools.partial(make_iut, args.impl, args.timeout, args.validate,
                                                          args.start_timeout), parallel.Settings(
-            profiles, expectations, args.give_up_after, failures), items, expected)
+            profiles, expectations, args.give_up_after, failures), items, expected, generated=args.examples > 0)
     with contextlib.ExitStack() as stack:
         for lock in locks:
             stack.enter_context(lock)

@@ -107,6 +107,19 @@ def load(doc_key: str) -> tuple[Scenario, Trace] | None:
     return kept[2], kept[3]
 
 
+def holds(doc_key: str) -> bool:
+    """Whether ``load`` would find a file for ``doc_key`` that this process may read (its
+    content is checked only when it is read)."""
+    if not enabled():
+        return False
+    path = directory() / f"{doc_key}.pickle"
+    try:
+        st, folder = os.stat(path), os.stat(path.parent)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and _trusted(st) and _trusted(folder)
+
+
 def store(doc_key: str, scenario: Scenario, trace: Trace) -> None:
     """Keep a reference for the next run (best-effort: any failure is ignored)."""
     if not enabled():
@@ -148,4 +161,4 @@ def _prune(made: Path) -> None:
             continue
 
 
-__all__ = ["SWITCH", "digest_of", "directory", "enabled", "load", "source_digest", "store"]
+__all__ = ["SWITCH", "digest_of", "directory", "enabled", "holds", "load", "source_digest", "store"]

@@ -80,14 +80,20 @@ class _Case:
 
     @property
     def small(self) -> bool:
-        """Whether its run message surely fits in the IUT's input pipe beside another one."""
+        """Whether its run message surely fits in the IUT's input pipe beside others."""
         return self.size < _AHEAD_BYTES
 
 
-# A case sent ahead waits in the IUT's input pipe while the IUT answers the one before: only
-# when both messages surely fit (a pipe holds 64 KiB on Linux; a bigger one is sent when its
-# turn comes, so that a write never waits on the answer before it).
-_AHEAD_BYTES = 16 * 1024
+# A case sent ahead waits in the IUT's input pipe while the IUT answers the ones before: only
+# when all their messages surely fit (a pipe holds 64 KiB on Linux; a bigger one is sent when
+# its turn comes, so that a write never waits on an answer before it). Up to _AHEAD cases
+# wait beside the one being judged: the IUT has work queued while the suite judges a case
+# that costs more than most (evidence of a divergence), and the suite has answers queued while
+# the IUT runs a long case, so that a run goes at the pace of the slower side's mean, not of
+# its worst cases (issue 25).
+_AHEAD_BYTES = 16 * 1024  # one message
+_AHEAD_TOTAL = 32 * 1024  # all the messages sent and not answered
+_AHEAD = 2
 
 
 class _GiveUp(BaseException):
@@ -187,6 +193,15 @@ class Runner:
                 case.failure = e
             return
         case.generation = pipeline.generation
+
+    def _fits_ahead(self, waiting: collections.deque[_Case], case: _Case) -> bool:
+        """Whether ``case`` may be sent before the answers to ``waiting`` are judged: each of
+        those went to the process running now (the IUT answers in the order it was sent
+        runs), and all their messages with its own surely fit in the IUT's input pipe."""
+        if not waiting:
+            return True
+        return (case.small and all(w.small and self._in_flight(w) for w in waiting)
+                and sum(w.size for w in waiting) + case.size < _AHEAD_TOTAL)
 
     def _in_flight(self, case: _Case) -> bool:
         """Whether the case was sent to the IUT process running now (its answer is coming)."""
@@ -295,9 +310,9 @@ class Runner:
 
     def run_cases(self, cases: Iterable[tuple[str, dict[str, Any], str | None]], progress: Progress | None = None,
                   expected: dict[str, Trace | KeptReference] | None = None) -> None:
-        """Decide each case and record it, in order. A process IUT is sent the next case
-        before the answer to the one before is judged (one case ahead: it works while the
-        suite judges), when that case's message is small enough to wait in the pipe."""
+        """Decide each case and record it, in order. A process IUT is sent the next cases
+        before the answer to the one before is judged (up to ``_AHEAD`` cases ahead: it works
+        while the suite judges), when their messages are small enough to wait in the pipe."""
         ahead = self.iut.pipeline is not None
         waiting: collections.deque[_Case] = collections.deque()  # sent, answer not judged yet
 
@@ -321,10 +336,10 @@ class Runner:
                 continue
             while waiting and not self._in_flight(waiting[0]):  # its process is gone: asked again first
                 finish(waiting.popleft())
-            if ahead and not self.gave_up and (not waiting or (waiting[0].small and case.small)):
+            if ahead and not self.gave_up and self._fits_ahead(waiting, case):
                 self._send(case)
             waiting.append(case)
-            while len(waiting) > 1 or (waiting and not self._in_flight(waiting[0])):
+            while len(waiting) > _AHEAD or (waiting and not self._in_flight(waiting[0])):
                 finish(waiting.popleft())
         while waiting:
             finish(waiting.popleft())

@@ -73,9 +73,18 @@ def digest_of(packages: dict[str, Path]) -> str:
 
 
 def directory(digest: str | None = None) -> Path:
+    env = os.environ
+    return _directory(env.get("DSH_CONFORMANCE_CACHE"), env.get("XDG_CACHE_HOME"), env.get("HOME"),
+                      digest or source_digest())
+
+
+@functools.lru_cache(maxsize=8)
+def _directory(explicit: str | None, xdg: str | None, home: str | None, digest: str) -> Path:
+    """The folder of ``digest`` under the cache root that the environment variables given
+    name (the key: ``cache_root`` reads them), made once (asked twice a case)."""
     from .adapter_install import cache_root
 
-    return cache_root() / "references" / (digest or source_digest())[:32]
+    return cache_root() / "references" / digest[:32]
 
 
 def load(doc_key: str) -> tuple[Scenario, Trace] | None:

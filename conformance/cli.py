@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs > 1:  # N instances, each in a worker (conformance.parallel); the spec is checked above
         iut = parallel.Pool(args.jobs, functools.partial(make_iut, args.impl, args.timeout, args.validate,
                                                          args.start_timeout), parallel.Settings(
-            profiles, expectations, args.give_up_after, failures), items, expected)
+            profiles, expectations, args.give_up_after, failures), items, expected, generated=args.examples > 0)
     with contextlib.ExitStack() as stack:
         for lock in locks:
             stack.enter_context(lock)
@@ -384,6 +384,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if impl is not None:
         suites.append((f"--impl {args.impl}", impl))
     rates: dict[str, float] = {}
+    cpu: tuple[float, float | None] = (0.0, None)
     known: float | None = None
     computed: float | None = None
     for label, iut in suites:
@@ -395,6 +396,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             if label.startswith("--impl"):
                 computed = bench.suite_rate(iut, items, cases, rounds, computed=True)
                 known = bench.suite_rate(iut, items, cases, rounds, known=True)
+                cpu = bench.suite_cpu_ms(iut, items, cases, rounds)
     figures.append(bench.Figure("suite, oracle in-process", rates["in-process"], "/s",
                                 note="reference trace, the oracle's answer, judging"))
     figures.append(bench.Figure("suite, oracle over the protocol", rates["over the protocol"], "/s",
@@ -414,6 +416,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                     note="the reference cache off: a first run, or the oracle's code changed"))
         figures.append(bench.Figure(f"suite, --impl {args.impl}, the oracle's traces known", known, "/s",
                                     note="the same cases judged again in one process"))
+        # CPU a case by process: hardly moved by the machine's load, unlike the rates. The
+        # runner overlaps the two (cases sent ahead), so the slower one bounds the rate.
+        suite_ms, impl_ms = cpu
+        figures.append(bench.Figure("  CPU a case: the suite's process", suite_ms, "ms"))
+        figures.append(bench.Figure("  CPU a case: the implementation's process", impl_ms, "ms"))
+        if impl_ms:
+            figures.append(bench.Figure("  the rate the slower of the two allows", 1000 / max(suite_ms, impl_ms), "/s",
+                                        note="both overlapped on idle cores: the ceiling of the row above"))
     if args.impl == "dsh":
         times = bench.adapter_times(adapter_dir() / "adapter.mjs", docs, rounds, args.timeout)
         figures.append(bench.Figure("adapter fed directly: median per scenario", times.median_ms, "ms"))

@@ -224,9 +224,9 @@ class ProcessIUT:
             pump.join(timeout=1.0)
         return self.log.text()
 
-    def _send(self, msg: dict[str, Any], deadline: float, what: str, limit: float) -> None:
+    def _send(self, msg: dict[str, Any] | str, deadline: float, what: str, limit: float) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        data = memoryview(dumps(msg).encode("utf-8"))
+        data = memoryview((msg if isinstance(msg, str) else dumps(msg)).encode("utf-8"))
         fd = self.proc.stdin.fileno()
         while data:
             remaining = deadline - time.monotonic()
@@ -288,15 +288,18 @@ class ProcessIUT:
         self.submit(seq, scenario)
         return self.collect(seq)
 
-    def submit(self, seq: int, scenario: dict[str, Any]) -> None:
+    def submit(self, seq: int, scenario: dict[str, Any], text: str | None = None) -> None:
         """Send run ``seq``; ``collect`` reads its answer. A run sent while another is still
-        unanswered waits its turn: its time starts when the answer before it arrives."""
+        unanswered waits its turn: its time starts when the answer before it arrives.
+        ``text``: the scenario's compact JSON text (``protocol.dumps``' encoding), when it is
+        at hand: the message is spliced around it, the same bytes, not encoded again."""
         if self.proc is None or self.proc.poll() is not None:
             if self.pending:  # the runs before this one are lost with it: collect() says so first
                 raise IUTFailure("crash", "the IUT exited with runs unanswered", self.stderr_text())
             self.restart()
         sent_at = time.monotonic()
-        self._send({"cmd": "run", "seq": seq, "scenario": scenario}, sent_at + self.timeout, f"run {seq}", self.timeout)
+        message = run_message(seq, scenario, text)
+        self._send(message, sent_at + self.timeout, f"run {seq}", self.timeout)
         self.pending.append((seq, sent_at))
 
     def collect(self, seq: int) -> Traced | Skipped | Errored:
@@ -378,6 +381,15 @@ class ProcessIUT:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def run_message(seq: int, scenario: dict[str, Any], text: str | None = None) -> str:
+    """The protocol line of run ``seq``: ``dumps({"cmd": "run", "seq": seq, "scenario":
+    scenario})``, spliced around ``text`` (the scenario's text in that encoding: compact, a
+    member's text does not depend on where it stands) when it is given."""
+    if text is None:
+        return dumps({"cmd": "run", "seq": seq, "scenario": scenario})
+    return f'{{"cmd":"run","seq":{int(seq)},"scenario":{text}}}\n'
 
 
 def _read_status(fd: int, limit: float) -> str:

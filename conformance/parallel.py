@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -190,8 +191,9 @@ class Pool:
     of the parent (``start``, ``started``, ``close``), which deals and records."""
 
     def __init__(self, jobs: int, make: Callable[[], Any], cfg: Settings, items: list[Any],
-                 expected: dict[str, Any]) -> None:
+                 expected: dict[str, Any], generated: bool = False) -> None:
         self.jobs, self.make, self.cfg, self.items, self.expected = jobs, make, cfg, items, expected
+        self.generated = generated  # the run draws scenarios: the workers are forked with the strategies loaded
         self.workers: list[Worker] = []
         self.started: Started | None = None
         self.pid = None
@@ -199,6 +201,13 @@ class Pool:
     def start(self) -> Started:
         """Fork the workers and wait for each to start its instance; the first that cannot
         is the run's failure to start (exit 3), as with one instance."""
+        if self.generated:
+            # Imported once here, not once in each worker after the fork: some 0.5 s of CPU
+            # that every worker would spend at the same moment, the run's serial part (issue 25).
+            from .strategies import draws, scenarios  # noqa: F401
+        # What is alive now lives as long as the workers: frozen, so that a worker's full
+        # collections do not walk it (and copy the pages its fork shares with this process).
+        gc.freeze()
         for _ in range(self.jobs):
             self.workers.append(fork(_serve, self.make, self.cfg, self.items, self.expected))
         for w in self.workers:
@@ -289,10 +298,19 @@ class Pool:
 
 # ------------------------------------------------------------------------- the run
 
+def batch_size(left: int, jobs: int) -> int:
+    """How many cases or draws to deal at once when ``left`` remain: a quarter of each
+    worker's share, at most ``BATCH_MAX``, so that the batches shrink towards the end and
+    the workers finish together (the last batch dealt is what one waits on the others for)."""
+    return max(1, min(BATCH_MAX, left // (jobs * 4)))
+
+
 def _batches(indices: list[int], jobs: int) -> Iterator[tuple[str, list[int]]]:
-    size = max(1, min(BATCH_MAX, len(indices) // (jobs * 4) or 1))
-    for i in range(0, len(indices), size):
+    i = 0
+    while i < len(indices):
+        size = batch_size(len(indices) - i, jobs)
         yield "cases", indices[i:i + size]
+        i += size
 
 
 def account(runner: Any, rec: CaseRecord) -> None:
@@ -378,14 +396,12 @@ def run_properties(runner: Any, pool: Pool, seed: int, profiles: frozenset[str],
     failing: int | None = None
     stop = False
 
-    size = max(1, min(BATCH_MAX, wanted // (pool.jobs * 4) or 1))
-
     def work() -> Any:
         """The attempts still needed for ``wanted`` draws (more only after a skip)."""
         nonlocal dealt
         drawn = count + sum(1 for r, _ in done.values() if r is not None)
         inflight = sum(len(w.busy[3]) for w in pool.workers if w.busy is not None)
-        n = min(size, attempts.stop - dealt, wanted - drawn - inflight)
+        n = min(batch_size(wanted - drawn - inflight, pool.jobs), attempts.stop - dealt, wanted - drawn - inflight)
         if stop or n <= 0:
             return None
         dealt += n

@@ -73,9 +73,18 @@ def digest_of(packages: dict[str, Path]) -> str:
 
 
 def directory(digest: str | None = None) -> Path:
+    env = os.environ
+    return _directory(env.get("DSH_CONFORMANCE_CACHE"), env.get("XDG_CACHE_HOME"), env.get("HOME"),
+                      digest or source_digest())
+
+
+@functools.lru_cache(maxsize=8)
+def _directory(explicit: str | None, xdg: str | None, home: str | None, digest: str) -> Path:
+    """The folder of ``digest`` under the cache root that the environment variables given
+    name (the key: ``cache_root`` reads them), made once (asked twice a case)."""
     from .adapter_install import cache_root
 
-    return cache_root() / "references" / (digest or source_digest())[:32]
+    return cache_root() / "references" / digest[:32]
 
 
 def load(doc_key: str) -> tuple[Scenario, Trace] | None:
@@ -105,6 +114,19 @@ def load(doc_key: str) -> tuple[Scenario, Trace] | None:
     if not (isinstance(kept, tuple) and len(kept) == 4 and kept[0] == _FORMAT and kept[1] == doc_key):
         return None
     return kept[2], kept[3]
+
+
+def holds(doc_key: str) -> bool:
+    """Whether ``load`` would find a file for ``doc_key`` that this process may read (its
+    content is checked only when it is read)."""
+    if not enabled():
+        return False
+    path = directory() / f"{doc_key}.pickle"
+    try:
+        st, folder = os.stat(path), os.stat(path.parent)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and _trusted(st) and _trusted(folder)
 
 
 def store(doc_key: str, scenario: Scenario, trace: Trace) -> None:
@@ -148,4 +170,4 @@ def _prune(made: Path) -> None:
             continue
 
 
-__all__ = ["SWITCH", "digest_of", "directory", "enabled", "load", "source_digest", "store"]
+__all__ = ["SWITCH", "digest_of", "directory", "enabled", "holds", "load", "source_digest", "store"]

@@ -171,25 +171,35 @@ def situation_profiles(doc: dict[str, Any]) -> set[str]:
     return out | {"core"} if out else out
 
 
-def uncited(doc: dict[str, Any]) -> list[Situation]:
+def uncited(doc: dict[str, Any], found: list[Situation] | None = None) -> list[Situation]:
     """The situations of ``doc`` of which it cites no rule, nor any rule of their profile:
-    a case that uses one needs the profile, and says so by citing a rule of it."""
+    a case that uses one needs the profile, and says so by citing a rule of it.
+    ``found``: ``situations(doc)``, when known already."""
     cited = set(doc.get("rules") or [])
     profiles = {rules()[r].profile for r in cited if r in rules()}
-    return [s for s in situations(doc) if not cited & set(s.rules) and s.profile not in profiles]
+    return [s for s in (situations(doc) if found is None else found)
+            if not cited & set(s.rules) and s.profile not in profiles]
 
 
-def needed_profiles(doc: dict[str, Any]) -> set[str]:
+def needed_profiles(doc: dict[str, Any], found: list[Situation] | None = None) -> set[str]:
     """The profiles a test of ``doc`` needs: those of the rules it cites (section 2: a
     profile needs core) and those of its situations it cites no rule of."""
     cited = [r for r in doc.get("rules") or [] if r in rules()]
-    out = {rules()[r].profile for r in cited} | {s.profile for s in uncited(doc)}
+    out = {rules()[r].profile for r in cited} | {s.profile for s in uncited(doc, found)}
     return out | {"core"}
 
 
-def needed_features(doc: dict[str, Any]) -> set[str]:
+def needed_features(doc: dict[str, Any], found: list[Situation] | None = None) -> set[str]:
     """The optional features ``doc`` uses (``OPTIONAL_FEATURES``)."""
-    return {OPTIONAL_FEATURES[s.name] for s in situations(doc) if s.name in OPTIONAL_FEATURES}
+    return {OPTIONAL_FEATURES[s.name] for s in (situations(doc) if found is None else found)
+            if s.name in OPTIONAL_FEATURES}
 
 
-__all__ = ["Situation", "SITUATIONS", "OPTIONAL_FEATURES", "needed_features", "situations", "situation_profiles", "uncited", "needed_profiles"]
+def needs(doc: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """``needed_profiles`` and ``needed_features`` of ``doc`` at once, its situations found
+    once (the runner asks both of every case)."""
+    found = situations(doc)
+    return needed_profiles(doc, found), needed_features(doc, found)
+
+
+__all__ = ["Situation", "SITUATIONS", "OPTIONAL_FEATURES", "needed_features", "situations", "situation_profiles", "uncited", "needed_profiles", "needs"]

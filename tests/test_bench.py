@@ -111,6 +111,14 @@ def test_the_adapter_figures(cases, capsys):
                  "the adapter's own time per scenario (profile)"):
         assert re.search(r"[0-9.]+ ms", _line(out, name)), name
     assert re.search(r"<= 3.00 x +(met|NOT MET)", _line(out, "adapter / package"))
+    # CPU a case by process (the rates depend on the machine's load, these hardly do), and
+    # the rate the slower of the two overlapped processes allows.
+    suite, impl = (float(re.search(r"([0-9.]+) ms", _line(out, f"CPU a case: the {who} process")).group(1))
+                   for who in ("suite's", "implementation's"))
+    assert suite > 0 and impl > 0
+    ceiling = float(re.search(r"([0-9,.]+) /s", _line(out, "the rate the slower of the two allows")).group(1)
+                    .replace(",", ""))
+    assert ceiling == pytest.approx(1000 / max(suite, impl), rel=0.05)
 
 
 def test_a_generated_run_is_timed_with_the_target_it_has(cases, capsys):

@@ -88,3 +88,17 @@ def test_the_plugin_and_the_runner_do_not_import_the_cli():
         assert "cli" not in imported, name
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "isinstance"]
         assert not [ast.unparse(c) for c in calls if "IUT" in ast.unparse(c.args[1])], name
+
+
+@pytest.mark.parametrize("extra", [None, {"s": "\ud800 lone, é, \u2028, \"quoted\"\n", "n": [-0.0, 1e300, 2**70, None]}])
+def test_a_run_message_spliced_from_the_case_text_is_the_encoded_message(extra):
+    """The runner sends the document's text as it encoded it once for the case (its key,
+    its size): spliced into the run line, it must be the bytes protocol.dumps writes."""
+    from dsh_conformance.iut import run_message
+    from dsh_conformance.protocol import dumps
+    from dsh_conformance.runner import _document_text, corpus_items
+
+    for seq, (_, doc, _) in enumerate(corpus_items(CASES), start=1):
+        doc = doc if extra is None else {**doc, "extra": extra}
+        whole = dumps({"cmd": "run", "seq": seq, "scenario": doc})
+        assert run_message(seq, doc, _document_text(doc)) == whole == run_message(seq, doc)

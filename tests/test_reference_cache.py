@@ -133,3 +133,52 @@ def test_off_reads_and_writes_nothing(cache, monkeypatch):
 def test_an_unwritable_cache_costs_the_speed_not_the_run(cache, monkeypatch):
     cache.write_text("a file where the folder would be")
     assert runner.reference(None, DOC) == run_scenario(parse_scenario(DOC))
+
+
+def test_a_kept_reference_is_read_when_its_case_is_prepared_and_judged_the_same(cache, monkeypatch):
+    """A run after the first: ``expected_traces`` only sees that the file is there (the
+    oracle ran the case to an end with this code), the case reads it when it is prepared,
+    and the record is the one of a run that read it first."""
+    from dsh_conformance.iut import embedded_oracle
+    from dsh_conformance.report import ReportWriter
+    from dsh_conformance.rules import ORACLE_PROFILES
+
+    items = runner.corpus_items(CORPUS)[:6]
+
+    def records():
+        iut = embedded_oracle()
+        iut.start()
+        try:
+            got = runner.Runner(iut, set(ORACLE_PROFILES), writer=ReportWriter(None))
+            got.run_cases(items, None, runner.expected_traces(items, CORPUS))
+            return [r.model_dump(exclude={"duration_ms"}) for r in got.records]
+        finally:
+            iut.close()
+
+    first = records()  # computes and keeps every reference
+    runner.forget_references()
+    runs = _oracle_runs(monkeypatch)
+    expected = runner.expected_traces(items, CORPUS)
+    assert all(isinstance(v, runner.KeptReference) for v in expected.values())
+    assert expected[items[0][0]].resolve() == run_scenario(parse_scenario(items[0][1]))
+    runner.forget_references()
+    assert records() == first
+    assert runs == []
+
+
+def test_a_kept_file_spoiled_after_the_check_is_computed_when_its_case_is_prepared(cache, monkeypatch):
+    runner.reference(None, DOC)
+    runner.forget_references()
+    kept = runner.expected_traces([("x", DOC, "x.json")], CORPUS)["x"]
+    assert isinstance(kept, runner.KeptReference)
+    path = reference_cache.directory() / f"{_key(DOC)}.pickle"
+    path.write_bytes(path.read_bytes()[:100])  # torn between the run's start and the case
+    runs = _oracle_runs(monkeypatch)
+    assert kept.resolve() == run_scenario(parse_scenario(DOC))
+    assert runs == [1]
+
+
+def test_without_the_cache_every_reference_is_computed_before_any_work(cache, monkeypatch):
+    monkeypatch.setenv(reference_cache.SWITCH, "off")
+    expected = runner.expected_traces([("x", DOC, "x.json")], CORPUS)
+    assert expected["x"] == run_scenario(parse_scenario(DOC))

@@ -32,7 +32,8 @@ recipe's own participants decide the side blocks' fate:
   sleeps, the acceptance throws, and the loop starts no further call and waits for the
   second to settle before the turn fails (P108, P113). Drawn only where no two drawn blocks
   can form a pool (``maxParallelToolCalls`` is 1 for drawn steps: see ``runs.loop_runs``)
-  and no cancel is timed;
+  and no cancel is timed; where drawn pre-step listeners would have met the next step, a
+  next turn gives them its first step instead;
 - ``pre-aborted``, now and then instead of all of these: the step is aborted before its
   batch, every block gets a synthetic pair (P107).
 """
@@ -47,6 +48,7 @@ from hypothesis import strategies as st
 from dsh_conformance.kit.scenario import DELEGATE
 
 from .basics import UNDEF, message, weighted
+from .runs import NEXT_TURN
 
 FEATURES = ("fifo", "conclude", "spare", "gone", "deadline", "pool")
 SIDE_TOOLS = ("tq", "tc", "ts", "tg", "tt", "tp")
@@ -181,6 +183,10 @@ def _deadline(draw: Any, doc: dict[str, Any], ids: list[str], own: Any) -> None:
 
 def _pool(draw: Any, doc: dict[str, Any], ids: list[str], own: Any) -> None:
     doc["run"]["maxParallelToolCalls"] = 2
+    if any(l["event"] == PRE_STEP for l in doc.get("listeners", [])):
+        # the failure ends the tool step's turn (P108): a next turn's first step is where
+        # the drawn pre-step listeners and what was queued still meet (P112)
+        doc["run"].setdefault("nextTurn", copy.deepcopy(NEXT_TURN))
     first, second, *rest = ids
     by_call = {first: [copy.deepcopy(DUPLICATE), copy.deepcopy(DUPLICATE), {"do": "sleep", "ms": 5},
                        {"do": "return", "value": 1}],

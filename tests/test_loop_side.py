@@ -128,9 +128,9 @@ def test_a_commit_side_failure_waits_for_the_dispatch_in_flight(side_docs):
 def test_an_ancestors_scoped_tool_runs_under_a_restriction(side_docs):
     spared = plain = 0
     for c in side_docs:
-        for b in _side(c.doc, "ts"):
+        for b in _side(c.doc, "ta"):
             r = _result(c, b)
-            if r is None or not _ran(c, b, "ts@ancestor"):
+            if r is None or not _ran(c, b, "ta@ancestor"):
                 continue
             assert r["isError"] is False and r["value"] == "scoped", r
             if any(o.call == b and o.what == "spare" for o in c.trace.observations):

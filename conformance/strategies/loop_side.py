@@ -7,7 +7,7 @@ in flight (P108), an ancestor's scoped tool under a restriction (P56), a post-ex
 decision for a tool that went away (P81, P82), the timeout wrapper meeting a signal that is
 aborted already (P70), a step aborted before its batch (P107). Uniform draws rarely put
 them together; here each loop draw turns a random subset of them on (swarm style), each
-one more tool-call block of a tool of its own (``tq``, ``tc``, ``ts``, ``tg``, ``tt``,
+one more tool-call block of a tool of its own (``tq``, ``tc``, ``ta``, ``tg``, ``tt``,
 ``tp``) that no drawn block names, after the drawn blocks. Every drawn participant steps
 aside for these blocks (waterfalls delegate, guards abstain, observers do nothing), as for
 the direct runs' side calls (``side_calls``), so the drawn blocks run as they did and the
@@ -19,7 +19,7 @@ recipe's own participants decide the side blocks' fate:
 - ``conclude``: ``tc``'s body concludes the turn and defers a context, so the turn
   continues for what is queued (P106); a pre-step listener of the recipe's may then enter
   no message at all, and the concluded turn ends there (P106, P110);
-- ``spare``: ``ts`` is registered globally and in an ancestor's scope of the loop agent (a
+- ``spare``: ``ta`` is registered globally and in an ancestor's scope of the loop agent (a
   root ancestor added where the agent has none), and a restriction on the chain may deny
   it: the ancestor's definition runs, spared (P56, rc.8 departs there);
 - ``gone``: ``tg``'s body unregisters ``tg``, and a post-execute listener of the recipe's
@@ -51,7 +51,7 @@ from .basics import UNDEF, message, weighted
 from .runs import NEXT_TURN
 
 FEATURES = ("fifo", "conclude", "spare", "gone", "deadline", "pool")
-SIDE_TOOLS = ("tq", "tc", "ts", "tg", "tt", "tp")
+SIDE_TOOLS = ("tq", "tc", "ta", "tg", "tt", "tp")
 SIDE_AGENT = "aq"
 PRE_STEP = "agent/pre-step"
 # Message and signal ids of their own: drawn ones use m1..m7, s1, s2, w1.
@@ -160,12 +160,12 @@ def _spare(draw: Any, doc: dict[str, Any], ids: list[str], own: Any) -> None:
         by_id[chain[0]]["parent"] = SIDE_AGENT
         chain.append(SIDE_AGENT)
     owner = chain[draw(st.integers(1, len(chain) - 1))]
-    doc["tools"] += [{"name": "ts", "body": [{"do": "return", "value": "global"}]},
-                     {"name": "ts", "id": "ts@ancestor", "scope": owner, "body": [{"do": "return", "value": "scoped"}]}]
+    doc["tools"] += [{"name": "ta", "body": [{"do": "return", "value": "global"}]},
+                     {"name": "ta", "id": "ta@ancestor", "scope": owner, "body": [{"do": "return", "value": "scoped"}]}]
     unrestricted = [a for a in chain if "restrict" not in by_id[a]]
     where = draw(weighted((1, None), (2, st.sampled_from(unrestricted)))) if unrestricted else None
     if where is not None:  # P56: the restriction hides the global ts only
-        by_id[where]["restrict"] = {"deny": ["ts"]}
+        by_id[where]["restrict"] = {"deny": ["ta"]}
 
 
 def _gone(draw: Any, doc: dict[str, Any], ids: list[str], own: Any) -> None:

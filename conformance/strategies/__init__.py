@@ -43,6 +43,8 @@ importing one module loads only what it needs):
 - ``code_mode``: Code Mode's programs and participants (section 5.15);
 - ``recipes``: the edits a focus makes to a drawn document;
 - ``script_calls``: calls of a tool of their own, drawn last, that meet the interpreter's rarer situations;
+- ``side_calls``: direct calls of a tool of their own appended last to a direct run;
+- ``loop_side``: tool-call blocks of tools of their own appended last to a loop run;
 - ``settle``: running a document in the oracle to an end;
 - ``citation``: the rules a run exercises, and a document with its ``rules`` set;
 - ``scenarios``: whole documents (``scenario_docs``, ``examples``, ``scenarios``);

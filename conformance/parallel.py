@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
+import importlib
 import multiprocessing
 import os
 import signal
@@ -204,7 +205,8 @@ class Pool:
         if self.generated:
             # Imported once here, not once in each worker after the fork: some 0.5 s of CPU
             # that every worker would spend at the same moment, the run's serial part (issue 25).
-            from .strategies import draws, scenarios  # noqa: F401
+            for name in ("draws", "scenarios"):
+                importlib.import_module(f"{__package__}.strategies.{name}")
         # What is alive now lives as long as the workers: frozen, so that a worker's full
         # collections do not walk it (and copy the pages its fork shares with this process).
         gc.freeze()

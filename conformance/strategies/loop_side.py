@@ -98,14 +98,14 @@ def loop_side(draw: Any, doc: dict[str, Any], aborting: bool) -> None:
         blocks += ids
         run["blocks"] += [{"id": b, "name": _TOOL[feature], "arguments": '{"x":1}'} for b in ids]
         _RECIPES[feature](draw, doc, ids, own)
-    _step_aside(doc, blocks)
+    step_aside(doc, blocks)
     for event, by_call in own.items():
         if by_call:
             doc.setdefault("listeners", []).append({"id": f"Lq-{event.split('/')[1]}", "event": event,
                                                     "script": {"steps": list(DELEGATE), "byCall": by_call}})
 
 
-def _step_aside(doc: dict[str, Any], blocks: list[str]) -> None:
+def step_aside(doc: dict[str, Any], blocks: list[str]) -> None:
     """Every drawn listener and guard does the plain thing for the side ``blocks`` only."""
     for holder in [*doc.get("listeners", []), *doc.get("guards", [])]:
         script = holder.get("script")

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from dsh_conformance.kit.scenario import DELEGATE
 
 from .basics import UNDEF, err, text
-from .side_calls import _mentions_ask, _step_aside
+from .side_calls import mentions_ask, step_aside
 
 SCRIPT_TOOL = "ts"
 SCRIPT_AGENT = "as"
@@ -101,9 +101,9 @@ class _Plan:
         doc["tools"].append({"name": SCRIPT_TOOL, "id": SCRIPT_TOOL, "output": {"render": copy.deepcopy(SHARED_RENDER)},
                              "body": {"steps": [{"do": "return", "value": 1}], "byCall": self.bodies}})
         for l in doc.get("listeners", []):
-            _step_aside(l, "script", cids, [] if l["event"] == "tools/result" else list(DELEGATE))
+            step_aside(l, "script", cids, [] if l["event"] == "tools/result" else list(DELEGATE))
         for g in doc.get("guards", []):
-            _step_aside(g, "script", cids, [{"do": "return", "value": UNDEF}])
+            step_aside(g, "script", cids, [{"do": "return", "value": UNDEF}])
         doc["run"]["calls"].extend(self.calls)
         listeners = doc.setdefault("listeners", [])
         for lid, event, by_call in (("Ls-pre", "tools/pre-execute", self.pre), ("Ls-exec", "tools/execute", self.execute),
@@ -139,11 +139,11 @@ def _asked(plan: _Plan) -> None:
     plan.pre[cid] = [{"do": "return", "value": {"kind": "ask", "reason": "asked by a script call"}}]
     answer = [*copy.deepcopy(REQUEST_WRITES), {"do": "return", "value": "allowed-once"}]
     approval = doc.get("approval")
-    if approval is None and not _mentions_ask(doc):
+    if approval is None and not mentions_ask(doc):
         doc["approval"] = {"service": "custom", "script": {"steps": [{"do": "return", "value": "rejected"}],
                                                            "byCall": {cid: answer}}}
     elif approval is not None and approval.get("service") == "custom":
-        _step_aside(approval, "script", [cid], answer)
+        step_aside(approval, "script", [cid], answer)
     elif approval is not None:  # the shipped service: its answerers are approval/request listeners
         doc.setdefault("listeners", []).append({"id": "Ls-answer", "event": "approval/request", "prepend": True,
                                                 "script": {"steps": list(DELEGATE), "byCall": {cid: answer}}})

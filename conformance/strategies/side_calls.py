@@ -49,17 +49,17 @@ SIDE_TOOL = "tv"
 SIDE_AGENT = "av"
 
 
-def _mentions_ask(v: Any) -> bool:
+def mentions_ask(v: Any) -> bool:
     """Whether any step or value inside ``v`` is an ask decision (a call that asks meets
     whatever approval service the scenario has: the recipe adds one only where none asks)."""
     if isinstance(v, list):
-        return any(_mentions_ask(x) for x in v)
+        return any(mentions_ask(x) for x in v)
     if isinstance(v, dict):
-        return v.get("kind") == "ask" or any(_mentions_ask(x) for x in v.values())
+        return v.get("kind") == "ask" or any(mentions_ask(x) for x in v.values())
     return False
 
 
-def _step_aside(holder: dict[str, Any], key: str, calls: list[str], steps: list[dict[str, Any]]) -> None:
+def step_aside(holder: dict[str, Any], key: str, calls: list[str], steps: list[dict[str, Any]]) -> None:
     """``holder[key]``'s script with ``steps`` for the side ``calls`` only."""
     b = holder.get(key)
     if b is None:
@@ -116,9 +116,9 @@ def side_calls(draw: Any, doc: dict[str, Any], live_tables: bool) -> None:
         "steps": [{"do": "return", "value": 1}], "byCall": {p: body for p, (body, _, _) in zip(PROBE_CALLS, drawn_probes)}}})
     run["calls"].extend({"callId": p, "name": PROBE_TOOL, "arguments": {"x": 1}} for p in PROBE_CALLS)
     for l in doc.get("listeners", []):
-        _step_aside(l, "script", [*PROBE_CALLS, *calls], [] if l["event"] == "tools/result" else list(DELEGATE))
+        step_aside(l, "script", [*PROBE_CALLS, *calls], [] if l["event"] == "tools/result" else list(DELEGATE))
     for g in doc.get("guards", []):
-        _step_aside(g, "script", [*PROBE_CALLS, *calls], [{"do": "return", "value": UNDEF}])
+        step_aside(g, "script", [*PROBE_CALLS, *calls], [{"do": "return", "value": UNDEF}])
     doc.setdefault("listeners", []).extend(probe_listeners(drawn_probes))
     for c, body in zip(calls, bodies):
         call: dict[str, Any] = {"callId": c, "name": SIDE_TOOL, "arguments": {"x": 1}}
@@ -149,13 +149,13 @@ def _asked_probe(draw: Any, doc: dict[str, Any]) -> None:
     assert ASKED_CALL not in {c["callId"] for c in doc["run"]["calls"]}
     outcome = draw(outcome_probes)
     others = list(doc.get("listeners", []))
-    asked = asked_probe(doc, outcome, _mentions_ask(doc))
+    asked = asked_probe(doc, outcome, mentions_ask(doc))
     if asked is None:
         return
     for l in others:
-        _step_aside(l, "script", [ASKED_CALL], [] if l["event"] == "tools/result" else list(DELEGATE))
+        step_aside(l, "script", [ASKED_CALL], [] if l["event"] == "tools/result" else list(DELEGATE))
     for g in doc.get("guards", []):
-        _step_aside(g, "script", [ASKED_CALL], [{"do": "return", "value": UNDEF}])
+        step_aside(g, "script", [ASKED_CALL], [{"do": "return", "value": UNDEF}])
     calls = doc["run"]["calls"]
     calls.insert(next(i for i, c in enumerate(calls) if c["name"] == SIDE_TOOL), asked)  # before the tv calls
 
@@ -175,10 +175,10 @@ def _asked(draw: Any, doc: dict[str, Any], listeners: list[dict[str, Any]], call
         outcome = "allowed-once" if how == "granted" else draw(weighted(
             (2, st.sampled_from(TO_JSON_TEXT)), (2, st.just(EVERY_JSON_KIND)), (1, st.just(BIGINT_IN_JSON))))
         answer = [{"do": "return", "value": outcome}]
-        if approval is None and not _mentions_ask(doc):
+        if approval is None and not mentions_ask(doc):
             doc["approval"] = {"service": "custom", "script": answer}
         elif approval is not None and approval.get("service") == "custom":
-            _step_aside(approval, "script", [cid], answer)
+            step_aside(approval, "script", [cid], answer)
         else:
             return
     if how == "granted":

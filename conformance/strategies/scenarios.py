@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
 
-from . import code_mode, loop_side, script_calls, side_calls
+from . import code_mode, code_side, loop_side, script_calls, side_calls
 from .basics import S, leave_defaults_out, message, reused, weighted
 from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
                            listener_defs, tool_defs)
@@ -222,6 +222,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
     if loop and code_mode.FOCUS not in foci and "values" not in foci:
         # the loop's side blocks (see loop_side), drawn last as the direct runs' side calls are
         loop_side.loop_side(draw, doc, aborting=abort_at is not None)
+    if code_mode.FOCUS in foci and not loop:
+        code_side.code_side(draw, doc)  # drawn last: the draw keeps every choice above
     leave_defaults_out(doc)  # as a user writes them: each absent field read as its default
     return doc
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from dsh_conformance.mutate import default_cases
-from dsh_conformance.strategies.code_side import EXCLUSIVE_TOOL, FAKE_RUN_CODE, SAFE_TOOL, SIDE_AGENT
+from dsh_conformance.strategies.code_side import (CALL_PREFIX, EXCLUSIVE_TOOL, FAKE_RUN_CODE, NOT_LOSSLESS, SAFE_TOOL,
+                                                   SIDE_AGENT)
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def side_docs() -> list[Any]:
 def _runs(example: Any, program: str) -> list[str]:
     """The side run_code calls of ``example`` running ``program``."""
     return [c["callId"] for c in example.doc["run"]["calls"]
-            if c["callId"].startswith("cv") and c["name"] == "run_code" and c["arguments"]["code"] == program]
+            if c["callId"].startswith(CALL_PREFIX) and c["name"] == "run_code" and c["arguments"]["code"] == program]
 
 
 def _obs(example: Any, call: str, stage: str, what: str | None = None) -> list[Any]:
@@ -50,7 +51,7 @@ def test_side_runs_come_after_every_drawn_call_and_nothing_drawn_names_them(side
     assert len(side_docs) >= 8, len(side_docs)  # the direct Code Mode draws of the default run
     for c in side_docs:
         ids = [x["callId"] for x in c.doc["run"]["calls"]]
-        side = [i for i in ids if i.startswith("cv")]
+        side = [i for i in ids if i.startswith(CALL_PREFIX)]
         assert side and ids[-len(side):] == side, ids
         ours = {SAFE_TOOL, f"{SAFE_TOOL}@{SIDE_AGENT}", EXCLUSIVE_TOOL, FAKE_RUN_CODE}
         drawn = [t for t in c.doc["tools"] if t.get("id") not in ours]
@@ -140,8 +141,10 @@ def test_a_run_without_an_agent_logs_nothing_and_its_end_is_the_result(side_docs
             assert _result(c, f"{run}:code:2")["isError"] and not _obs(c, f"{run}:code:2", "body")
             last = next(p for p in c.doc["programs"] if p["id"] == "pv-end")["steps"][-1]
             result = _result(c, run)
-            if last["do"] in ("throw", "fail"):
-                kind = "exception" if last["do"] == "throw" else last["kind"]
+            kind = {"throw": "exception", "fail": last.get("kind")}.get(last["do"])
+            if last["do"] == "return" and last["value"] == NOT_LOSSLESS:
+                kind = "invalid-output"  # only lossless JSON crosses
+            if kind is not None:
                 assert result["error"]["message"].startswith(f"code run failed ({kind}): "), result
             else:
                 assert not result["isError"], result

@@ -73,7 +73,7 @@ MAX_SUB_CALLS = 8  # more than any side program makes: the ids participants step
 run_sets: S = st.sets(st.sampled_from(RUNS), min_size=1, max_size=3)
 # Beside a direct draw of another focus (the code-mode profile checked): its deployment stays
 # native, the side agent presents code (P28), and the drawn calls run as they did.
-BESIDE: S = weighted((3, False), (1, True))
+BESIDE: S = weighted((2, False), (1, True))  # of those without script calls (script_calls)
 NO_RUNTIME: S = weighted((2, False), (1, True))
 NOT_LOSSLESS = {"n": {"$js": "NaN"}}  # P128: the run fails (invalid-output)
 

@@ -70,7 +70,7 @@ RICH = {"s": "q\"b\\s\n\u0001", "n": -1.5e-7, "i": 10, "t": True, "z": None, "e"
         "o": {}, "deep": DEEP}
 MAX_SUB_CALLS = 8  # more than any side program makes: the ids participants step aside for
 
-run_sets: S = st.sets(st.sampled_from(RUNS), min_size=1, max_size=3)
+run_sets: S = st.sets(st.sampled_from(RUNS), min_size=1, max_size=2)
 # Beside a direct draw of another focus (the code-mode profile checked): its deployment stays
 # native, the side agent presents code (P28), and the drawn calls run as they did.
 BESIDE: S = weighted((2, False), (1, True))  # of those without script calls (script_calls)

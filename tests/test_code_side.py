@@ -16,7 +16,7 @@ from dsh_conformance.strategies.code_side import (CALL_PREFIX, EXCLUSIVE_TOOL, F
 @pytest.fixture(scope="module")
 def side_docs() -> list[Any]:
     cases = default_cases(100, 0, corpus=False)  # the default run's draws
-    return [c for c in cases if any(t.get("id") == SAFE_TOOL for t in c.doc["tools"])]
+    return [c for c in cases if c.doc["run"]["kind"] == "direct" and any(t.get("id") == SAFE_TOOL for t in c.doc["tools"])]
 
 
 def _runs(example: Any, program: str) -> list[str]:

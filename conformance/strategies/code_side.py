@@ -4,8 +4,8 @@ scenario, after every other draw (as ``side_calls`` does for the other foci).
 A drawn Code Mode program rarely gets far: its sub-calls meet the drawn participants, an
 uncaught failure ends it, and so its later steps (a sleep, a value to render, a queue that
 fills up) are seldom reached. A side run is a direct ``run_code`` call whose program calls
-tools of the recipe's own (``tc``, concurrency-safe, with a scoped variant for the side
-agent; ``tx``, exclusive), and every drawn listener and guard steps aside (delegates,
+tools of the recipe's own (``cs``, concurrency-safe, with a scoped variant for the side
+agent; ``cx``, exclusive), and every drawn listener and guard steps aside (delegates,
 abstains) for it and for its sub-calls, so that only the recipe decides what happens. Each
 draw turns on a random subset of the side runs (swarm-style), so that several meet in one
 scenario:
@@ -59,9 +59,9 @@ from .side_calls import step_aside
 
 CALL_PREFIX = "cv"  # the side runs' call ids: cv1, cv2, ...
 SIDE_AGENT = "ac"
-SAFE_TOOL = "tc"  # concurrency-safe; a scoped variant for SIDE_AGENT (P56: resolved through its chain)
-EXCLUSIVE_TOOL = "tx"
-FAKE_RUN_CODE = "tc-run-code"
+SAFE_TOOL = "cs"  # concurrency-safe; a scoped variant for SIDE_AGENT (P56: resolved through its chain)
+EXCLUSIVE_TOOL = "cx"
+FAKE_RUN_CODE = "cs-run-code"
 BODY_MS = 2
 ABORT_AT = 2
 RUNS = ("cap", "abort", "guard-abort", "ends", "aborted")

@@ -10,6 +10,7 @@ import pytest
 
 from dsh_conformance.mutate import default_cases
 from dsh_conformance.kit.jsvalue import message_value
+from dsh_conformance.strategies.code_side import CALL_PREFIX
 from dsh_conformance.strategies.script_calls import SCRIPT_TOOL
 from dsh_conformance.strategies.side_calls import SIDE_TOOL
 
@@ -31,8 +32,10 @@ def _obs(example: Any, call: str, stage: str, who: str | None = None) -> list[An
 def test_side_calls_come_after_every_drawn_call_and_nothing_drawn_names_them(side_docs):
     assert len(side_docs) >= 15, len(side_docs)  # most direct draws of the default run
     for c in side_docs:
-        # the script calls (script_calls.py) are drawn after the side calls and come after them
-        ids = [x["callId"] for x in c.doc["run"]["calls"] if x["name"] != SCRIPT_TOOL]
+        # the script calls (script_calls.py) or the Code Mode side runs (code_side.py) are drawn
+        # after the side calls and come after them
+        ids = [x["callId"] for x in c.doc["run"]["calls"]
+               if x["name"] != SCRIPT_TOOL and not x["callId"].startswith(CALL_PREFIX)]
         side = _side(c.doc)
         assert side and ids[-len(side):] == side, ids
         drawn = [t for t in c.doc["tools"] if t.get("id") != SIDE_TOOL]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
 
-from . import code_mode, loop_side, script_calls, side_calls
+from . import code_mode, code_side, loop_side, script_calls, side_calls
 from .basics import S, leave_defaults_out, message, reused, weighted
 from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
                            listener_defs, tool_defs)
@@ -219,6 +219,8 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
         script_calls.script_calls(draw, doc)  # drawn last of all: every choice above is kept
     elif loop and has_step(doc["tools"], "gate"):
         script_calls.release_in_order(doc)  # of the drawn blocks only: the side blocks below never gate
+    elif not loop and (code_mode.FOCUS in foci or (code_mode.PROFILE in profiles and draw(code_side.BESIDE))):
+        code_side.code_side(draw, doc)  # or the Code Mode side runs, drawn last in the same way
     if loop and code_mode.FOCUS not in foci and "values" not in foci:
         # the loop's side blocks (see loop_side), drawn last as the direct runs' side calls are
         loop_side.loop_side(draw, doc, aborting=abort_at is not None)

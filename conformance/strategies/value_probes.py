@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .basics import S, err
+from .basics import S, err, message
 
 PROBE_CALLS = ("p1", "p2", "p3", "p4")
 PROBE_TOOL = "tp"
@@ -69,9 +69,10 @@ PROBES: list[tuple[list[dict[str, Any]], Any, Any]] = [
     ([{"do": "return", "value": 6}], None, {"$js": "hostile"}),
     ([{"do": "return", "value": 7}], {"$js": "promise", "rejects": err("the wrapper's promise rejected")}, None),
     ([{"do": "return", "value": {"$js": "array", "items": [1, [2]], "extra": {"k": 1}}}], None, None),  # P12
-    # P78: a decision a listener returns as a promise is awaited, one that resolves to a promise too
+    # P78: a decision a listener returns as a promise is awaited, one that resolves to a promise
+    # too; P81, P85: its value replaces the result, which then carries the decision's context
     ([{"do": "return", "value": 4}], None, {"$js": "promise", "resolves": {"$js": "promise", "resolves": {
-        "kind": "accept", "value": "awaited twice"}}}),
+        "kind": "accept", "value": "awaited twice", "additionalContexts": [message("mp", "from a probe's decision")]}}}),
 ]
 
 probes: S = st.integers(0, len(PROBES) - 1).map(

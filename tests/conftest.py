@@ -46,3 +46,13 @@ def corpus_subset(tmp_path: Path, names: list[str]) -> Path:
     for name in names:
         shutil.copy(CASES / f"{name}.json", d)
     return d
+
+
+@pytest.fixture(scope="session")
+def default_draws() -> list:
+    """The default run's generated scenarios (100 draws, seed 0) with the oracle's traces:
+    drawn and run once a test process, not once in each module that reads them (the side
+    recipes' tests and the swarm test all look at these same draws). Read them, never edit."""
+    from dsh_conformance.mutate import default_cases
+
+    return default_cases(100, 0, corpus=False)

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.mutate import default_cases
 from dsh_conformance.strategies.code_side import (CALL_PREFIX, EXCLUSIVE_TOOL, FAKE_RUN_CODE, NOT_LOSSLESS, SAFE_TOOL,
                                                    SIDE_AGENT)
 
 
 @pytest.fixture(scope="module")
-def side_docs() -> list[Any]:
-    cases = default_cases(100, 0, corpus=False)  # the default run's draws
+def side_docs(default_draws: list[Any]) -> list[Any]:
+    cases = default_draws
     return [c for c in cases if c.doc["run"]["kind"] == "direct" and any(t.get("id") == SAFE_TOOL for t in c.doc["tools"])]
 
 

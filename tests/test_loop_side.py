@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from dsh_conformance import mutants
-from dsh_conformance.mutate import default_cases, run_mutants
+from dsh_conformance.mutate import run_mutants
 from dsh_conformance.strategies.loop_side import ENTER_NOTHING, SIDE_TOOLS
 
 
 @pytest.fixture(scope="module")
-def loop_docs() -> list[Any]:
-    cases = default_cases(100, 0, corpus=False)  # the default run's draws
+def loop_docs(default_draws: list[Any]) -> list[Any]:
+    cases = default_draws
     return [c for c in cases if c.doc["run"]["kind"] == "loop"]
 
 

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.mutate import default_cases
 from dsh_conformance.strategies.script_calls import EARLY_TIMER, KEPT, SCRIPT_TOOL
 
 
 @pytest.fixture(scope="module")
-def script_docs() -> list[Any]:
-    cases = default_cases(100, 0, corpus=False)  # the default run's draws
+def script_docs(default_draws: list[Any]) -> list[Any]:
+    cases = default_draws
     return [c for c in cases if any(t.get("id") == SCRIPT_TOOL for t in c.doc["tools"])]
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.mutate import default_cases
 from dsh_conformance.kit.jsvalue import message_value
 from dsh_conformance.strategies.code_side import CALL_PREFIX
 from dsh_conformance.strategies.script_calls import SCRIPT_TOOL
@@ -16,8 +15,8 @@ from dsh_conformance.strategies.side_calls import SIDE_TOOL
 
 
 @pytest.fixture(scope="module")
-def side_docs() -> list[Any]:
-    cases = default_cases(100, 0, corpus=False)  # the default run's draws
+def side_docs(default_draws: list[Any]) -> list[Any]:
+    cases = default_draws
     return [c for c in cases if any(t.get("id") == SIDE_TOOL for t in c.doc["tools"])]
 
 

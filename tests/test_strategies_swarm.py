@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.mutate import default_cases
 from dsh_conformance.kit.jsvalue import message_value
 
 from dsh_conformance.strategies.citation import ALL_PROFILES
@@ -22,8 +21,8 @@ FOCI_IN_TITLE = re.compile(r"focus: ([a-z, ]+)")
 
 
 @pytest.fixture(scope="module")
-def sample() -> list[Any]:
-    return default_cases(100, 0, corpus=False)  # the default run's draws
+def sample(default_draws: list[Any]) -> list[Any]:
+    return default_draws
 
 
 def _foci(doc: dict[str, Any]) -> set[str]:

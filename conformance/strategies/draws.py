@@ -3,6 +3,7 @@ coverage they measure (``measure_coverage``)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import random
@@ -79,12 +80,40 @@ def draw_attempt(strategy: S, sub_seed: int) -> tuple[Example, tuple[Any, ...]] 
     from hypothesis.errors import StopTest
     from hypothesis.internal.conjecture.data import ConjectureData
 
-    data = ConjectureData(random=random.Random(sub_seed), max_choices=8192)
+    data = ConjectureData(random=random.Random(sub_seed), max_choices=8192, provider=_seeded_provider())
     try:
         with BuildContext(data, is_final=False, wrapped_test=draw_examples):
             return data.draw(strategy), tuple(data.choices)
     except StopTest:
         return None
+
+
+@functools.cache
+def _seeded_provider() -> type:
+    """Hypothesis' own provider, less the constants it reads out of the source of every
+    module it deems local (a string or a number of 100 or more found in the code, drawn now
+    and then in place of a random one).
+
+    Which modules count as local depends on where the suite is installed (an editable
+    checkout: all of them; a wheel in site-packages: none) and on what else the process has
+    imported, and any edit of a literal anywhere changes the set: a draw that took one would
+    differ between a clone and an installed wheel for the same seed, and between two commits
+    that touch no strategy. The draws must be a function of the seed and the strategies
+    alone (shards, --jobs workers and a replay on another machine draw the same). Today's
+    strategies draw no value such a constant could replace (seeds 0-8, 100 draws each, are
+    the same with and without them); this keeps it so, and spares each run the scan of the
+    suite's own sources (hypothesis' cache of it lives in the run's temporary home)."""
+    from hypothesis.internal.conjecture.providers import HypothesisProvider
+    from hypothesis.internal.constants_ast import Constants
+
+    none = Constants()
+
+    class SeededProvider(HypothesisProvider):
+        @property
+        def _local_constants(self) -> Constants:
+            return none
+
+    return SeededProvider
 
 
 def _given_examples(strategy: S, n_examples: int, seed: int) -> Iterator[Example]:

@@ -13,6 +13,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The call a synchronous projection (render, presentationMeta) runs for. */
 const current = new AsyncLocalStorage()
+let running = 0 // Worlds between `begin` and `end`
 
 export class World {
   constructor(scenario, binding, clock) {
@@ -185,6 +186,25 @@ export class World {
   }
 
   // ----------------------------------------------------------------------------- calls
+
+  /** The run starts (kit/run.mjs, before the binding's pipeline is opened). */
+  begin() {
+    running += 1
+  }
+
+  /**
+   * The run has ended (after the binding's `leave` settled and its answer is made). When no
+   * other run is in progress the call store is switched off: an enabled AsyncLocalStorage
+   * costs a hook call on every promise made anywhere, and until the next run's first
+   * `within` no call is running that a projection could be attributed to. `within` switches
+   * it on again (`run` enables it), and what it set on async resources before stays set
+   * (`disable` stops propagation and reads only), so a read made while a call runs sees what
+   * it saw with the store never off.
+   */
+  end() {
+    running -= 1
+    if (running === 0) current.disable()
+  }
 
   /** Run `fn` as part of call `callId` (so projections know their record). */
   within(callId, fn) {

@@ -74,17 +74,25 @@ export class World {
    */
   renumberMessages(wire) {
     if (wire === null || typeof wire !== 'object') return wire
+    // Plain loops over a wire value (JSON-shaped data: own data properties only), visiting
+    // items and keys in the order forEach and Object.entries did, without their callbacks
+    // and [key, value] pairs.
+    let out = null
     if (Array.isArray(wire)) {
-      let out = null
-      wire.forEach((item, i) => {
+      for (let i = 0; i < wire.length; i++) {
+        if (!(i in wire)) continue // forEach skips holes
+        const item = wire[i]
         const next = this.renumberMessages(item)
         if (next !== item) (out ??= [...wire])[i] = next
-      })
+      }
       return out ?? wire
     }
-    let out = null
-    for (const [key, item] of Object.entries(wire)) {
-      const next = key === 'id' && wire.role === 'user' && typeof item === 'string' && UUID.test(item)
+    const keys = Object.keys(wire)
+    const user = wire.role === 'user'
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]
+      const item = wire[key]
+      const next = user && key === 'id' && typeof item === 'string' && UUID.test(item)
         ? this.messageId(item) : this.renumberMessages(item)
       if (next !== item) (out ??= { ...wire })[key] = next
     }

@@ -118,11 +118,15 @@ export class Deployment {
    * Kept idle after a clean run: the agent registry's stores are switched off. Every enabled
    * AsyncLocalStorage of the process costs a hook call on every promise made anywhere (and
    * the adapter keeps one loop deployment per configuration, dozens in a run), but only code
-   * of this deployment reads these stores, and none runs while it is idle: a run's services
-   * act through `current()`, which is null until the next `enter`, and the protocol runs one
-   * scenario at a time. Stores already set on async resources stay set (`disable` only stops
-   * propagation and reads), and `wake` switches them on again before this deployment's code
-   * runs again, so every read made by its code sees what it saw with the stores never off.
+   * of this deployment reads these stores, and none runs while it is idle: the protocol runs
+   * one scenario at a time, a run's services act through `current()` (null until the next
+   * `enter`), and a chain an earlier run left pending waits on this deployment's objects or
+   * on that run's virtual clock (its timers are dropped with it; the packages call the global
+   * setTimeout when they set one, and none keeps the real one), so it can only go on once
+   * this deployment runs again. Stores already set on async resources stay set (`disable`
+   * only stops propagation and reads), and `wake` switches them on again before this
+   * deployment's code runs again, so every read made by its code sees what it saw with the
+   * stores never off.
    */
   rest() {
     for (const store of this.stores) store.disable()

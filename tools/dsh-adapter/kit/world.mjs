@@ -204,8 +204,11 @@ export class World {
    * The run has ended (after the binding's `leave` settled and its answer is made). When no
    * other run is in progress the call store is switched off: an enabled AsyncLocalStorage
    * costs a hook call on every promise made anywhere, and until the next run's first
-   * `within` no call is running that a projection could be attributed to. `within` switches
-   * it on again (`run` enables it), and what it set on async resources before stays set
+   * `within` no call is running that a projection could be attributed to. Nothing of the
+   * ended run runs in between: `settle` returned only after a full turn (every queued
+   * reaction ran), and what is still pending waits on the run's gates, signals or virtual
+   * timers (dropped with its clock), which nothing else reaches. `within` switches the store
+   * on again (`run` enables it), and what it set on async resources before stays set
    * (`disable` stops propagation and reads only), so a read made while a call runs sees what
    * it saw with the store never off.
    */

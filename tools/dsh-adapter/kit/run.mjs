@@ -19,6 +19,26 @@ export async function runScenario(binding, scenario) {
   if (gap !== null && gap !== undefined) throw new Unsupported(gap)
   const clock = new Clock()
   const w = new World(scenario, binding, clock)
+  w.begin()
+  try {
+    await runOn(w, clock)
+  } finally {
+    w.end()
+  }
+  if (w.fatal !== null) throw w.fatal
+  return {
+    $format: 'dsh-conformance/trace/v1',
+    scenario: scenario.id ?? null,
+    observations: w.trace.observations,
+    events: w.trace.events,
+    results: w.trace.results,
+    warnings: w.trace.warnings,
+  }
+}
+
+/** Open the binding's pipeline for `w`, drive it on `clock`, leave and release it. */
+async function runOn(w, clock) {
+  const binding = w.binding
   const pipeline = await binding.open(w)
   const restore = clock.install()
   let clean = false
@@ -32,15 +52,6 @@ export async function runScenario(binding, scenario) {
   } finally {
     restore()
     binding.release(pipeline, clean)
-  }
-  if (w.fatal !== null) throw w.fatal
-  return {
-    $format: 'dsh-conformance/trace/v1',
-    scenario: scenario.id ?? null,
-    observations: w.trace.observations,
-    events: w.trace.events,
-    results: w.trace.results,
-    warnings: w.trace.warnings,
   }
 }
 

@@ -13,6 +13,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The call a synchronous projection (render, presentationMeta) runs for. */
 const current = new AsyncLocalStorage()
+let running = 0 // Worlds between `begin` and `end`
 
 export class World {
   constructor(scenario, binding, clock) {
@@ -73,17 +74,25 @@ export class World {
    */
   renumberMessages(wire) {
     if (wire === null || typeof wire !== 'object') return wire
+    // Plain loops over a wire value (JSON-shaped data: own data properties only), visiting
+    // items and keys in the order forEach and Object.entries did, without their callbacks
+    // and [key, value] pairs.
+    let out = null
     if (Array.isArray(wire)) {
-      let out = null
-      wire.forEach((item, i) => {
+      for (let i = 0; i < wire.length; i++) {
+        if (!(i in wire)) continue // forEach skips holes
+        const item = wire[i]
         const next = this.renumberMessages(item)
         if (next !== item) (out ??= [...wire])[i] = next
-      })
+      }
       return out ?? wire
     }
-    let out = null
-    for (const [key, item] of Object.entries(wire)) {
-      const next = key === 'id' && wire.role === 'user' && typeof item === 'string' && UUID.test(item)
+    const keys = Object.keys(wire)
+    const user = wire.role === 'user'
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]
+      const item = wire[key]
+      const next = user && key === 'id' && typeof item === 'string' && UUID.test(item)
         ? this.messageId(item) : this.renumberMessages(item)
       if (next !== item) (out ??= { ...wire })[key] = next
     }
@@ -185,6 +194,28 @@ export class World {
   }
 
   // ----------------------------------------------------------------------------- calls
+
+  /** The run starts (kit/run.mjs, before the binding's pipeline is opened). */
+  begin() {
+    running += 1
+  }
+
+  /**
+   * The run has ended (after the binding's `leave` settled and its answer is made). When no
+   * other run is in progress the call store is switched off: an enabled AsyncLocalStorage
+   * costs a hook call on every promise made anywhere, and until the next run's first
+   * `within` no call is running that a projection could be attributed to. Nothing of the
+   * ended run runs in between: `settle` returned only after a full turn (every queued
+   * reaction ran), and what is still pending waits on the run's gates, signals or virtual
+   * timers (dropped with its clock), which nothing else reaches. `within` switches the store
+   * on again (`run` enables it), and what it set on async resources before stays set
+   * (`disable` stops propagation and reads only), so a read made while a call runs sees what
+   * it saw with the store never off.
+   */
+  end() {
+    running -= 1
+    if (running === 0) current.disable()
+  }
 
   /** Run `fn` as part of call `callId` (so projections know their record). */
   within(callId, fn) {

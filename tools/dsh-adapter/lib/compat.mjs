@@ -28,6 +28,7 @@
 // that is required and missing, or an API the adapter cannot drive, is `FATAL`: the adapter
 // prints that one line and exits 3 (adapter.mjs; `--check` does only that).
 
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { createRequire } from 'node:module'
 
 if (typeof Promise.withResolvers !== 'function') {
@@ -132,6 +133,22 @@ export const AgentLoop = loopParts?.loop ?? null
 export const TimeoutPolicy = timeoutPolicy
 export const CodeRuntime = codeRuntime?.default ?? null
 const hasRunCode = tools !== null && tools.RUN_CODE_NAME === 'run_code'
+
+/**
+ * The AsyncLocalStorage instances of a deployment's agent registry (`ctx.agents`, dsh-agent's
+ * `initiators` and `initiatorRuns`: the initiating agent of an async chain), or [] when the
+ * set has none. Node runs a promise hook for every enabled instance on every promise made
+ * anywhere in the process, so a deployment kept idle switches them off (lib/deployment.mjs).
+ */
+export function initiatorStores(ctx) {
+  let registry
+  try {
+    registry = ctx.agents
+  } catch {
+    return []
+  }
+  return [registry?.initiators, registry?.initiatorRuns].filter((s) => s instanceof AsyncLocalStorage)
+}
 
 const absent = (name) => `${name} is not in this package set (beside ${toolsName})`
 const GAPS = {

@@ -18,11 +18,14 @@
 // adapter fault, a skip, a run that never settled): whatever that run left behind goes
 // with its Context, as it did with a fresh one.
 
-import { AgentLoop, AgentRegistry, CodeRuntime, Context, LlmRuntime, SessionStore, SystemPrompt, TimeoutPolicy, ToolRuntime } from './compat.mjs'
+import { AgentLoop, AgentRegistry, CodeRuntime, Context, LlmRuntime, SessionStore, SystemPrompt, TimeoutPolicy, ToolRuntime, initiatorStores } from './compat.mjs'
 import { Clock, settle } from '../kit/clock.mjs'
 import { codeRuntimePlugin } from './code-runtime.mjs'
 import { instrumentScheduler } from './loop.mjs'
 import { approvalPlugin } from './registrations.mjs'
+
+/** The store value around the no-op that switches a resting store on again (`Deployment.wake`). */
+const WAKING = Symbol('waking')
 
 /** An option only when the scenario sets it. */
 function given(key, value) {
@@ -53,6 +56,8 @@ export class Deployment {
     this.ctx = null
     this.world = null // the World of the scenario running now
     this.runs = 0
+    this.stores = [] // the agent registry's AsyncLocalStorage instances (loop deployments)
+    this.resting = false // while kept idle, those stores are off (`rest`)
     const deployment = this
     // One plugin object for every fork: cordis keeps a record per plugin it has seen. It
     // injects what the scenario registers through: the scripted model and the loop agent
@@ -105,7 +110,34 @@ export class Deployment {
     // The loop and the run_code bridge drive calls through the staged scheduler: it tells
     // which call each stage runs for, and the sub-calls' final results.
     instrumentScheduler(current, ctx.tools)
+    if (c.loop) this.stores = initiatorStores(ctx)
     return true
+  }
+
+  /**
+   * Kept idle after a clean run: the agent registry's stores are switched off. Every enabled
+   * AsyncLocalStorage of the process costs a hook call on every promise made anywhere (and
+   * the adapter keeps one loop deployment per configuration, dozens in a run), but only code
+   * of this deployment reads these stores, and none runs while it is idle: the protocol runs
+   * one scenario at a time, a run's services act through `current()` (null until the next
+   * `enter`), and a chain an earlier run left pending waits on this deployment's objects or
+   * on that run's virtual clock (its timers are dropped with it; the packages call the global
+   * setTimeout when they set one, and none keeps the real one), so it can only go on once
+   * this deployment runs again. Stores already set on async resources stay set (`disable`
+   * only stops propagation and reads), and `wake` switches them on again before this
+   * deployment's code runs again, so every read made by its code sees what it saw with the
+   * stores never off.
+   */
+  rest() {
+    for (const store of this.stores) store.disable()
+    this.resting = true
+  }
+
+  /** Before a run on a kept deployment: its stores on again (`run` enables a store; the store around the no-op is restored). */
+  wake() {
+    if (!this.resting) return
+    for (const store of this.stores) store.run(WAKING, () => {})
+    this.resting = false
   }
 
   /** Start scenario `w` on this deployment: its fork (`w.host` once applied; await the fiber). */
@@ -149,6 +181,7 @@ export class Deployments {
     const kept = this.kept.get(key)
     if (kept !== undefined) {
       this.kept.delete(key) // in use: a nested or concurrent run gets a deployment of its own
+      kept.wake()
       return { key, deployment: kept }
     }
     const deployment = new Deployment(config)
@@ -162,7 +195,11 @@ export class Deployments {
   /** Give a deployment back after a clean run, or retire it. */
   release({ key, deployment }, clean) {
     if (deployment === null) return
-    if (clean && this.reuse && !this.kept.has(key)) this.kept.set(key, deployment)
-    else deployment.dispose()
+    if (clean && this.reuse && !this.kept.has(key)) {
+      deployment.rest()
+      this.kept.set(key, deployment)
+    } else {
+      deployment.dispose()
+    }
   }
 }

@@ -21,6 +21,7 @@ same matcher.
 from __future__ import annotations
 
 import json
+import marshal
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ from dsh_conformance.oracle import texts
 
 from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsvalue import same_value
-from dsh_conformance.kit.trace import ANY, CallResult, Event, Observation, Trace, is_portable
+from dsh_conformance.kit.trace import ANY, CallResult, Event, Trace, portable
 
 from . import blame, masks as masking, value_diff
 from .masks import Masks
@@ -243,10 +244,6 @@ def _mask_text(s: str) -> str:
 
 # --------------------------------------------------------------------------- views
 
-def _obs_item(o: Observation) -> dict[str, Any]:
-    return {"stage": o.stage, "what": o.what, "who": o.who, "value": o.value}
-
-
 def _event_doc(e: Event) -> dict[str, Any]:
     """``e.model_dump(mode="python", exclude_none=True)``, its values shared rather than copied
     (the comparison only reads them)."""
@@ -306,21 +303,39 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
     reasons: dict[str, list[Reason]] = {}
+    # Two traces a case, tens of observations each (the oracle's with its own beside the
+    # portable ones): each field read once, kit.trace.portable asked once per kind of step.
+    known = _PORTABLE
     for n, o in enumerate(trace.observations):
+        stage, what, who = o.stage, o.what, o.who
         # A getter's reads form a lane of their own: how many there are and what each read
         # gave is the spec's (P13, P23); how they interleave with other getters' reads and
         # with the stages is not.
-        call = f"getter {o.who}" if o.stage == "getter" else (o.call or "-")
-        if o.stage == "route":
+        call = f"getter {who}" if stage == "getter" else (o.call or "-")
+        if stage == "route":
             route[call] = list(o.rules)
-        elif is_portable(o):
-            outcome = route.get(call, []) if _carries_outcome(o) else None
+            continue
+        step = (stage, what, who)
+        shown = known.get(step)
+        if shown is None:
+            shown = _portable_step(step)
+        if shown:
+            value = o.value
+            # whether it carries the call's outcome: the probe of tools/result or post-execute
+            # starting, or a participant observing a result
+            carries = ((who is None and (stage, what) in _OUTCOME_PROBES)
+                       or (what == "observe" and isinstance(value, dict) and "result" in value))
+            outcome = route.get(call, []) if carries else None
             why = reasons.pop(call, [])
-            if o.stage == "program":
-                call = f"{call} {'settled' if o.what == 'settle' else 'program'}"
-            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, []), why), n))
-        elif (o.stage, o.what) in REASONS:
-            reasons.setdefault(call, []).append((o.stage, o.what, list(o.rules)))
+            if stage == "program":
+                call = f"{call} {'settled' if what == 'settle' else 'program'}"
+            item = {"stage": stage, "what": what, "who": who, "value": value}  # the item as compared
+            items = out.get(call)
+            if items is None:
+                items = out[call] = []
+            items.append((item, (list(o.rules), outcome, route.get(call, []), why), n))
+        elif (stage, what) in REASONS:
+            reasons.setdefault(call, []).append((stage, what, list(o.rules)))
     for lane, items in out.items():
         if lane.endswith(" settled"):
             items.sort(key=lambda i: i[0]["value"].get("n", 0) if isinstance(i[0]["value"], dict) else 0)
@@ -350,10 +365,21 @@ def _one_classification(items: list[Item]) -> list[Item]:
     return items
 
 
-def _carries_outcome(o: Observation) -> bool:
-    if o.who is None and (o.stage, o.what) in (("result", "start"), ("post-execute", "start")):
-        return True
-    return o.what == "observe" and isinstance(o.value, dict) and "result" in o.value
+# Whether a step (stage, what, who) is one an implementation reports (kit.trace.portable),
+# by step: a trace repeats a few tens of kinds of step.
+_PORTABLE: dict[tuple[str, str, str | None], bool] = {}
+_PORTABLE_KEPT = 4096  # kinds of step remembered (generated runs name many participants)
+
+
+def _portable_step(step: tuple[str, str, str | None]) -> bool:
+    shown = portable(*step)
+    if len(_PORTABLE) >= _PORTABLE_KEPT:
+        _PORTABLE.clear()
+    _PORTABLE[step] = shown
+    return shown
+
+
+_OUTCOME_PROBES = frozenset({("result", "start"), ("post-execute", "start")})
 
 
 def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
@@ -404,10 +430,24 @@ def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[A
 
 def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
     """``agree`` at the strictness of ``profiles``. Two items that are the same JSON agree
-    under every profile, and equal ``repr`` tells so at C speed (``==`` alone would take
+    under every profile, and ``_same_json`` tells so at C speed (``==`` alone would take
     ``True`` for ``1``); ``==`` comes first, as it is cheaper on items that differ."""
     masks, code_mode = masking.masks_for(profiles), "code-mode" in profiles
-    return lambda e, a: (e == a and repr(e) == repr(a)) or _agree(e, a, masks, code_mode)
+    return lambda e, a: (e == a and _same_json(e, a)) or _agree(e, a, masks, code_mode)
+
+
+def _same_json(e: Any, a: Any) -> bool:
+    """Whether two equal (``==``) values are the same, type for type and in the same order:
+    their ``repr`` is the same. Equal marshal bytes (format 2: no references, so only the
+    values and their exact types count; a float by its bits) say so in less than half the
+    time (issue 25); where they differ (``True`` and ``1``, ``-0.0`` and ``0.0``) or marshal
+    takes no such value, ``repr`` says."""
+    try:
+        if marshal.dumps(e, 2) == marshal.dumps(a, 2):
+            return True
+    except ValueError:  # a type marshal does not write (a subclass of dict, say)
+        pass
+    return repr(e) == repr(a)
 
 
 def observation_lanes(expected: Trace, actual: Trace,

@@ -208,8 +208,8 @@ def warm_up(iut: IUT, items: list[tuple[str, dict[str, Any], str]], cases: Path,
             rounds: int = WARM_UP_ROUNDS) -> None:
     """Run the corpus through a process IUT ``rounds`` times, unmeasured, once per process
     it starts. A JIT such as node's makes its first rounds slow: the implementation's CPU a
-    case against rc.8 falls from some 6.5 ms in its first corpus round to 4.7 in the second
-    and 3.5 to 4 from the fourth on, so whichever figure is measured first after the start
+    case against rc.8 falls from 6.1-6.9 ms in its first corpus round to 4.7-5.0 in the
+    second and 3.4-4.4 from the fourth on, so whichever figure is measured first after the start
     would carry the warm-up (issue 25: the rate with the references read back from the cache,
     measured first, was the lowest of the three for that reason, not for the cache's)."""
     if iut.pipeline is None or _WARM.get(iut, False) == iut.pid:

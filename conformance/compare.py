@@ -20,8 +20,8 @@ same matcher.
 
 from __future__ import annotations
 
+import functools
 import json
-import marshal
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -35,6 +35,7 @@ from dsh_conformance.kit.trace import ANY, CallResult, Event, Trace, portable
 
 from . import blame, masks as masking, value_diff
 from .masks import Masks
+from .same_json import same_json
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
@@ -303,9 +304,7 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
     reasons: dict[str, list[Reason]] = {}
-    # Two traces a case, tens of observations each (the oracle's with its own beside the
-    # portable ones): each field read once, kit.trace.portable asked once per kind of step.
-    known = _PORTABLE
+    # Two traces a case, tens of observations each: each field read once.
     for n, o in enumerate(trace.observations):
         stage, what, who = o.stage, o.what, o.who
         # A getter's reads form a lane of their own: how many there are and what each read
@@ -315,25 +314,17 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
         if stage == "route":
             route[call] = list(o.rules)
             continue
-        step = (stage, what, who)
-        shown = known.get(step)
-        if shown is None:
-            shown = _portable_step(step)
-        if shown:
+        if _portable(stage, what, who):
             value = o.value
-            # whether it carries the call's outcome: the probe of tools/result or post-execute
-            # starting, or a participant observing a result
-            carries = ((who is None and (stage, what) in _OUTCOME_PROBES)
-                       or (what == "observe" and isinstance(value, dict) and "result" in value))
+            # it carries the call's outcome: tools/result or post-execute starts, or a participant observes a result
+            carries = (who is None and (stage, what) in _OUTCOME_PROBES) or (
+                what == "observe" and isinstance(value, dict) and "result" in value)
             outcome = route.get(call, []) if carries else None
             why = reasons.pop(call, [])
             if stage == "program":
                 call = f"{call} {'settled' if what == 'settle' else 'program'}"
             item = {"stage": stage, "what": what, "who": who, "value": value}  # the item as compared
-            items = out.get(call)
-            if items is None:
-                items = out[call] = []
-            items.append((item, (list(o.rules), outcome, route.get(call, []), why), n))
+            out.setdefault(call, []).append((item, (list(o.rules), outcome, route.get(call, []), why), n))
         elif (stage, what) in REASONS:
             reasons.setdefault(call, []).append((stage, what, list(o.rules)))
     for lane, items in out.items():
@@ -365,20 +356,8 @@ def _one_classification(items: list[Item]) -> list[Item]:
     return items
 
 
-# Whether a step (stage, what, who) is one an implementation reports (kit.trace.portable),
-# by step: a trace repeats a few tens of kinds of step.
-_PORTABLE: dict[tuple[str, str, str | None], bool] = {}
-_PORTABLE_KEPT = 4096  # kinds of step remembered (generated runs name many participants)
-
-
-def _portable_step(step: tuple[str, str, str | None]) -> bool:
-    shown = portable(*step)
-    if len(_PORTABLE) >= _PORTABLE_KEPT:
-        _PORTABLE.clear()
-    _PORTABLE[step] = shown
-    return shown
-
-
+# kit.trace.portable by kind of step (stage, what, who): a trace repeats a few tens of them.
+_portable = functools.lru_cache(maxsize=4096)(portable)
 _OUTCOME_PROBES = frozenset({("result", "start"), ("post-execute", "start")})
 
 
@@ -430,24 +409,11 @@ def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[A
 
 def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
     """``agree`` at the strictness of ``profiles``. Two items that are the same JSON agree
-    under every profile, and ``_same_json`` tells so at C speed (``==`` alone would take
+    under every profile, and ``same_json.same_json`` tells so at C speed (``==`` alone would take
     ``True`` for ``1``); ``==`` comes first, as it is cheaper on items that differ."""
     masks, code_mode = masking.masks_for(profiles), "code-mode" in profiles
-    return lambda e, a: (e == a and _same_json(e, a)) or _agree(e, a, masks, code_mode)
+    return lambda e, a: (e == a and same_json(e, a)) or _agree(e, a, masks, code_mode)
 
-
-def _same_json(e: Any, a: Any) -> bool:
-    """Whether two equal (``==``) values are the same, type for type and in the same order:
-    their ``repr`` is the same. Equal marshal bytes (format 2: no references, so only the
-    values and their exact types count; a float by its bits) say so in less than half the
-    time (issue 25); where they differ (``True`` and ``1``, ``-0.0`` and ``0.0``) or marshal
-    takes no such value, ``repr`` says."""
-    try:
-        if marshal.dumps(e, 2) == marshal.dumps(a, 2):
-            return True
-    except ValueError:  # a type marshal does not write (a subclass of dict, say)
-        pass
-    return repr(e) == repr(a)
 
 
 def observation_lanes(expected: Trace, actual: Trace,

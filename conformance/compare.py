@@ -20,6 +20,7 @@ same matcher.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -30,10 +31,11 @@ from dsh_conformance.oracle import texts
 
 from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsvalue import same_value
-from dsh_conformance.kit.trace import ANY, CallResult, Event, Observation, Trace, is_portable
+from dsh_conformance.kit.trace import ANY, CallResult, Event, Trace, portable
 
 from . import blame, masks as masking, value_diff
 from .masks import Masks
+from .same_json import same_json
 
 MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
@@ -243,10 +245,6 @@ def _mask_text(s: str) -> str:
 
 # --------------------------------------------------------------------------- views
 
-def _obs_item(o: Observation) -> dict[str, Any]:
-    return {"stage": o.stage, "what": o.what, "who": o.who, "value": o.value}
-
-
 def _event_doc(e: Event) -> dict[str, Any]:
     """``e.model_dump(mode="python", exclude_none=True)``, its values shared rather than copied
     (the comparison only reads them)."""
@@ -306,21 +304,29 @@ def observations_by_call(trace: Trace) -> dict[str, list[Item]]:
     out: dict[str, list[Item]] = {}
     route: dict[str, list[str]] = {}
     reasons: dict[str, list[Reason]] = {}
+    # Two traces a case, tens of observations each: each field read once.
     for n, o in enumerate(trace.observations):
+        stage, what, who = o.stage, o.what, o.who
         # A getter's reads form a lane of their own: how many there are and what each read
         # gave is the spec's (P13, P23); how they interleave with other getters' reads and
         # with the stages is not.
-        call = f"getter {o.who}" if o.stage == "getter" else (o.call or "-")
-        if o.stage == "route":
+        call = f"getter {who}" if stage == "getter" else (o.call or "-")
+        if stage == "route":
             route[call] = list(o.rules)
-        elif is_portable(o):
-            outcome = route.get(call, []) if _carries_outcome(o) else None
+            continue
+        if _portable(stage, what, who):
+            value = o.value
+            # it carries the call's outcome: tools/result or post-execute starts, or a participant observes a result
+            carries = (who is None and (stage, what) in _OUTCOME_PROBES) or (
+                what == "observe" and isinstance(value, dict) and "result" in value)
+            outcome = route.get(call, []) if carries else None
             why = reasons.pop(call, [])
-            if o.stage == "program":
-                call = f"{call} {'settled' if o.what == 'settle' else 'program'}"
-            out.setdefault(call, []).append((_obs_item(o), (list(o.rules), outcome, route.get(call, []), why), n))
-        elif (o.stage, o.what) in REASONS:
-            reasons.setdefault(call, []).append((o.stage, o.what, list(o.rules)))
+            if stage == "program":
+                call = f"{call} {'settled' if what == 'settle' else 'program'}"
+            item = {"stage": stage, "what": what, "who": who, "value": value}  # the item as compared
+            out.setdefault(call, []).append((item, (list(o.rules), outcome, route.get(call, []), why), n))
+        elif (stage, what) in REASONS:
+            reasons.setdefault(call, []).append((stage, what, list(o.rules)))
     for lane, items in out.items():
         if lane.endswith(" settled"):
             items.sort(key=lambda i: i[0]["value"].get("n", 0) if isinstance(i[0]["value"], dict) else 0)
@@ -350,10 +356,9 @@ def _one_classification(items: list[Item]) -> list[Item]:
     return items
 
 
-def _carries_outcome(o: Observation) -> bool:
-    if o.who is None and (o.stage, o.what) in (("result", "start"), ("post-execute", "start")):
-        return True
-    return o.what == "observe" and isinstance(o.value, dict) and "result" in o.value
+# kit.trace.portable by kind of step (stage, what, who): a trace repeats a few tens of them.
+_portable = functools.lru_cache(maxsize=4096)(portable)
+_OUTCOME_PROBES = frozenset({("result", "start"), ("post-execute", "start")})
 
 
 def events_for(trace: Trace, profiles: set[str]) -> list[dict[str, Any]]:
@@ -404,10 +409,11 @@ def _answerer_lane(by_call: dict[str, list[Any]], call: str) -> dict[str, list[A
 
 def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
     """``agree`` at the strictness of ``profiles``. Two items that are the same JSON agree
-    under every profile, and equal ``repr`` tells so at C speed (``==`` alone would take
+    under every profile, and ``same_json.same_json`` tells so at C speed (``==`` alone would take
     ``True`` for ``1``); ``==`` comes first, as it is cheaper on items that differ."""
     masks, code_mode = masking.masks_for(profiles), "code-mode" in profiles
-    return lambda e, a: (e == a and repr(e) == repr(a)) or _agree(e, a, masks, code_mode)
+    return lambda e, a: (e == a and same_json(e, a)) or _agree(e, a, masks, code_mode)
+
 
 
 def observation_lanes(expected: Trace, actual: Trace,

@@ -152,12 +152,17 @@ class Runner:
         without asking (not run, not scored)."""
         interrupts.check()  # a safe point: a signal whose exception was swallowed ends the run here
         t0 = time.monotonic()
+        # The document's text is encoded once a case: the reference's key and the message's
+        # size (a kept reference holds both, made by expected_traces).
+        key: str | None = None
         if isinstance(expected, KeptReference):  # read now, while the IUT works on the case before
+            text, key = expected.text, expected.key
             expected = expected.resolve()
-        text = _document_text(doc)  # encoded once a case: the reference's key and the message's size
+        else:
+            text = _document_text(doc)
         if scenario is None:
             # Parsed once, with its reference trace (expected_traces keeps both).
-            kept = _REFERENCES.get(_key_of(text))
+            kept = _REFERENCES.get(key or _key_of(text))
             scenario, expected = (kept[0], expected or kept[1]) if kept is not None else (parse_scenario(doc), expected)
         rules = list(scenario.rules)
         # The profiles of the rules it cites and of the situations it sets up (section 2):
@@ -667,6 +672,7 @@ class KeptReference:
     key: str
     doc: dict[str, Any]
     where: str
+    text: str  # the document's JSON text (``_document_text``), its key's source and the run message's body
 
     def resolve(self) -> Trace:
         from dsh_conformance.oracle import ScenarioFileError
@@ -688,13 +694,14 @@ class KeptReference:
 
 
 def _reference_or_kept(doc: dict[str, Any], where: str) -> Trace | KeptReference:
-    key = _key_of(_document_text(doc))
+    text = _document_text(doc)
+    key = _key_of(text)
     kept = _REFERENCES.get(key)
     if kept is not None:
         _REFERENCES.move_to_end(key)
         return kept[1]
     if reference_cache.holds(key):
-        return KeptReference(key, doc, where)
+        return KeptReference(key, doc, where, text)
     return _reference_of(key, doc)[1]
 
 

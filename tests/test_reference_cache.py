@@ -182,3 +182,35 @@ def test_without_the_cache_every_reference_is_computed_before_any_work(cache, mo
     monkeypatch.setenv(reference_cache.SWITCH, "off")
     expected = runner.expected_traces([("x", DOC, "x.json")], CORPUS)
     assert expected["x"] == run_scenario(parse_scenario(DOC))
+
+
+def test_the_models_read_back_are_the_models_computed(cache):
+    """Format v2 pickles each model as ``_model(class, fields, fields given)``: every model of
+    the scenario and the trace reads back with the same class, fields and set of fields given
+    (``model_fields_set``, which decides what a dump leaves out), and no extra or private values."""
+    from pydantic import BaseModel
+
+    scenario = parse_scenario(DOC)
+    trace = run_scenario(scenario)
+    reference_cache.store(_key(DOC), scenario, trace)
+    kept = reference_cache.load(_key(DOC))
+    assert kept is not None
+
+    def models(v, out):
+        if isinstance(v, BaseModel):
+            out.append(v)
+            for x in v.__dict__.values():
+                models(x, out)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                models(x, out)
+        elif isinstance(v, dict):
+            for x in v.values():
+                models(x, out)
+        return out
+    before, after = models((scenario, trace), []), models(kept, [])
+    assert len(before) == len(after) > 10
+    for b, a in zip(before, after):
+        assert type(a) is type(b) and a.__dict__ == b.__dict__ and a.model_fields_set == b.model_fields_set
+        assert a.__pydantic_extra__ is None and a.__pydantic_private__ is None
+    assert kept[0].model_dump(exclude_unset=True) == scenario.model_dump(exclude_unset=True)

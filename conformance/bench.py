@@ -200,6 +200,32 @@ def suite_cpu_ms(iut: IUT, items: list[tuple[str, dict[str, Any], str]], cases: 
     return suite, None if other == float("inf") else other
 
 
+def suite_rate_jobs(make: Callable[[], IUT], jobs: int, items: list[tuple[str, dict[str, Any], str]], cases: Path,
+                    rounds: int) -> float:
+    """Corpus scenarios per second through ``run --jobs N``'s machinery (``conformance.parallel``):
+    N workers, each with an instance made by ``make``, the cases dealt in batches and
+    recorded in order by this process. As ``run --jobs`` does, the oracle's traces are read
+    (from the disk cache) before the workers are forked; each round is timed from dealing
+    the first batch to recording the last case, with the instances started and warmed up
+    (two unmeasured rounds each), so it is comparable with ``suite_rate(known=True)``: the
+    workers keep the references they have read."""
+    from .parallel import Pool, Settings, run_cases
+
+    with _reference_cache(True):
+        expected = expected_traces(items, cases)
+        pool = Pool(jobs, make, Settings(set(ORACLE_PROFILES), None, 0, None), items, expected)
+        try:
+            pool.start()
+
+            def once() -> None:
+                run_cases(Runner(pool, set(ORACLE_PROFILES), give_up_after=0), pool, None)
+            for _ in range(WARM_UP_ROUNDS * jobs):  # each instance sees about 1/jobs of a round
+                once()
+            return len(items) / best_of(rounds, once)
+        finally:
+            pool.close()
+
+
 WARM_UP_ROUNDS = 2
 _WARM: "weakref.WeakKeyDictionary[Any, int | None]" = weakref.WeakKeyDictionary()  # IUT -> the process warmed up
 
@@ -429,7 +455,7 @@ def machine() -> str:
             + f", {os.cpu_count()} CPUs, load average {load:.1f}")
 
 
-__all__ = ["Figure", "AdapterTimes", "adapter_times", "attribute", "best_of", "command_seconds", "machine",
+__all__ = ["Figure", "AdapterTimes", "adapter_times", "suite_rate_jobs", "attribute", "best_of", "command_seconds", "machine",
            "oracle_peak_kib", "oracle_rate", "per_call_us", "plain_calls", "print_figures", "process_cpu_seconds",
            "suite_cpu_ms", "suite_rate", "warm_up",
            "wide_arguments", "corpus_items", "embedded_oracle", "iut_per_call_us", "peak_rss_kib"]

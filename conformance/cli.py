@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import os
 import shlex
 import sys
 import tempfile
@@ -397,6 +398,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 computed = bench.suite_rate(iut, items, cases, rounds, computed=True)
                 known = bench.suite_rate(iut, items, cases, rounds, known=True)
                 cpu = bench.suite_cpu_ms(iut, items, cases, rounds)
+    wide_rate: float | None = None
+    if impl is not None and impl.pid is not None:  # a process of its own: two can run side by side
+        wide_rate = bench.suite_rate_jobs(functools.partial(make_iut, args.impl, args.timeout, False), 2, items,
+                                          cases, rounds)
     figures.append(bench.Figure("suite, oracle in-process", rates["in-process"], "/s",
                                 note="reference trace, the oracle's answer, judging"))
     figures.append(bench.Figure("suite, oracle over the protocol", rates["over the protocol"], "/s",
@@ -424,6 +429,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if impl_ms:
             figures.append(bench.Figure("  the rate the slower of the two allows", 1000 / max(suite_ms, impl_ms), "/s",
                                         note="both overlapped on idle cores: the ceiling of the row above"))
+            cores = os.cpu_count() or 1
+            figures.append(bench.Figure(f"  the rate {cores} cores allow, both processes busy", cores * 1000 / (suite_ms + impl_ms),
+                                        "/s", note="the two CPU figures added: the ceiling of any number of instances"))
+        if wide_rate is not None:
+            figures.append(bench.Figure(f"suite, --impl {args.impl} --jobs 2, the oracle's traces known", wide_rate, "/s",
+                                        note="two instances, each in a worker (run --jobs 2): like for like with the "
+                                             "row of traces known"))
     if args.impl == "dsh":
         times = bench.adapter_times(adapter_dir() / "adapter.mjs", docs, rounds, args.timeout)
         figures.append(bench.Figure("adapter fed directly: median per scenario", times.median_ms, "ms"))

@@ -4,6 +4,7 @@ Figures are printed, never asserted: a shared machine decides them (no timed ass
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -119,6 +120,11 @@ def test_the_adapter_figures(cases, capsys):
     ceiling = float(re.search(r"([0-9,.]+) /s", _line(out, "the rate the slower of the two allows")).group(1)
                     .replace(",", ""))
     assert ceiling == pytest.approx(1000 / max(suite, impl), rel=0.05)
+    # Both processes busy on every core: the ceiling of any number of instances (--jobs).
+    cores = os.cpu_count() or 1
+    wide = float(re.search(r"([0-9,.]+) /s", _line(out, f"the rate {cores} cores allow, both processes busy")).group(1).replace(",", ""))
+    assert wide == pytest.approx(cores * 1000 / (suite + impl), rel=0.05)
+    assert re.search(r"[0-9,.]+ /s", _line(out, "suite, --impl dsh --jobs 2, the oracle's traces known"))
 
 
 def test_a_generated_run_is_timed_with_the_target_it_has(cases, capsys):

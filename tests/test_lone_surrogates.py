@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from dsh_conformance.cli import main
 from dsh_conformance.corpus import CASES
 from dsh_conformance.iut import ProcessIUT
-from dsh_conformance.report import CaseRecord, Outcome, Report, ReportWriter, new_header, read_report
+from dsh_conformance.report import CaseRecord, Outcome, ReportWriter, new_header, read_report
 from dsh_conformance.report_formats import render_json, render_junit, render_markdown
 from dsh_conformance.report_html import render_html
 from dsh_conformance.runner import Runner

@@ -5,7 +5,6 @@ its size and digest (``conformance.evidence``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path

@@ -415,7 +415,6 @@ def matcher(profiles: set[str]) -> Callable[[Any, Any], bool]:
     return lambda e, a: (e == a and same_json(e, a)) or _agree(e, a, masks, code_mode)
 
 
-
 def observation_lanes(expected: Trace, actual: Trace,
                       act_obs: dict[str, list[Item]] | None = None) -> list[tuple[str, list[Item], list[Item]]]:
     """The observation lanes both traces are compared in, named ``observations[<lane>]``:

@@ -23,9 +23,9 @@ is best-effort: a read-only or full disk costs the speed, never the run.
 Reading a reference back costs about half of computing it (issue 25: some 0.3 against 0.6 ms
 a corpus case), most of it making the pydantic models again. Pickle's own way with a
 model builds a state dictionary for each and calls pydantic's ``__setstate__`` on it; the
-files hold each model as ``_model(class, fields, fields given)`` instead (``_Pickler``),
-which restores the same object (its ``__dict__`` and its set of fields given; a reference's
-models hold no extra and no private values), for some 30% less.
+files hold each model as ``kit.trace.unvalidated(class, fields, fields given)`` instead
+(``_Pickler``), which restores the same object (its ``__dict__`` and its set of fields
+given; a reference's models hold no extra and no private values), for some 30% less.
 """
 
 from __future__ import annotations
@@ -45,12 +45,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from dsh_conformance.kit.trace import unvalidated
+
 if TYPE_CHECKING:
     from dsh_conformance.kit.trace import Trace
     from dsh_conformance.oracle import Scenario
 
 SWITCH = "DSH_CONFORMANCE_REFERENCE_CACHE"  # "off": neither read nor written
-_FORMAT = b"dsh-conformance/reference/v2"  # v2: models as _model(...)
+_FORMAT = b"dsh-conformance/reference/v2"  # v2: models as kit.trace.unvalidated(...)
 _STALE_DAYS = 7  # a digest directory unused this long is removed when another is made
 
 
@@ -162,32 +164,14 @@ def store(doc_key: str, scenario: Scenario, trace: Trace) -> None:
         return
 
 
-_new = object.__new__
-_set_dict = object.__setattr__
-# BaseModel's slots, set through their descriptors (as kit.trace makes the oracle's records).
-_set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
-_set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[attr-defined]
-_set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[attr-defined]
-
-
-def _model(cls: type[BaseModel], values: dict[str, Any], fields: set[str]) -> BaseModel:
-    """A model of a kept reference as it was pickled (``_Pickler``): what pydantic's
-    ``__setstate__`` restores, without the state dictionary around it."""
-    o = _new(cls)
-    _set_dict(o, "__dict__", values)
-    _set_fields(o, fields)
-    _set_extra(o, None)
-    _set_private(o, None)
-    return o
-
-
 class _Pickler(pickle.Pickler):
-    """Pickles a model without extra or private values as ``_model(...)``; anything else
-    (another model included) as pickle does."""
+    """Pickles a model without extra or private values as ``kit.trace.unvalidated(class,
+    fields, fields given)``, which restores what pydantic's ``__setstate__`` would, without
+    the state dictionary around it; anything else (another model included) as pickle does."""
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, BaseModel) and obj.__pydantic_extra__ is None and obj.__pydantic_private__ is None:
-            return _model, (type(obj), obj.__dict__, obj.__pydantic_fields_set__)
+            return unvalidated, (type(obj), obj.__dict__, obj.__pydantic_fields_set__)
         return NotImplemented
 
 

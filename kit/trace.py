@@ -148,11 +148,12 @@ _set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[attr-defined]
 _set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[attr-defined]
 
 
-def _record(cls: type[_Model], values: dict[str, Any], fields: set[str]) -> Any:
+def unvalidated(cls: type[_Model], values: dict[str, Any], fields: set[str]) -> Any:
     # What ``model_construct`` does, without its per-field walk over defaults and aliases:
     # the oracle records tens of these per call, each with every field given, typed where
     # it is made (the golden traces and the trace schema test hold them to the schema).
-    # An IUT's trace is always validated (``parse_trace``).
+    # An IUT's trace is always validated (``parse_trace``). The reference cache restores
+    # the models it kept with it, as they were made.
     o = _new(cls)
     _set(o, "__dict__", values)
     _set_fields(o, fields)
@@ -162,7 +163,7 @@ def _record(cls: type[_Model], values: dict[str, Any], fields: set[str]) -> Any:
 
 
 def observation(call: str | None, stage: str, what: str, who: str | None, value: Any, rules: list[str]) -> Observation:
-    """An observation the oracle records (not validated: see ``_record``, written out here:
+    """An observation the oracle records (not validated: see ``unvalidated``, written out here:
     tens a call)."""
     o = _new(Observation)
     _set(o, "__dict__", {"call": call, "stage": stage, "what": what, "who": who, "value": value, "rules": rules})
@@ -173,13 +174,13 @@ def observation(call: str | None, stage: str, what: str, who: str | None, value:
 
 
 def event(agent: str, seq: int, type_: str, data: Any, source: list[int] | None, at: int | None) -> Event:
-    """A session event the oracle records (not validated: see ``_record``)."""
-    return _record(Event, {"agent": agent, "seq": seq, "type": type_, "data": data, "sourceEventSeqs": source,
+    """A session event the oracle records (not validated: see ``unvalidated``)."""
+    return unvalidated(Event, {"agent": agent, "seq": seq, "type": type_, "data": data, "sourceEventSeqs": source,
                            "at": at}, _EVENT_FIELDS)
 
 def call_result(call_id: str, result: Any, frozen: bool, observed: bool) -> CallResult:
-    """A call's result as the oracle records it (not validated: see ``_record``)."""
-    return _record(CallResult, {"callId": call_id, "result": result, "frozen": frozen, "observed": observed},
+    """A call's result as the oracle records it (not validated: see ``unvalidated``)."""
+    return unvalidated(CallResult, {"callId": call_id, "result": result, "frozen": frozen, "observed": observed},
                    _RESULT_FIELDS)
 
 

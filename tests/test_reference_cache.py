@@ -185,7 +185,7 @@ def test_without_the_cache_every_reference_is_computed_before_any_work(cache, mo
 
 
 def test_the_models_read_back_are_the_models_computed(cache):
-    """Format v2 pickles each model as ``_model(class, fields, fields given)``: every model of
+    """Format v2 pickles each model as ``kit.trace.unvalidated(class, fields, fields given)``: every model of
     the scenario and the trace reads back with the same class, fields and set of fields given
     (``model_fields_set``, which decides what a dump leaves out), and no extra or private values."""
     from pydantic import BaseModel

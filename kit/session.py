@@ -17,12 +17,14 @@ from typing import Any
 from .jsvalue import ATOMS, JsValue, UNDEFINED, clone, token
 from .scenario import Agent, Scenario, ScenarioError
 from .scheduler import Deferred, Scheduler, Signal
-from .trace import BUILTIN_PARTICIPANTS, PROBE_POINTS, Trace, event, observation
+from .trace import BUILTIN_PARTICIPANTS, MODEL_MAKING, OBSERVATION_FIELDS, PROBE_POINTS, Observation, Trace, event
 
 # Tokens that stand for primitives (spec 3.11): never objects, so always frozen.
 PRIMITIVE_TOKENS = frozenset({"undefined", "NaN", "Infinity", "-Infinity", "-0", "bigint", "symbol"})
 
 INVOCATION_BUDGET = 10_000
+
+_new, _set_dict, _set_fields, _set_extra, _set_private = MODEL_MAKING
 
 
 class Runaway(Exception):
@@ -52,7 +54,10 @@ class RunState:
         self.agents: dict[str, AgentState] = {a.id: AgentState(a) for a in scenario.agents}
         self.signals: dict[str, Signal] = {}
         self.invocations: dict[str, int] = {}
-        self.frozen: dict[int, Any] = {}  # id -> object: everything the registry deep-froze
+        # id -> object: everything the registry deep-froze, and ``undefined``'s token (a
+        # primitive, spec 3.11: recorded as it is, not copied, in every observation that
+        # shows it)
+        self.frozen: dict[int, Any] = {id(UNDEFINED): UNDEFINED}
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
         # One list of rule ids for every observation citing the same ones (nothing changes an
@@ -97,16 +102,24 @@ class RunState:
     # ------------------------------------------------------------------ trace
 
     def obs(self, call: str | None, stage: str, what: str, who: str | None = None,
-            value: JsValue = None, rules: tuple[str, ...] | list[str] = ()) -> None:
+            value: JsValue = None, rules: tuple[str, ...] | list[str] = (), fresh: bool = False) -> None:
+        """Record an observation. ``fresh``: ``value`` was made for this observation alone,
+        and what else it holds is primitive or frozen: nothing can change it, so it is
+        recorded as it is; else it is copied, as ``append_event`` does."""
         # Tens a call: what ``clone`` would give back as it is (a primitive, a frozen
         # object) is not handed to it.
-        if not isinstance(value, ATOMS) and id(value) not in self.frozen:
+        if not fresh and not isinstance(value, ATOMS) and id(value) not in self.frozen:
             value = clone(value, self.frozen)
         key = rules if type(rules) is tuple else tuple(rules)
         cited = self.rule_lists.get(key)
         if cited is None:
             cited = self.rule_lists[key] = list(key)
-        self.trace.observations.append(observation(call, stage, what, who, value, cited))
+        o = _new(Observation)  # not validated: see trace.unvalidated
+        _set_dict(o, {"call": call, "stage": stage, "what": what, "who": who, "value": value, "rules": cited})
+        _set_fields(o, OBSERVATION_FIELDS)
+        _set_extra(o, None)
+        _set_private(o, None)
+        self.trace.observations.append(o)
         if (who not in BUILTIN_PARTICIPANTS) if who is not None else ((stage, what) in PROBE_POINTS):  # portable()
             self.portable += 1
 
@@ -161,7 +174,10 @@ class RunState:
 
     def gate(self, call_id: str) -> Deferred:
         """Settles when the call's body is done, or when the call will never run one."""
-        return self.gates.setdefault(call_id, Deferred())
+        gate = self.gates.get(call_id)  # not setdefault: a Deferred made for nothing, twice a call
+        if gate is None:
+            gate = self.gates[call_id] = Deferred()
+        return gate
 
     def open_gate(self, call_id: str) -> None:
         self.gate(call_id).resolve(None)

@@ -223,7 +223,7 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
                  signal=caller, caller=caller, abort_target=inp.abort_target or caller,
                  finalizer=visible if visible is not None and visible.finalizeContent is not None else None)
     w.obs(rec.callId, "entry", "start", None, {"token": rec.token, "visible": visible is not None},
-          ("P22", "P23", "P26"))
+          ("P22", "P23", "P26"), fresh=True)
     if visible is not None and w.spared(inp.agent, inp.name):  # P56: a restriction spares scoped tools
         w.obs(rec.callId, "entry", "spare", None, visible.ref, ("P56", "P26"))
     try:  # E2: P25, P27
@@ -234,10 +234,10 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
     except Thrown as t:
         if collapsed and not caller.aborted:
             rec.finalizer = None  # P28: a collapsed call that could never run keeps no finalizer
-        w.obs(rec.callId, "entry", "snapshot", None, {"ok": False}, ("P12", "P13", "P27"))
+        w.obs(rec.callId, "entry", "snapshot", None, {"ok": False}, ("P12", "P13", "P27"), fresh=True)
         return rec, _final(w, rec, fail(t.value), ("P27",))
     rec.arguments = w.freeze(args)
-    w.obs(rec.callId, "entry", "snapshot", None, {"ok": True, "arguments": args}, ("P25", "P12", "P13"))
+    w.obs(rec.callId, "entry", "snapshot", None, {"ok": True, "arguments": args}, ("P25", "P12", "P13"), fresh=True)
     if collapsed:  # E3: P28
         if caller.aborted:
             return rec, _final(w, rec, abort_bd(), ("P28", "P29"))

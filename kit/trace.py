@@ -137,7 +137,7 @@ def _same(v: Any) -> Any:
 # one set shared by all (pydantic only ever adds a field's name to it, on an assignment,
 # and every name is in it already). A set per record was a fifth of what the cyclic
 # collector walked after a run.
-_OBSERVATION_FIELDS = set(Observation.model_fields)
+OBSERVATION_FIELDS = set(Observation.model_fields)  # RunState.obs makes the oracle's observations
 _EVENT_FIELDS = set(Event.model_fields)
 _RESULT_FIELDS = set(CallResult.model_fields)
 _new = object.__new__
@@ -164,7 +164,6 @@ def unvalidated(cls: type[_Model], values: dict[str, Any], fields: set[str]) -> 
 
 # What ``unvalidated`` does, for the one maker that writes it out inline: the oracle's
 # observations (``RunState.obs``, tens a call; a call of its own cost some 1.5%).
-OBSERVATION_FIELDS = _OBSERVATION_FIELDS
 MODEL_MAKING = (_new, _set_dict, _set_fields, _set_extra, _set_private)
 
 

@@ -11,6 +11,7 @@ either: it is reported as ``Deadlock`` (a bad scenario, not an oracle verdict).
 from __future__ import annotations
 
 import heapq
+import inspect
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
@@ -133,23 +134,39 @@ class Scheduler:
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Run ``coro`` and every task it spawns until ``coro`` settles."""
         main = self.spawn(coro)
-        while True:
-            while self._ready:
-                self._step(self._ready.popleft())
-            if main.done and not self._ready:
-                break
-            if not self._timers:
-                if main.done:
+        try:
+            while True:
+                while self._ready:
+                    self._step(self._ready.popleft())
+                if main.done and not self._ready:
                     break
-                raise Deadlock("every task waits on something that never happens")
-            when, _, d = heapq.heappop(self._timers)
-            if d.done:  # cancelled
-                continue
-            self.now = max(self.now, when)
-            d.resolve(None)
+                if not self._timers:
+                    if main.done:
+                        break
+                    raise Deadlock("every task waits on something that never happens")
+                when, _, d = heapq.heappop(self._timers)
+                if d.done:  # cancelled
+                    continue
+                self.now = max(self.now, when)
+                d.resolve(None)
+        except BaseException:
+            self._abandon()
+            raise
         if main.error is not None:
             raise main.error
         return main.value
+
+
+    def _abandon(self) -> None:
+        """The run ends early (a scenario error, Ctrl-C or SIGTERM landing mid-run): the
+        tasks spawned and never started are closed, not left to the collector, which would
+        warn of each coroutine that it was never awaited (on the run's stderr, after the
+        one line an interrupted run ends with). Started ones are closed by the collector
+        without a word."""
+        ready, self._ready = self._ready, deque()
+        for task in ready:
+            if inspect.getcoroutinestate(task.coro) == inspect.CORO_CREATED:
+                task.coro.close()
 
 
 class Signal:

@@ -320,6 +320,45 @@ def test_signals_at_random_points_are_never_lost(tmp_path: Path) -> None:
     assert landed >= SIGNAL_TRIES // 2, f"only {landed} signals landed in a running run"
 
 
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit, RuntimeError])
+def test_a_run_stopped_mid_scenario_leaves_no_coroutine_unawaited(stop: type[BaseException]) -> None:
+    """What the random signals above found once: a signal (or a scenario error) landing
+    while a spawned task of the oracle's scheduler had not started left its coroutine to
+    the collector, whose "never awaited" warning came after the run's one line. The
+    scheduler closes what it never started; a started task is closed without a word."""
+    import gc
+    import warnings
+
+    from dsh_conformance.kit.scheduler import Deferred, Scheduler
+
+    closed: list[str] = []
+
+    async def started() -> None:
+        try:
+            await Deferred()  # waits for ever: suspended when the run stops
+        finally:
+            closed.append("started")
+
+    async def never_started() -> None:
+        closed.append("ran")  # pragma: no cover - must never run
+
+    async def main(s: Scheduler) -> None:
+        s.spawn(started())
+        await s.tick()  # the first task runs up to its wait
+        s.spawn(never_started())
+        raise stop()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = Scheduler()
+        with pytest.raises(stop):
+            s.run(main(s))
+        del s
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+    assert closed == ["started"]
+
+
 def test_two_signals_in_a_row(tmp_path: Path) -> None:
     """Two SIGTERMs in a row into a real run (the second may come during the clean-up, or be
     merged with the first by the kernel): 143, no traceback, nothing it started left alive."""

@@ -60,10 +60,6 @@ class RunState:
         self.frozen: dict[int, Any] = {id(UNDEFINED): UNDEFINED}
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
-        # One list of rule ids for every observation citing the same ones (nothing changes an
-        # observation's rules; Trace.to_json copies them): a list per observation was a
-        # quarter of what the cyclic collector walked in a run's trace.
-        self.rule_lists: dict[tuple[str, ...], list[str]] = {}
 
     # ------------------------------------------------------------------ the pipeline's part
 
@@ -110,12 +106,14 @@ class RunState:
         # object) is not handed to it.
         if not fresh and not isinstance(value, ATOMS) and id(value) not in self.frozen:
             value = clone(value, self.frozen)
-        key = rules if type(rules) is tuple else tuple(rules)
-        cited = self.rule_lists.get(key)
-        if cited is None:
-            cited = self.rule_lists[key] = list(key)
+        # The rules as the call site wrote them: a tuple of constants, shared by every
+        # observation made there, which the cyclic collector stops tracking after its first
+        # pass; an observation whose value is primitive or absent is then not tracked
+        # either (a list per observation was a quarter of what it walked in a run's trace).
+        if type(rules) is not tuple:
+            rules = tuple(rules)
         o = _new(Observation)  # not validated: see trace.unvalidated
-        _set_dict(o, {"call": call, "stage": stage, "what": what, "who": who, "value": value, "rules": cited})
+        _set_dict(o, {"call": call, "stage": stage, "what": what, "who": who, "value": value, "rules": rules})
         _set_fields(o, OBSERVATION_FIELDS)
         _set_extra(o, None)
         _set_private(o, None)

@@ -53,7 +53,7 @@ class Observation(_Model):
     what: What
     who: str | None = None
     value: Any = None
-    rules: list[str] = Field(default_factory=list)
+    rules: tuple[str, ...] = ()
 
 
 class Event(_Model):

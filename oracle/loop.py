@@ -118,9 +118,10 @@ async def batch(w: World, run: LoopRun, st: Step) -> None:
                          signal=st.signal, agent=run.agent)) for b in run.blocks]  # P16, P17
     i = 0
     while i < len(planned):
-        mode = classify(w, planned[i][1])
-        group = planned[i:] if mode == "parallel" else [planned[i]]
-        consumed, aborted = await _group(w, run, st, group, mode)
+        if classify(w, planned[i][1]) == "parallel":
+            consumed, aborted = await _pool(w, run, st, planned[i:])
+        else:
+            consumed, aborted = 1, await _barrier(w, st, planned[i])
         i += consumed
         if aborted:
             for block, _ in planned[i:]:
@@ -128,8 +129,43 @@ async def batch(w: World, run: LoopRun, st: Step) -> None:
             return
 
 
-async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]], mode: str) -> tuple[int, bool]:
-    """One exclusive barrier or one rolling parallel pool (P20, P21). Returns (consumed, aborted)."""
+async def _barrier(w: World, st: Step, planned: tuple[Any, Input]) -> bool:
+    """One exclusive barrier (P20): the call alone, from its ``tool/call`` to its commit.
+    Returns whether the step was aborted by then. Its dispatch is a task of its own, as a
+    pool's are: the same turns of the scheduler as a pool of one (ready work runs before
+    the dispatch starts and before the commit), without a pool's bookkeeping."""
+    block, inp = planned
+    if st.signal.aborted:  # P107
+        _synthetic(w, st, block)
+        return True
+    _tool_call(w, st, block)  # P18: immediately before the call enters the registry
+    rec, route = await prepare(w, inp)
+    if route.kind == "dispatch":
+        route = await w.sched.spawn(_dispatched(w, rec))
+    else:
+        w.open_gate(rec.callId)  # never dispatched
+    await _commit(w, st, block, rec, route)
+    return st.signal.aborted
+
+
+async def _dispatched(w: World, rec: Record) -> Route:
+    route = await dispatch(w, rec)
+    w.open_gate(rec.callId)
+    return route
+
+
+async def _commit(w: World, st: Step, block: Any, rec: Record, route: Route) -> None:
+    result = await finalize(w, rec, route)  # P103: tools/result before tool/result
+    w.trace.results.append(_call_result(w, block.id, result))
+    _tool_result(w, st, block, result)
+    w.obs(block.id, "loop", "commit", None, None, ("P104", "P105", "P109"))
+    for context in result.get("additionalContexts", []):  # P109, in array order, failures included
+        splice_append(w, context)
+    st.concluded = st.concluded or result.get("concludesTurn") is True
+
+
+async def _pool(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]]) -> tuple[int, bool]:
+    """One rolling parallel pool (P20, P21). Returns (consumed, aborted)."""
     slots: list[tuple[Record, Route] | None] = [None] * len(group)
     in_flight: dict[int, Task] = {}
     started = committed = next_to_start = 0
@@ -139,20 +175,11 @@ async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]
         nonlocal committed
         while committed < len(group) and slots[committed] is not None:
             rec, route = slots[committed]  # type: ignore[misc]
-            block = group[committed][0]
-            result = await finalize(w, rec, route)  # P103: tools/result before tool/result
-            w.trace.results.append(_call_result(w, block.id, result))
-            _tool_result(w, st, block, result)
-            w.obs(block.id, "loop", "commit", None, None, ("P104", "P105", "P109"))
-            contexts = result.get("additionalContexts", [])
-            for context in contexts:  # P109, in array order, failures included
-                splice_append(w, context)
-            st.concluded = st.concluded or result.get("concludesTurn") is True
+            await _commit(w, st, group[committed][0], rec, route)
             committed += 1
 
     async def dispatch_one(index: int, rec: Record) -> int:
-        slots[index] = (rec, await dispatch(w, rec))
-        w.open_gate(rec.callId)
+        slots[index] = (rec, await _dispatched(w, rec))
         return index
 
     async def start(index: int) -> None:
@@ -170,7 +197,7 @@ async def _group(w: World, run: LoopRun, st: Step, group: list[tuple[Any, Input]
     async def fill_pool() -> None:
         nonlocal next_to_start, aborted
         while not aborted and next_to_start < len(group) and len(in_flight) < run.maxParallelToolCalls:
-            if next_to_start > 0 and mode == "parallel" and classify(w, group[next_to_start][1]) != "parallel":
+            if next_to_start > 0 and classify(w, group[next_to_start][1]) != "parallel":
                 break  # P20: re-classified exclusive: ends the pool
             await start(next_to_start)
             next_to_start += 1

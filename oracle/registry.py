@@ -60,6 +60,11 @@ class World(RunState):
         # each agent's chain and mode is worked out once (they are read several times a call).
         self.chains: dict[str | None, tuple[str, ...]] = {}
         self.modes: dict[str | None, str] = {}
+        # What a name resolves to for an agent (``view``, ``spared``; several times a call),
+        # kept until a tool is registered or unregistered: nothing else changes it (the
+        # scopes, the restrictions and the modes are the scenario's).
+        self.views: dict[tuple[str | None, str], Tool | None] = {}
+        self.spares: dict[tuple[str | None, str], bool] = {}
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
             # before the scenario's own listeners.
@@ -98,6 +103,7 @@ class World(RunState):
     def register(self, ref: str) -> None:
         item = self.decl[ref]
         if isinstance(item, Tool):
+            self._tools_changed()
             if item.name == RUN_CODE:  # P114: reserved, in every scope
                 raise Thrown(js_error(texts.RUN_CODE_RESERVED))
             layer = self.tools.setdefault(item.scope, {})
@@ -117,6 +123,7 @@ class World(RunState):
     def unregister(self, ref: str) -> None:
         item = self.decl[ref]
         if isinstance(item, Tool):
+            self._tools_changed()
             layer = self.tools.get(item.scope, {})
             if layer.get(item.name) is item:
                 del layer[item.name]
@@ -157,8 +164,19 @@ class World(RunState):
         ``code`` mode, to any tool but ``run_code`` itself, collapses: it never runs."""
         return not nested and self.mode(agent) == "code" and name != RUN_CODE
 
+    def _tools_changed(self) -> None:
+        self.views.clear()
+        self.spares.clear()
+
     def view(self, agent: str | None, name: str) -> Tool | None:
         """P56: the definition ``name`` resolves to for ``agent`` now."""
+        key = (agent, name)
+        if key in self.views:
+            return self.views[key]
+        tool = self.views[key] = self._resolve(agent, name)
+        return tool
+
+    def _resolve(self, agent: str | None, name: str) -> Tool | None:
         if name == RUN_CODE:
             # P114: the reserved transport, only for agents presenting in code or both; it is
             # outside the registration layers, so restrictions and scopes never touch it.
@@ -182,6 +200,13 @@ class World(RunState):
         """P56: ``name`` resolves for ``agent`` to a definition an ancestor's scope registered
         while a restriction on the chain names it: visible only because restrictions hide
         inherited *global* tools, not scoped ones (the decision is recorded as a reason)."""
+        key = (agent, name)
+        if key in self.spares:
+            return self.spares[key]
+        spared = self.spares[key] = self._spared(agent, name)
+        return spared
+
+    def _spared(self, agent: str | None, name: str) -> bool:
         if name == RUN_CODE:
             return False
         chain = self.chain(agent)

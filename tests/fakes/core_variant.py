@@ -36,6 +36,7 @@ MODE = os.environ.get("CORE_VARIANT", "")
 def _register_replacing(self: Any, ref: str, _original: Any = registry.World.register) -> None:
     item = self.decl[ref]
     if isinstance(item, Tool) and item.name != "run_code":
+        self._tools_changed()  # what a name resolves to is kept until the tools change
         self.tools.setdefault(item.scope, {})[item.name] = item
         return
     _original(self, ref)

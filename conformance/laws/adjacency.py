@@ -104,7 +104,8 @@ ABSENT_KEY = {"$absent": True}
 def loop_calls_and_results(v: View) -> Iterator[Violation]:
     """P15, P18, P21, P104, P105, P107, P108: in a loop step that hit max-tokens nothing
     runs. Otherwise each block gets at most one ``tool/call`` and one ``tool/result``, both
-    in model order, each ``tool/result`` after its ``tool/call`` and citing it; its payload
+    in model order, each ``tool/call`` before its call's first registry stage, each
+    ``tool/result`` after its ``tool/call`` and citing it; its payload
     carries the outcome's content, isError, ``error.info`` and ``meta``. A completed or
     aborted batch has exactly one pair per block; only a failed turn (P108: a context whose
     id was already queued, P113) leaves blocks without a result, and then no next step
@@ -139,6 +140,12 @@ def loop_calls_and_results(v: View) -> Iterator[Violation]:
         b = blocks[cid]
         if e.data.get("name") != b.name or e.data.get("arguments") != b.arguments:
             yield Violation("P18", f"tool/call {cid}: name or raw arguments differ from the block")
+        # Before the call enters the registry: before its first stage's observation (its
+        # classification comes before; a pool leaves the order among calls free, so only
+        # the event's place among the observations shows this there).
+        own = [i for i, o in v.calls[cid].obs if o.stage != "classify"] if cid in v.calls else []
+        if e.at is not None and own and e.at > own[0]:
+            yield Violation("P18", f"tool/call {cid} appended after the call's first registry stage")
     if [c for c in model if c in call_pos] != sorted(call_pos, key=call_pos.__getitem__):
         yield Violation("P21", "tool/call events out of model order")
     result_seq: dict[str, int] = {}
@@ -228,18 +235,35 @@ def contexts_after_the_batch(v: View) -> Iterator[Violation]:
         yield Violation("P109", f"call {misplaced}: its contexts are not queued in order right after its tool/result")
 
 
+def _may_answer_true(script: Any) -> bool:
+    """Whether an ``isConcurrencySafe`` script could return exactly ``true`` (P19): unless
+    every step of every script it holds is a ``return`` of a plain value other than true, a
+    ``throw`` or an ``observe``, it could (a token's value, say, is not known here)."""
+    for steps in (script.steps, *script.byCall.values(), *script.perInvocation):
+        for step in steps:
+            if step.do not in ("return", "throw", "observe"):
+                return True
+            if step.do == "return" and (step.value is True or isinstance(step.value, (dict, list))):
+                return True
+    return False
+
+
 @law
 def barriers_and_pools(v: View) -> Iterator[Violation]:
     """P20: at most ``maxParallelToolCalls`` calls of the batch are dispatched and unsettled
     at once (from the start of a call's ``tools/execute`` waterfall to its end), and a call
-    that no definition could classify parallel (no definition of its name declares
-    ``isConcurrencySafe``) runs alone. A wrong pool shows first as a stage out of order;
-    this law names the rule that was broken."""
+    that no definition could classify parallel (no definition of its name declares an
+    ``isConcurrencySafe`` that could answer exactly true) runs alone: in flight with no
+    other, and no other call's stage between its first one and its ``tool/result``. A
+    wrong pool shows first as a stage out of order; this law names the rule that was
+    broken."""
     run = v.loop
     if run is None or run.finish == "max-tokens":
         return
     blocks = {b.id: b.name for b in run.blocks}
-    classified = {t.name for t in v.scenario.tools if t.concurrencySafe is not None} | {"run_code"}
+    classified = {t.name for t in v.scenario.tools
+                  if t.concurrencySafe is not None and _may_answer_true(t.concurrencySafe)} | {"run_code"}
+    yield from _barriers_alone(v, blocks, classified)
     in_flight: list[str] = []
     for o in v.trace.observations:
         if o.who is not None or o.stage != "execute" or o.call not in blocks:
@@ -252,8 +276,33 @@ def barriers_and_pools(v: View) -> Iterator[Violation]:
                 return
             alone = [c for c in in_flight if blocks[c] not in classified]
             if alone and len(in_flight) > 1:
-                yield Violation("P20", f"call {alone[0]} is exclusive (no definition of {blocks[alone[0]]} has a "
-                                       f"classifier) but was in flight with {', '.join(c for c in in_flight if c != alone[0])}")
+                yield Violation("P20", f"call {alone[0]} is exclusive (no definition of {blocks[alone[0]]} could "
+                                       f"classify it parallel) but was in flight with "
+                                       f"{', '.join(c for c in in_flight if c != alone[0])}")
                 return
         elif o.what in ("end", "throw") and o.call in in_flight:
             in_flight.remove(o.call)
+
+
+def _barriers_alone(v: View, blocks: dict[str, str], classified: set[str]) -> Iterator[Violation]:
+    """An exclusive barrier, by the place of the call's ``tool/result`` among the
+    observations (``Event.at``): every stage of the batch's other calls lies before the
+    call's first stage or after its ``tool/result`` (their classification aside: the next
+    call's comes once the barrier is done)."""
+    results = {_tool_result_call(e): e.at for e in v.trace.events
+               if e.type == "tool/result" and e.agent == v.loop.agent and e.at is not None}  # type: ignore[union-attr]
+    for cid, name in blocks.items():
+        if name in classified or cid not in v.calls or results.get(cid) is None:
+            continue
+        own = [i for i, o in v.calls[cid].obs if o.stage != "classify"]
+        if not own:
+            continue
+        first, end = own[0], results[cid]
+        for other in blocks:
+            if other == cid or other not in v.calls:
+                continue
+            inside = [i for i, o in v.calls[other].obs if first <= i < end and o.stage != "classify"]
+            if inside:
+                yield Violation("P20", f"call {cid} is exclusive (no definition of {name} could classify it "
+                                       f"parallel) but a stage of {other} ran within its barrier")
+                return

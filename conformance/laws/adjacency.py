@@ -143,7 +143,7 @@ def loop_calls_and_results(v: View) -> Iterator[Violation]:
         # Before the call enters the registry: before its first stage's observation (its
         # classification comes before; a pool leaves the order among calls free, so only
         # the event's place among the observations shows this there).
-        own = [i for i, o in v.calls[cid].obs if o.stage != "classify"] if cid in v.calls else []
+        own = _stages(v, cid)
         if e.at is not None and own and e.at > own[0]:
             yield Violation("P18", f"tool/call {cid} appended after the call's first registry stage")
     if [c for c in model if c in call_pos] != sorted(call_pos, key=call_pos.__getitem__):
@@ -235,6 +235,12 @@ def contexts_after_the_batch(v: View) -> Iterator[Violation]:
         yield Violation("P109", f"call {misplaced}: its contexts are not queued in order right after its tool/result")
 
 
+def _stages(v: View, cid: str) -> list[int]:
+    """Where the call's portable observations lie among all of them (what ``Event.at``
+    counts), its classification left out: that comes before the call starts."""
+    return [i for i, o in v.calls[cid].obs if o.stage != "classify"] if cid in v.calls else []
+
+
 def _may_answer_true(script: Any) -> bool:
     """Whether an ``isConcurrencySafe`` script could return exactly ``true`` (P19): unless
     every step of every script it holds is a ``return`` of a plain value other than true, a
@@ -292,17 +298,12 @@ def _barriers_alone(v: View, blocks: dict[str, str], classified: set[str]) -> It
     results = {_tool_result_call(e): e.at for e in v.trace.events
                if e.type == "tool/result" and e.agent == v.loop.agent and e.at is not None}  # type: ignore[union-attr]
     for cid, name in blocks.items():
-        if name in classified or cid not in v.calls or results.get(cid) is None:
-            continue
-        own = [i for i, o in v.calls[cid].obs if o.stage != "classify"]
-        if not own:
+        own = _stages(v, cid)
+        if name in classified or not own or results.get(cid) is None:
             continue
         first, end = own[0], results[cid]
         for other in blocks:
-            if other == cid or other not in v.calls:
-                continue
-            inside = [i for i, o in v.calls[other].obs if first <= i < end and o.stage != "classify"]
-            if inside:
+            if other != cid and any(first <= i < end for i in _stages(v, other)):
                 yield Violation("P20", f"call {cid} is exclusive (no definition of {name} could classify it "
                                        f"parallel) but a stage of {other} ran within its barrier")
                 return

@@ -304,7 +304,15 @@ async def _gate(w: World, rec: Record) -> Route:
     else:
         deny_rules = ("P3", "P32") if not cancelled else ("P40",)
     if not is_undefined(reason):
-        return _post(w, rec, _denial(w, rec, reason), deny_rules, denied=True)
+        try:
+            denial = _denial(w, rec, reason)
+        except Thrown as t:
+            if kind != "allow":
+                raise
+            # P46, P47: a guard denial that cannot be materialized (not lossless JSON, or a
+            # ToString that throws) ends the call with a final failure, under core too
+            return _final(w, rec, fail(t.value), ("P46", "P47"))
+        return _post(w, rec, denial, deny_rules, denied=True)
     # G6: P53
     if rec.caller.aborted:
         w.obs(rec.callId, "checkpoint", "abort", None, "after-guards", ("P53",))

@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 import pygal
+import pygal.style
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
@@ -59,10 +60,18 @@ def _score_class(score: Any) -> str:
     return "full" if score.ratio == 1 else "high" if score.ratio >= 0.9 else "mid" if score.ratio >= 0.5 else "low"
 
 
+# One colour per line, told apart (pygal's defaults put "all" next to "core" in red), and
+# type large enough to read when a phone shrinks the chart to its width.
+CHART_STYLE = pygal.style.Style(
+    colors=("#0969da", "#8250df", "#1a7f37", "#bf8700", "#24292f"), font_family="system-ui, sans-serif",
+    background="#ffffff", plot_background="#ffffff", title_font_size=17, label_font_size=14,
+    major_label_font_size=14, legend_font_size=15, value_font_size=12)
+
+
 def chart(impl: Implementation) -> str:
     """Each profile's score (rules passing, in % of rules scored) over the versions."""
-    c = pygal.Line(js=[], width=720, height=300, range=(0, 100), show_dots=True, dots_size=4, include_x_axis=True,
-                   title=visible(f"{impl.name}: rules passing, % of scored"), x_label_rotation=20,
+    c = pygal.Line(js=[], width=560, height=330, style=CHART_STYLE, range=(0, 100), show_dots=True, dots_size=4, include_x_axis=True,
+                   title="rules passing, % of scored", x_label_rotation=20,
                    legend_at_bottom=True, truncate_legend=-1, truncate_label=-1)
     c.x_labels = [visible(r.version) or "?" for r in impl.runs]
     for profile in COLUMNS:

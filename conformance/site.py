@@ -132,17 +132,29 @@ def _run(report: Report, stem: str, own: list[tuple[str, str, Score]]) -> Run:
                cases, own)
 
 
+def _touches(rule: str, rec: CaseRecord | None) -> bool:
+    return rec is not None and (rule in rec.rules or rule in rec.failing_rules)
+
+
+def _replay(old: Run, new: Run, cid: str) -> str:
+    """The replay command of the case in the new version, or in the old one when it is gone."""
+    return new.replay(new.cases[cid]) if cid in new.cases else old.replay(old.cases[cid])
+
+
 def _step(old: Run, new: Run) -> Step:
     d = diff_reports(old.report, new.report)
     moved = {c.what: c for c in d.cases}
     changes = []
     for ch in d.rules:
-        related = []
-        for cid, c in moved.items():
-            rec = new.cases.get(cid) or old.cases.get(cid)
-            if rec is not None and (ch.what in rec.rules or ch.what in rec.failing_rules):
-                run = new if cid in new.cases else old
-                related.append((cid, c.old, c.new, run.replay(rec)))
+        # The cases that moved and cite the rule or are blamed on it, in either version (a
+        # case now passing carries no failing rules); else, when none moved (the rule's
+        # outcome changed with the blame of cases that did not), the new version's cases
+        # citing it.
+        related = [(cid, c.old, c.new, _replay(old, new, cid)) for cid, c in moved.items()
+                   if _touches(ch.what, old.cases.get(cid)) or _touches(ch.what, new.cases.get(cid))]
+        if not related:
+            related = [(cid, old.cases[cid].outcome.value if cid in old.cases else "(not in old)", rec.outcome.value,
+                        new.replay(rec)) for cid, rec in new.cases.items() if _touches(ch.what, rec)]
         changes.append(RuleChange(ch.what, ch.detail, ch.old, ch.new, ch.kind, related))
     return Step(old, new, d, changes)
 

@@ -239,7 +239,7 @@ def _site(sub: Subparsers) -> None:
     p.add_argument("reports", nargs="+", metavar="REPORT.jsonl", help="JSON-lines reports written by run --report")
     p.add_argument("-o", "--output", required=True, help="the directory to write the site in (created if missing)")
     p.add_argument("--title", default="dsh conformance results", help="the site's title")
-    _runs(p, "site", "cmd_site")
+    _runs(p, "site_pages", "cmd_site")
 
 
 def _tree(sub: Subparsers) -> None:

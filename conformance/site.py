@@ -1,7 +1,8 @@
 """``dsh-conformance site REPORT... -o DIR``: a static results site, as bowtie.report,
 wpt.fyi and test262.fyi are for their specs, made from any number of reports.
 
-What the site holds is worked out here, from the reports alone (``site_pages`` renders it):
+What the site holds is worked out here, from the reports alone (``site_pages`` renders it
+and has the command):
 
 - the **runs**, one per report, named by its badges' file stem (``badges.badges``);
 - the **implementations**: the runs grouped by the implementation's name, its versions in
@@ -18,14 +19,12 @@ A report is input: its text is shown escaped, and nothing is read from a path it
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .badges import badges
 from .merge import differs
-from .report import CaseRecord, Report, read_report, rule_outcomes
+from .report import CaseRecord, Report, rule_outcomes
 from .report_html import replay_command
 from .rules import PROFILES, rules
 from .run_diff import RunDiff, diff_reports
@@ -210,21 +209,5 @@ def rule_title(rule: str) -> str:
     return known.title if known else ""
 
 
-def cmd_site(args: argparse.Namespace) -> int:
-    from .outputs import check_directory, check_distinct
-    from .site_pages import write_site
-    from .terminal import say
-
-    reports = [read_report(p) for p in args.reports]
-    out = check_directory(args.output, "--output")
-    site = build(reports)
-    written = write_site(site, out, args.title, check=lambda p: check_distinct(p, "--output", args.reports))
-    say(f"wrote {written} files of the site of {len(reports)} report{'s' * (len(reports) != 1)} in {args.output}"
-        f" (open {out / 'index.html'})")
-    for why, _ in site.apart:
-        say(f"shown apart: {why}")
-    return 0
-
-
-__all__ = ["Site", "Run", "Implementation", "Step", "RuleChange", "build", "cmd_site", "page_name",
+__all__ = ["Site", "Run", "Implementation", "Step", "RuleChange", "build", "page_name",
            "version_key", "rule_title", "SAME_SUITE", "COLUMNS"]

@@ -13,6 +13,7 @@ charts (pygal, SVG, no script) are files of the site; nothing comes from the net
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,8 @@ from .outputs import write_atomic
 from .report_html import builtin_case
 from .rule_text import statements
 from .rules import PROFILES, rules
-from .site import COLUMNS, Implementation, Run, Site, page_name, rule_title
+from .report import read_report
+from .site import COLUMNS, Implementation, Run, Site, build, page_name, rule_title
 from .terminal import visible
 
 TEMPLATES = Path(__file__).parent / "site_templates"
@@ -166,4 +168,19 @@ def _write(site: Site, write: _Writer, title: str, prefix: str) -> None:
         _write(other, write, f"{title} (shown apart)", f"{prefix}apart-{n}/")
 
 
-__all__ = ["write_site", "environment", "chart", "search_index"]
+def cmd_site(args: argparse.Namespace) -> int:
+    from .outputs import check_directory, check_distinct
+    from .terminal import say
+
+    reports = [read_report(p) for p in args.reports]
+    out = check_directory(args.output, "--output")
+    site = build(reports)
+    written = write_site(site, out, args.title, check=lambda p: check_distinct(p, "--output", args.reports))
+    say(f"wrote {written} files of the site of {len(reports)} report{'s' * (len(reports) != 1)} in {args.output}"
+        f" (open {out / 'index.html'})")
+    for why, _ in site.apart:
+        say(f"shown apart: {why}")
+    return 0
+
+
+__all__ = ["cmd_site", "write_site", "environment", "chart", "search_index"]

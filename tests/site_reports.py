@@ -43,3 +43,23 @@ def small_reports(d: Path) -> dict[str, Path]:
     older = write(d / "older.jsonl", read_report(good), {"implementation": {**fake, "version": "0.0.9"},
                                                           "options": read_report(bad).header.options})
     return {"oracle": good, "bypass": bad, "older": older}
+
+
+def hostile_site_in(d: Path) -> Path:
+    """In ``d``: the site of a run of ``tests/fakes/escapes_iut.py`` (every text it sends is
+    hostile), with a crafted case id added to its report."""
+    import pytest
+
+    from .test_hostile_text import CASES, FAKE as ESCAPES
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(d)
+        corpus_subset(d, CASES)
+        assert main(["run", "--impl", f"{sys.executable} {ESCAPES}", "--cases", "cases", "--examples", "0",
+                     "--report", "hostile.jsonl", "--quiet"]) == 3
+        rep = read_report("hostile.jsonl")
+        # A case id no corpus has: markup, a path out of the site, a terminal escape.
+        crafted = rep.cases[0].model_copy(update={"id": "../../<script>alert(2)</script>\x1b]0;x\x07"})
+        write(d / "hostile.jsonl", rep, cases=[*rep.cases, crafted])
+        assert main(["site", "hostile.jsonl", "-o", "site"]) == 0
+    return d / "site"

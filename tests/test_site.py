@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -20,9 +19,8 @@ from dsh_conformance.rules import rules
 from dsh_conformance.scores import scores
 from dsh_conformance.site import build, page_name, version_key
 
-from .site_reports import small_reports, write
-from .test_hostile_text import CASES as HOSTILE_CASES, FAKE as ESCAPES_FAKE, assert_inert
-from .conftest import corpus_subset
+from .site_reports import hostile_site_in, small_reports, write
+from .test_hostile_text import assert_inert
 
 
 @pytest.fixture(scope="module")
@@ -151,18 +149,7 @@ def test_a_crafted_case_id_names_no_path():
 
 @pytest.fixture(scope="module")
 def hostile_site(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("hostile-site")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(d)
-        corpus_subset(d, HOSTILE_CASES)
-        assert main(["run", "--impl", f"{sys.executable} {ESCAPES_FAKE}", "--cases", "cases", "--examples", "0",
-                     "--report", "hostile.jsonl", "--quiet"]) == 3
-        rep = read_report("hostile.jsonl")
-        # A case id no corpus has: markup, a path out of the site, a terminal escape.
-        crafted = rep.cases[0].model_copy(update={"id": "../../<script>alert(2)</script>\x1b]0;x\x07"})
-        write(d / "hostile.jsonl", rep, cases=[*rep.cases, crafted])
-        assert main(["site", "hostile.jsonl", "-o", "site"]) == 0
-    return d / "site"
+    return hostile_site_in(tmp_path_factory.mktemp("hostile-site"))
 
 
 def test_hostile_report_text_renders_inert(hostile_site):

@@ -15,8 +15,7 @@ from dsh_conformance.scores import rule_counts, scores
 from dsh_conformance.tools.report_browser import why_no_browser
 from dsh_conformance.tools.site_browser import open_page, watched_page
 
-from .site_reports import small_reports
-from .test_site import hostile_site  # noqa: F401 - a fixture
+from .site_reports import hostile_site_in, small_reports
 
 pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}")
 
@@ -29,6 +28,11 @@ def built(tmp_path_factory) -> tuple[Path, dict[str, Path]]:
         reports = small_reports(d)
         assert main(["site", *map(str, reports.values()), "-o", "site"]) == 0
     return d / "site", reports
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory) -> Path:
+    return hostile_site_in(tmp_path_factory.mktemp("hostile-site"))
 
 
 def _scores(row) -> dict[str, str]:
@@ -109,7 +113,7 @@ def test_search_by_rule_id_case_id_and_title_words(built):
         assert problems == []
 
 
-def test_every_kind_of_page_opens_without_a_console_error(built, hostile_site):  # noqa: F811
+def test_every_kind_of_page_opens_without_a_console_error(built, hostile_site):
     """One page of each template (the others differ by data only: their links are checked
     to be files of the site in test_site.py), of the small site and of the hostile one."""
     site, _ = built

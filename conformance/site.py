@@ -72,6 +72,14 @@ class Run:
     def label(self) -> str:
         return f"{self.name} {self.version}".strip()
 
+    @property
+    def unfinished(self) -> str:
+        """Why its scores are not the whole run's, or "" (a page says so beside them)."""
+        footer = self.report.footer
+        if footer is None:
+            return "partial report: the run did not finish (no footer)"
+        return f"the run stopped early: {footer.stopped}" if footer.stopped else ""
+
     def replay(self, rec: CaseRecord) -> str:
         return replay_command(self.report, rec)
 

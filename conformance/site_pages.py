@@ -115,22 +115,30 @@ def _case_title(cid: str, recs: list[tuple[Run, Any]]) -> str:
 
 
 class _Writer:
+    """The site's files, kept until every path is checked (an output that would replace an
+    input is refused before anything is written), then written."""
+
     def __init__(self, out: Path, check: Callable[[Path], None]) -> None:
-        self.out, self.check, self.count = out, check, 0
+        self.out, self.check = out, check
+        self.files: dict[Path, str] = {}
 
     def __call__(self, name: str, text: str) -> None:
-        path = self.out / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.check(path)
-        write_atomic(path, jsontext.escape_surrogates(text))
-        self.count += 1
+        self.files[self.out / name] = jsontext.escape_surrogates(text)
+
+    def flush(self) -> int:
+        for path in self.files:
+            self.check(path)
+        for path, text in self.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text)
+        return len(self.files)
 
 
 def write_site(site: Site, out: Path, title: str, check: Callable[[Path], None] = lambda p: None) -> int:
     """Write the site's files under ``out``; how many."""
     write = _Writer(out, check)
     _write(site, write, title, "")
-    return write.count
+    return write.flush()
 
 
 def _write(site: Site, write: _Writer, title: str, prefix: str) -> None:

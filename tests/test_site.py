@@ -138,6 +138,7 @@ def test_an_output_that_would_replace_an_input_is_refused(tmp_path, reports, cap
     mine = write(d / "index.html", read_report(reports["oracle"]))
     assert main(["site", str(mine), "-o", str(d)]) == 2
     assert "the same file as the input" in capsys.readouterr().err
+    assert sorted(p.name for p in d.iterdir()) == ["index.html"]  # refused before anything was written
 
 
 def test_a_crafted_case_id_names_no_path():
@@ -165,3 +166,17 @@ def test_hostile_report_text_renders_inert(hostile_site):
     index = (hostile_site / "index.html").read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in index and "\\x1b]52;c;ZXZpbA==" in index
     assert "<" not in (hostile_site / "search-index.js").read_text().split("=", 1)[1]
+
+
+def test_a_partial_report_is_said_to_be_partial(tmp_path, reports):
+    """Its scores are not the whole run's: the matrix says so beside them."""
+    rep = read_report(reports["bypass"])
+    partial = write(tmp_path / "partial.jsonl", rep, cases=rep.cases[:2])
+    lines = partial.read_text().splitlines(keepends=True)
+    partial.write_text("".join(lines[:-1]))  # no footer: the run was killed
+    out = tmp_path / "site"
+    assert main(["site", str(reports["oracle"]), str(partial), "-o", str(out)]) == 0
+    index = (out / "index.html").read_text(encoding="utf-8")
+    row = index.split('data-run="fake-guard-bypass-0.1.0"')[1].split("</tr>")[0]
+    assert "partial report: the run did not finish" in row
+    assert "did not finish" not in index.split('data-run="dsh-conformance-oracle-0.1.0"')[1].split("</tr>")[0]

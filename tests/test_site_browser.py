@@ -129,3 +129,8 @@ def test_every_kind_of_page_opens_without_a_console_error(built, hostile_site):
         open_page(page, hostile_site / "index.html")
         assert "<script>alert(1)</script>" in page.locator("a.impl").inner_text()
         assert problems == []
+        # And were markup ever to get through, the pages' policy runs no inline script.
+        page.evaluate("() => { const s = document.createElement('script'); s.textContent = 'window.ran = 1';"
+                      " document.body.appendChild(s); }")
+        assert page.evaluate("window.ran") is None
+        assert len(problems) == 1 and "Content Security Policy" in problems[0]

@@ -27,6 +27,7 @@ from markupsafe import Markup
 
 from dsh_conformance.kit import jsontext
 
+from . import value_diff
 from .badges import badge_svg, endpoint_json
 from .outputs import write_atomic
 from .report_html import builtin_case
@@ -53,6 +54,7 @@ def environment() -> jinja2.Environment:
     env.filters["tojson_text"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1, sort_keys=True)
     env.filters["case_page"] = page_name
     env.filters["score_class"] = _score_class
+    env.filters["differs_at"] = lambda d: value_diff.locate_record(d).headline()
     return env
 
 
@@ -157,6 +159,7 @@ def _write(site: Site, write: _Writer, title: str, prefix: str) -> None:
     apart = [(why, f"apart-{n}/index.html") for n, (why, _) in enumerate(site.apart, 1)]
     page("index.html", "index.html", "", site=site, apart=apart)
     page("search.html", "search.html", "")
+    page("rules.html", "rules.html", "", site=site, rules=list(known.values()))
     for impl in site.implementations:
         write(prefix + f"impl/{impl.slug}-scores.svg", chart(impl))
         page("implementation.html", f"impl/{impl.slug}.html", "../", impl=impl, rule_title=rule_title)

@@ -94,6 +94,21 @@ def test_from_the_matrix_to_an_implementation_a_rule_and_a_case(built):
         assert problems == []
 
 
+def test_the_rules_page_has_each_runs_outcome(built):
+    site, reports = built
+    reps = {read_report(p).name: read_report(p) for p in reports.values()}
+    with watched_page() as (page, problems):
+        open_page(page, site / "index.html")
+        page.locator("header.top nav a", has_text="Rules").click()
+        page.wait_for_selector("table.rules")
+        heads = [h.inner_text() for h in page.locator("table.rules thead th").all()][3:]
+        assert sorted(heads) == sorted(reps)
+        for rid in ("P3", "P46", "P128"):
+            cells = [c.inner_text() for c in page.locator(f'table.rules tr[data-rule="{rid}"] td.outcome').all()]
+            assert cells == [rule_outcomes(reps[h].cases).get(rid, "no case") for h in heads]
+        assert problems == []
+
+
 def test_search_by_rule_id_case_id_and_title_words(built):
     site, _ = built
     with watched_page() as (page, problems):

@@ -14,6 +14,7 @@ charts (pygal, SVG, no script) are files of the site; nothing comes from the net
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -183,7 +184,8 @@ def cmd_site(args: argparse.Namespace) -> int:
     from .outputs import check_directory, check_distinct
     from .terminal import say
 
-    reports = [read_report(p) for p in args.reports]
+    # Named by file name in the pages (a published site holds no path of the machine).
+    reports = [dataclasses.replace(read_report(p), path=Path(p).name) for p in args.reports]
     out = check_directory(args.output, "--output")
     site = build(reports)
     written = write_site(site, out, args.title, check=lambda p: check_distinct(p, "--output", args.reports))

@@ -55,10 +55,13 @@ def local_links(page: Path) -> list[str]:
     return p.links
 
 
-def test_every_link_of_every_page_is_a_file_of_the_site(site):
+def test_every_link_of_every_page_is_a_file_of_the_site(site, reports):
     """Pages without a script can only fail to open a resource: every link, stylesheet and
-    image of every page is a file of the site (nothing from the network)."""
+    image of every page is a file of the site (nothing from the network). And no page holds
+    a path of the machine that made it."""
     pages = sorted(site.rglob("*.html"))
+    for page in pages:
+        assert str(reports["oracle"].parent) not in page.read_text(encoding="utf-8"), page
     assert len(pages) >= 2 + 2 + len(rules()) + 4  # index, search, 2 implementations, rules, cases
     for page in pages:
         for link in local_links(page):
@@ -120,14 +123,17 @@ def test_a_rule_page_and_a_case_page_hold_each_runs_outcome(site, reports):
     assert rec.divergence["where"] in case and "First divergence" in case
 
 
-def test_reports_of_another_suite_are_shown_apart_with_why(tmp_path, reports):
-    other = write(tmp_path / "other.jsonl", read_report(reports["bypass"]),
-                  {"suite": {"name": "dsh-conformance", "version": "9.9.9"}})
+@pytest.mark.parametrize("field, value", [("suite", {"name": "dsh-conformance", "version": "9.9.9"}),
+                                          ("spec", {"rules": "sha256:9.9.9", "upstream": "b150a551b8"}),
+                                          ("corpus", "other-cases-9.9.9")])
+def test_reports_of_another_suite_or_corpus_are_shown_apart_with_why(tmp_path, reports, field, value):
+    other = write(tmp_path / "other.jsonl", read_report(reports["bypass"]), {field: value})
     out = tmp_path / "site"
     assert main(["site", str(reports["oracle"]), str(other), "-o", str(out)]) == 0
     index = (out / "index.html").read_text(encoding="utf-8")
     line = next(x for x in index.splitlines() if "Shown apart" in x)
-    assert "its suite differs" in line and "9.9.9" in line
+    assert f"its {field} differs" in line and "9.9.9" in line
+    assert str(tmp_path) not in index  # the reports by file name: no path of the machine in a published page
     assert (out / "apart-1" / "index.html").is_file()
     assert "fake-guard-bypass" not in index.split("Shown apart")[1].split("</p>", 1)[1]
 

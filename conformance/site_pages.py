@@ -1,4 +1,5 @@
-"""The pages of ``dsh-conformance site`` (``conformance.site`` works out what they hold).
+"""The pages of ``dsh-conformance site``, and the command (``conformance.site`` works out
+what they hold).
 
 Jinja2 templates (``site_templates/``, package data) with autoescape on, and every value a
 template prints made visible first (``terminal.visible``: control characters, bidi
@@ -8,7 +9,9 @@ Only the spec's rule statements, rendered from Markdown with raw HTML off, go in
 
 The site is static and self-contained: its CSS, its script (the search, over an index
 written beside it as a script, since a page opened from ``file://`` may not fetch) and its
-charts (pygal, SVG, no script) are files of the site; nothing comes from the network.
+charts (pygal, SVG, no script) are files of the site; nothing comes from the network. Each
+page's content security policy allows scripts and styles from the site's own files only:
+were markup ever to get through, no inline script of it would run.
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ CHART_STYLE = pygal.style.Style(
 
 def chart(impl: Implementation) -> str:
     """Each profile's score (rules passing, in % of rules scored) over the versions."""
-    c = pygal.Line(js=[], width=560, height=330, style=CHART_STYLE, range=(0, 100), show_dots=True, dots_size=4, include_x_axis=True,
+    c = pygal.Line(js=[], width=560, height=330, style=CHART_STYLE, range=(0, 100), show_dots=True, dots_size=4,
+                   include_x_axis=True,
                    title="rules passing, % of scored", x_label_rotation=20,
                    legend_at_bottom=True, truncate_legend=-1, truncate_label=-1)
     c.x_labels = [visible(r.version) or "?" for r in impl.runs]

@@ -32,8 +32,9 @@ def write(path: Path, report: Report, header: dict[str, Any] | None = None,
 
 
 def small_reports(d: Path) -> dict[str, Path]:
-    """In ``d``, the working directory: oracle, bypass (the fake, 0.1.0: P46 fails) and older (the fake's 0.0.9: the oracle's
-    outcomes under the fake's name, so that 0.0.9 -> 0.1.0 regresses P46)."""
+    """In ``d``, the working directory: oracle, bypass (the fake, 0.1.0: P46 fails) and older
+    (the fake's 0.0.9: the oracle's outcomes under the fake's name, so that 0.0.9 -> 0.1.0
+    regresses P46)."""
     corpus_subset(d, PICK)
     good, bad = d / "oracle.jsonl", d / "bypass.jsonl"
     assert main(["run", "--cases", "cases", "--examples", "0", "--report", str(good), "--quiet"]) == 0

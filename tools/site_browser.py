@@ -43,7 +43,8 @@ def screenshots(site: Path, out: Path, impl: str) -> list[Path]:
     written = []
     for label, width in WIDTHS.items():
         with watched_page(width) as (page, problems):
-            for name, path in (("site-front", site / "index.html"), ("site-implementation", site / "impl" / f"{impl}.html")):
+            pages = (("site-front", site / "index.html"), ("site-implementation", site / "impl" / f"{impl}.html"))
+            for name, path in pages:
                 open_page(page, path)
                 target = out / f"{name}-{label}.png"
                 page.screenshot(path=str(target), full_page=False)
@@ -54,7 +55,8 @@ def screenshots(site: Path, out: Path, impl: str) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dsh_conformance.tools.site_browser", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m dsh_conformance.tools.site_browser",
+                                description=__doc__.splitlines()[0])
     p.add_argument("site", type=Path)
     p.add_argument("out", type=Path)
     p.add_argument("--impl", required=True, help="the implementation whose page is pictured (its file name in impl/)")

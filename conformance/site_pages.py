@@ -33,7 +33,7 @@ from dsh_conformance.kit import jsontext
 
 from . import value_diff
 from .badges import badge_svg, endpoint_json
-from .outputs import write_atomic
+from .outputs import OutputError, write_atomic
 from .report_html import builtin_case
 from .rule_text import statements
 from .rules import PROFILES, rules
@@ -133,10 +133,19 @@ class _Writer:
         self.files[self.out / name] = jsontext.escape_surrogates(text)
 
     def flush(self) -> int:
+        folders = sorted({path.parent for path in self.files} - {self.out})
+        for folder in folders:
+            # A link planted where the site has a folder (impl/, case/, ...) would have the
+            # pages written wherever it points: refused, as a link at a file's path is replaced.
+            for part in [*reversed(folder.relative_to(self.out).parents), folder.relative_to(self.out)][1:]:
+                if (self.out / part).is_symlink() or ((self.out / part).exists() and not (self.out / part).is_dir()):
+                    raise OutputError(f"--output {self.out / part}: not a directory of the site (a symbolic link or "
+                                      "a file); remove it first")
         for path in self.files:
             self.check(path)
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
         for path, text in self.files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, text)
         return len(self.files)
 

@@ -473,5 +473,6 @@ def test_site_refuses_a_link_planted_where_it_has_a_folder(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "case").symlink_to(elsewhere)
-    refused(["site", str(small_report(tmp_path / "s.jsonl")), "-o", str(site)], "--output", "not a directory of the site")
+    report = str(small_report(tmp_path / "s.jsonl"))
+    refused(["site", report, "-o", str(site)], "--output", "not a directory of the site")
     assert list(elsewhere.iterdir()) == [] and list(site.iterdir()) == [site / "case"]

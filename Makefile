@@ -6,7 +6,7 @@
 #   make test   the project's own tests (pytest, in parallel with xdist); adds the dev and
 #               mutate extras: pytest, syrupy, Playwright, mutmut, ... (make env-dev)
 # Further targets: make dsh (the suite against the real DSH package), make dsh-report,
-# make screenshots, make regen.
+# make screenshots, make site (the results site of the releases), make regen.
 
 PYTHON  ?= python3
 VENV    := .venv

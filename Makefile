@@ -64,7 +64,7 @@ site: $(STAMP) $(NODE_STAMP)
 	done
 	PYTHONPATH=examples $(BIN)/dsh-conformance run --impl py:core_pipeline --profiles core \
 	  --report .site-reports/core-pipeline.jsonl --quiet > /dev/null || test -s .site-reports/core-pipeline.jsonl
-	$(BIN)/dsh-conformance site .site-reports/*.jsonl -o site
+	rm -rf site && $(BIN)/dsh-conformance site .site-reports/*.jsonl -o site
 	rm -rf .site-reports
 
 # The committed mutation report (docs/): 300 operator mutants of the oracle and the fault

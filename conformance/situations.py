@@ -29,6 +29,9 @@ class Situation:
     name: str
     rules: tuple[str, ...]  # the rules that fix what it sets up (a case using it cites one)
     what: str
+    # Outside the spec's scope (section 1.3): no profile fixes what it does, so no generated
+    # scenario sets it up and no verdict depends on it.
+    out_of_scope: bool = False
 
     @property
     def profile(self) -> str:
@@ -55,9 +58,10 @@ SITUATIONS: dict[str, Situation] = {s.name: s for s in (
     # P4 (core) says a failure never carries concludesTurn; a success's mark is P67's.
     Situation("turn-conclusion", ("P67", "P4", "P106", "P127"), "concludeTurn on the record"),
     Situation("guard-table-change", ("P45",), "a guard registered or unregistered while guards may run"),
-    # Registration is out of scope (section 1.3): what registering a name that is registered
-    # already does (rc.8 throws its own error) only the reference release says.
-    Situation("tool-reregistration", ("P56", "P114"), "a tool registered again while it is registered"),
+    # Registration is out of scope (section 1.3, revision 3): what registering a name that is
+    # registered already does (rc.8 throws its own error) no rule says, so it is never drawn.
+    Situation("tool-reregistration", ("P56", "P114"), "a tool registered again while it is registered",
+              out_of_scope=True),
     Situation("scoped-listener", ("P7",), "a listener scoped to an agent, or global"),
     Situation("scoped-guard", ("P45",), "a guard in an agent's scope layer"),
     Situation("scoped-tool", ("P56", "P114"), "a per-agent tool variant or an agent's tool restriction"),

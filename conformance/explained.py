@@ -28,7 +28,7 @@ Laws = Callable[[Scenario, Trace], list[dict[str, str]]]
 
 
 def explained(expectations: Expectations, scenario: Scenario, actual: Trace, checked: set[str],
-              violations: list[dict[str, Any]], laws: Laws) -> str | None:
+              failing: list[str], violations: list[dict[str, Any]], laws: Laws) -> str | None:
     """Why the failure of ``actual`` is expected after all, or None: the listed departures
     the oracle can compute, when the reference computed with them is the answer."""
     departures = departures_of(expectations.rules)
@@ -45,6 +45,7 @@ def explained(expectations: Expectations, scenario: Scenario, actual: Trace, che
         return None
     listed = sorted(departures, key=lambda r: int(r[1:]))
     why = "; ".join(dict.fromkeys(expectations.rules[r] for r in listed))
-    return (f"{why} (a consequence of the listed departure{'s' if len(listed) > 1 else ''} "
-            f"{', '.join(listed)}: the reference computed with {'them' if len(listed) > 1 else 'it'} "
-            f"({'; '.join(KNOWN[r] for r in listed)}) is this answer)")
+    extra = [r for r in failing if r not in expectations.rules]
+    follows = f"{', '.join(extra)} follow{'s' if len(extra) == 1 else ''} from it: " if extra else ""
+    return (f"{why} ({follows}the reference computed with the listed departure{'s' if len(listed) > 1 else ''} "
+            f"{', '.join(listed)}, {'; '.join(KNOWN[r] for r in listed)}, gives this answer)")

@@ -268,7 +268,7 @@ class Runner:
         blamed = (divergence.rules or rules) if divergence else []
         failing = list(dict.fromkeys([*blamed, *(v["rule"] for v in violations)])) or rules
         reason = self.expectations.reason(case.id, failing) or explained(
-            self.expectations, case.scenario, answer.trace, checked, violations, _invariants)
+            self.expectations, case.scenario, answer.trace, checked, failing, violations, _invariants)
         return CaseRecord(**base, outcome=Outcome.XFAIL if reason else Outcome.FAIL, failing_rules=failing,
                           divergence=kept_divergence(divergence.to_json()) if divergence else None, violations=violations,
                           expected_reason=reason, duration_ms=_ms(t0),

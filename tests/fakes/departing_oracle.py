@@ -10,14 +10,15 @@ import os
 from typing import Any
 
 from dsh_conformance.kit import protocol
-from dsh_conformance.oracle import run_scenario, serve, texts
+from dsh_conformance.oracle import run_scenario, serve
 
 DEPARTURES = frozenset(r for r in os.environ.get("DEPARTURES", "P119").split(",") if r)
 
 if os.environ.get("DEPARTING_FAULT") == "unknown-tool-text":
     from dsh_conformance.oracle import pipeline
 
-    pipeline.unknown_tool_error = lambda name: texts.js_error(f"no tool named {name}")  # type: ignore[attr-defined]
+    pipeline.unknown_tool_error = lambda name: pipeline.harness_error(  # type: ignore[assignment]
+        "ToolNotFoundError", "UNKNOWN_TOOL", f"no tool named {name}")
 
 
 def started() -> dict[str, Any]:

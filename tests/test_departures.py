@@ -1,0 +1,102 @@
+"""Consequences of a listed departure are derived, not listed by hand (conformance.explained):
+a failure is expected when the reference computed with the implementation's listed
+departures (oracle.departures) is its answer. The implementation here is the oracle itself
+computing the reference release's P119 departure (sub-calls numbered per run of the body),
+so its answers are exactly what such a release gives."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_conformance.report import read_report
+
+FAKES = Path(__file__).parent / "fakes"
+ROOT = Path(__file__).resolve().parent.parent
+
+# A wrapper's retry (P69) of run_code whose program calls a concurrency-safe tool twice: the
+# second run's sub-calls reuse the first run's ids, so the classifier of a reused id runs
+# again where the reference's unique ids never do (P19 shows it first, not P119).
+RETRY = {
+    "id": "retry-parallel", "title": "a retried run_code whose program calls a concurrency-safe tool twice",
+    "rules": ["P119", "P69"], "mode": "code", "agents": [{"id": "a"}],
+    "tools": [{"name": "t", "concurrencySafe": [{"do": "return", "value": True}],
+               "body": [{"do": "sleep", "ms": 5}, {"do": "return", "value": 1}]}],
+    "listeners": [{"id": "retry", "event": "tools/execute", "script": [{"do": "next"}, {"do": "next"}, {"do": "return-next"}]}],
+    "programs": [{"id": "p", "steps": [{"do": "call", "tool": "t", "as": "a"}, {"do": "call", "tool": "t", "as": "b"},
+                                       {"do": "await", "handle": "a"}, {"do": "await", "handle": "b"},
+                                       {"do": "return", "value": "run"}]}],
+    "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "run_code", "agent": "a",
+                                         "arguments": {"code": "p", "description": "run the program"}}]},
+}
+
+
+def _cases(where: Path, *docs: dict[str, Any]) -> Path:
+    folder = where / "cases"
+    folder.mkdir()
+    for doc in docs:
+        (folder / f"{doc['id']}.json").write_text(json.dumps(doc), encoding="utf-8")
+    return folder
+
+
+def _run(tmp_path: Path, cases: Path, listed: bool, fault: str = "") -> tuple[int, Any]:
+    report = tmp_path / f"r-{len(list(tmp_path.iterdir()))}.jsonl"
+    extra = []
+    if listed:
+        exp = tmp_path / "expectations.yaml"
+        exp.write_text("implementation: departing oracle\nrules:\n  P119: sub-calls numbered per run of the body\n",
+                       encoding="utf-8")
+        extra = ["--expectations", str(exp)]
+    env = {**os.environ, "DEPARTURES": "P119", "DEPARTING_FAULT": fault,
+           "PYTHONPATH": os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "dsh_conformance", "run", "--impl", "py:departing_oracle",
+                           "--cases", str(cases), "--examples", "0", "--report", str(report),
+                           "--failures", str(tmp_path / "failures"), *extra],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    return done.returncode, read_report(report)
+
+
+@pytest.mark.rules("P119", "P19", "P69")
+def test_a_consequence_of_a_listed_departure_is_derived(tmp_path):
+    cases = _cases(tmp_path, RETRY)
+    code, rep = _run(tmp_path, cases, listed=False)
+    case = rep.cases[0]
+    assert code == 1 and case.outcome.value == "fail", case
+    assert "P119" in case.failing_rules and set(case.failing_rules) - {"P119"}, case.failing_rules  # a consequence
+    code, rep = _run(tmp_path, cases, listed=True)
+    case = rep.cases[0]
+    assert code == 0 and case.outcome.value == "expected-fail", case
+    extra = sorted(set(case.failing_rules) - {"P119"})
+    assert case.expected_reason.startswith("sub-calls numbered per run of the body (")
+    assert f"{', '.join(extra)} follow" in case.expected_reason and "departure P119" in case.expected_reason
+
+
+@pytest.mark.rules("P119", "P56")
+def test_an_unlisted_fault_beside_a_listed_departure_stays_unexpected(tmp_path):
+    """The same release with a second fault the departure does not explain (the unknown-tool
+    failure worded otherwise): the variant reference still differs from its answer."""
+    doc = copy.deepcopy(RETRY)
+    doc["id"] = "retry-parallel-and-unknown"
+    doc["rules"] = ["P119", "P69", "P56"]
+    doc["run"]["calls"].append({"callId": "c2", "name": "nothing", "agent": "a"})
+    code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=True, fault="unknown-tool-text")
+    case = rep.cases[0]
+    assert code == 1 and case.outcome.value == "fail" and case.expected_reason is None, case
+
+
+@pytest.mark.rules("P119")
+def test_a_departure_that_does_not_show_explains_nothing(tmp_path):
+    """Without a retry the departure changes nothing: the case passes, listed or not, and a
+    listed departure that no case shows is stale in a whole run only (expectations.stale)."""
+    doc = copy.deepcopy(RETRY)
+    doc["id"] = "no-retry"
+    doc["listeners"] = []
+    code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=False)
+    assert code == 0 and rep.cases[0].outcome.value == "pass", rep.cases[0]

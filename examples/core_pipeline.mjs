@@ -120,7 +120,9 @@ function snapshot(v, stack = []) {
   if (Array.isArray(v)) {
     const keys = Reflect.ownKeys(v)
     if (proto !== Array.prototype || keys.length !== v.length + 1) throw new NotLossless() // holes, extras
-    return v.map((_, i) => snapshot(v[i], [...stack, v]))
+    const items = []
+    for (let i = 0; i < v.length; i++) items.push(snapshot(v[i], [...stack, v])) // each element read once
+    return items
   }
   if (proto !== Object.prototype && proto !== null) throw new NotLossless()
   const keys = Reflect.ownKeys(v)

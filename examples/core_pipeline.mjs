@@ -18,7 +18,8 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const KIT = [process.env.DSH_KIT_DIR, path.join(here, '..', 'adapter_kit', 'kit'), path.join(here, '..', 'tools', 'dsh-adapter', 'kit')]
+// examples/ and tools/ are siblings in a clone and in the installed package alike.
+const KIT = [process.env.DSH_KIT_DIR, path.join(here, '..', 'tools', 'dsh-adapter', 'kit')]
   .find((dir) => dir && existsSync(path.join(dir, 'protocol.mjs')))
 if (KIT === undefined) throw new Error('core_pipeline.mjs: no JS kit found (set DSH_KIT_DIR to a kit/ directory)')
 const kit = async (name) => import(pathToFileURL(path.join(KIT, name)).href)
@@ -33,6 +34,7 @@ const DISPATCH = 'dispatch'
 const OUTCOMES = ['allowed-once', 'rejected', 'cancelled', 'unavailable']
 const PRE_REASONS = { allow: 'ignored', deny: 'string', ask: 'absent-or-string' }
 const UNPRINTABLE = '<unprintable thrown value>'
+const IDENTITY = ['callId', 'rootCallId', 'name', 'agent', 'parent', 'arguments', 'token']
 
 export class HarnessError extends Error {
   constructor(message, code, options) {
@@ -47,10 +49,22 @@ function harnessError(cls, code, message) {
   return new (HARNESS.get(cls))(message, code)
 }
 
-class NotLossless extends Error {}
+// What the snapshot throws for a value that is not lossless JSON: told apart by identity,
+// since `instanceof` on a thrown hostile value would itself throw.
+const NOT_LOSSLESS = Symbol('not lossless')
+const notLossless = () => { throw NOT_LOSSLESS } // eslint-disable-line no-throw-literal
 
 const get = (v, key) => (v === null || v === undefined ? undefined : v[key])
 const isObject = (v) => v !== null && (typeof v === 'object' || typeof v === 'function')
+/** JSON.stringify, its circular-structure TypeError without V8's lines on where the circle closes. */
+function jsonText(v) {
+  try {
+    return JSON.stringify(v)
+  } catch (e) {
+    if (e instanceof TypeError && e.message.startsWith('Converting circular structure to JSON')) throw new TypeError('Converting circular structure to JSON')
+    throw e
+  }
+}
 const toStr = (v) => `${v}` // ToString (a symbol throws), as the template literal does
 
 function failure(message, name, code) {
@@ -60,8 +74,8 @@ function failure(message, name, code) {
 }
 
 function infoOf(x) {
-  if (!(x instanceof HarnessError)) return null
   try {
+    if (!(x instanceof HarnessError)) return null
     const name = x.name
     return { name, code: x.code }
   } catch {
@@ -112,21 +126,21 @@ function aborted(beforeDispatch, prior) {
 function snapshot(v, stack = []) {
   if (v === null || typeof v === 'boolean' || typeof v === 'string') return v
   if (typeof v === 'number') {
-    if (!Number.isFinite(v) || Object.is(v, -0)) throw new NotLossless()
+    if (!Number.isFinite(v) || Object.is(v, -0)) notLossless()
     return v
   }
-  if (typeof v !== 'object' || stack.includes(v)) throw new NotLossless()
+  if (typeof v !== 'object' || stack.includes(v)) notLossless()
   const proto = Object.getPrototypeOf(v)
   if (Array.isArray(v)) {
     const keys = Reflect.ownKeys(v)
-    if (proto !== Array.prototype || keys.length !== v.length + 1) throw new NotLossless() // holes, extras
+    if (proto !== Array.prototype || keys.length !== v.length + 1) notLossless() // holes, extras
     const items = []
     for (let i = 0; i < v.length; i++) items.push(snapshot(v[i], [...stack, v])) // each element read once
     return items
   }
-  if (proto !== Object.prototype && proto !== null) throw new NotLossless()
+  if (proto !== Object.prototype && proto !== null) notLossless()
   const keys = Reflect.ownKeys(v)
-  if (keys.some((k) => typeof k === 'symbol' || !Object.getOwnPropertyDescriptor(v, k).enumerable)) throw new NotLossless()
+  if (keys.some((k) => typeof k === 'symbol' || !Object.getOwnPropertyDescriptor(v, k).enumerable)) notLossless()
   const out = {}
   for (const k of keys) Object.defineProperty(out, k, { value: snapshot(v[k], [...stack, v]), writable: true, enumerable: true, configurable: true })
   return out
@@ -180,7 +194,7 @@ const TYPES = {
 /** The schema's violations (type, properties and required: what scenarios use), jsonschema's wording. */
 function violations(schema, value) {
   if (schema === true || (isObject(schema) && Object.keys(schema).length === 0)) return []
-  const text = JSON.stringify(value)
+  const text = jsonText(value)
   const v = text === undefined ? value : JSON.parse(text)
   const out = []
   const walk = (s, x) => {
@@ -284,8 +298,8 @@ class CorePipeline {
     return step()
   }
 
-  boundary(rec, stage, what, value = null) {
-    this.w.obs(rec.call, stage, what, null, value === null ? null : this.w.enc(value))
+  boundary(rec, stage, what, ...value) {
+    this.w.obs(rec.call, stage, what, null, value.length === 0 ? null : this.w.enc(value[0]))
   }
 
   // ------------------------------------------------------------- execute()
@@ -306,18 +320,43 @@ class CorePipeline {
   /** P22-P25: one record per call, a frozen lossless snapshot of the arguments. */
   entry(input) {
     const w = this.w
+    // E1, E2 (P23): each input field read once, rootCallId and name before the lookup.
+    const callId = input.callId
+    const rootCallId = input.rootCallId ?? callId
+    const name = input.name
     const agentId = input.agent === undefined ? undefined : w.agentId(input.agent)
-    const visible = this.view(agentId, input.name)
+    const visible = this.view(agentId, name)
     const rec = {
       call: w.currentCall(), agentId, caller: input.signal, built: new Set(), deferred: [], concluded: false, bodyInvoked: false,
       finalizer: visible && visible.item.finalizeContent ? visible : undefined,
     }
-    const exec = {}
+    // P24: the identity fields never change, and one the record lacks cannot be added.
+    let building = true
+    const refuse = (t, k, how) => {
+      if (!building && IDENTITY.includes(k) && !Object.hasOwn(t, k)) throw new TypeError(`Cannot ${how} property ${k}, object is not extensible`)
+    }
+    const exec = new Proxy({}, { // strict-mode writes, in V8's words
+      set: (t, k, v, r) => {
+        refuse(t, k, 'add')
+        if (Reflect.set(t, k, v, r)) return true
+        throw new TypeError(Object.hasOwn(t, k) ? `Cannot assign to read only property '${String(k)}' of object '#<Object>'`
+          : `Cannot add property ${String(k)}, object is not extensible`)
+      },
+      defineProperty: (t, k, d) => {
+        refuse(t, k, 'define')
+        if (Reflect.defineProperty(t, k, d)) return true
+        throw new TypeError(Object.hasOwn(t, k) ? `Cannot redefine property: ${String(k)}` : `Cannot define property ${String(k)}, object is not extensible`)
+      },
+      deleteProperty: (t, k) => {
+        if (Reflect.deleteProperty(t, k)) return true
+        throw new TypeError(`Cannot delete property '${String(k)}' of #<Object>`)
+      },
+    })
     const fixed = (key, value) => Object.defineProperty(exec, key, { value, enumerable: true })
     this.tokens += 1
-    fixed('callId', input.callId)
-    fixed('rootCallId', input.rootCallId ?? input.callId)
-    fixed('name', input.name)
+    fixed('callId', callId)
+    fixed('rootCallId', rootCallId)
+    fixed('name', name)
     if (input.agent !== undefined) fixed('agent', input.agent)
     if (input.parent !== undefined) fixed('parent', input.parent)
     fixed('token', Symbol(`token-${this.tokens}`))
@@ -331,14 +370,16 @@ class CorePipeline {
       try {
         args = freeze(snapshot(input.arguments))
       } catch (e) {
-        if (!(e instanceof NotLossless)) throw e
+        if (!(e === NOT_LOSSLESS)) throw e
         throw new TypeError('tool execution arguments must be losslessly JSON-serializable')
       }
       fixed('arguments', args)
     } catch (e) {
       fixed('arguments', undefined)
+      building = false
       return [rec, FINAL, fail(e)]
     }
+    building = false
     if (input.signal.aborted) return [rec, FINAL, aborted(true)] // P29
     return [rec, null, null]
   }
@@ -392,7 +433,7 @@ class CorePipeline {
       ? await service(request)
       : await this.w.probeApproval(request, () => this.shippedApproval(rec, request, service.policy))
     if (typeof outcome !== 'string' || !OUTCOMES.includes(outcome)) { // P41
-      throw new Error(`approval service returned an unreachable outcome: ${JSON.stringify(outcome)}`)
+      throw new Error(`approval service returned an unreachable outcome: ${jsonText(outcome)}`)
     }
     return [outcome === 'allowed-once' ? 'allow' : 'deny', outcome === 'allowed-once' ? undefined : `approval ${outcome}`, outcome === 'cancelled']
   }
@@ -407,6 +448,9 @@ class CorePipeline {
     this.appendEvent(rec.agentId, 'approval/asked', { id, ...asked })
     let outcome = signal.aborted ? 'cancelled' : policy === 'never' ? 'rejected' : null
     if (outcome === null) {
+      // The abort is listened for before the answerers run: one may abort as it answers.
+      const abortedNow = signal.aborted ? Promise.resolve('cancelled')
+        : new Promise((resolve) => signal.addEventListener('abort', () => resolve('cancelled'), { once: true }))
       const answered = (async () => {
         let o
         try {
@@ -416,7 +460,6 @@ class CorePipeline {
         }
         return typeof o === 'string' && OUTCOMES.includes(o) ? o : 'unavailable'
       })()
-      const abortedNow = new Promise((resolve) => signal.addEventListener('abort', () => resolve('cancelled'), { once: true }))
       outcome = await Promise.race([answered, abortedNow])
     }
     this.appendEvent(rec.agentId, 'approval/decided', { id, outcome })
@@ -515,7 +558,7 @@ class CorePipeline {
     try {
       value = snapshot(candidate)
     } catch (e) {
-      throw outputError(e instanceof NotLossless ? 'value is not lossless JSON' : messageOf(e))
+      throw outputError(e === NOT_LOSSLESS ? 'value is not lossless JSON' : messageOf(e))
     }
     const bad = violations(tool.item.output?.schema ?? {}, value)
     if (bad.length > 0) throw outputError(bad.join('; '))
@@ -523,14 +566,14 @@ class CorePipeline {
     const out = { isError: false, value }
     for (const [key, which] of [['content', 'render'], ['meta', 'presentationMeta']]) {
       if (!tool.item.output?.[which]) {
-        if (key === 'content') out.content = [{ type: 'text', text: JSON.stringify(value) }]
+        if (key === 'content') out.content = [{ type: 'text', text: jsonText(value) }]
         continue
       }
       if (key === 'meta' && rec.exec.parent !== undefined) continue
       try {
         out[key] = snapshot(tool.fns[which](rec.exec.arguments, value))
       } catch (e) {
-        throw outputError(e instanceof NotLossless ? `output.${which} returned non-lossless JSON` : `output.${which} failed: ${messageOf(e)}`)
+        throw outputError(e === NOT_LOSSLESS ? `output.${which} returned non-lossless JSON` : `output.${which} failed: ${messageOf(e)}`)
       }
     }
     if (rec.concluded) out.concludesTurn = true
@@ -619,7 +662,7 @@ class CorePipeline {
     try {
       out = snapshot(candidate)
     } catch (e) {
-      if (e instanceof NotLossless) throw new TypeError('tool result must be losslessly JSON-serializable')
+      if (e === NOT_LOSSLESS) throw new TypeError('tool result must be losslessly JSON-serializable')
       throw e
     }
     if (!out.isError) out.value = value
@@ -687,7 +730,7 @@ export const cannotDrive = () => null
 export const realm = () => ({ HarnessError })
 
 export function unsupported(s) {
-  if (s.run.kind !== 'direct') return '$.run.kind: this port drives direct calls only'
+  if (s.run.kind !== 'direct') return 'loop runs: this port drives direct calls only'
   if ((s.mode ?? 'native') !== 'native' || (s.agents ?? []).some((a) => (a.mode ?? 'native') !== 'native') || s.timeoutPolicy) {
     return 'Code Mode and the timeout policy are outside this example'
   }

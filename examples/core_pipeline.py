@@ -233,7 +233,8 @@ class CorePipeline:
             raise
         self.run.boundary(rec.callId, "approval", "outcome", outcome)
         if not isinstance(outcome, str) or outcome not in OUTCOMES:  # P41
-            raise Thrown(js_error(f"approval service returned an unreachable outcome: {json_text(outcome)}"))
+            text = json_text(outcome)  # JSON.stringify: undefined for undefined, a function, a symbol
+            raise Thrown(js_error(f"approval service returned an unreachable outcome: {'undefined' if text is None else text}"))
         return ("allow" if outcome == GRANTED else "deny", UNDEFINED if outcome == GRANTED else f"approval {outcome}",
                 outcome == "cancelled")
 

@@ -24,6 +24,7 @@ const KIT = [process.env.DSH_KIT_DIR, path.join(here, '..', 'tools', 'dsh-adapte
 if (KIT === undefined) throw new Error('core_pipeline.mjs: no JS kit found (set DSH_KIT_DIR to a kit/ directory)')
 const kit = async (name) => import(pathToFileURL(path.join(KIT, name)).href)
 const { Unsupported } = await kit('faults.mjs')
+const { KIT_VERSION } = await kit('version.mjs')
 const { guardFunction, listenerFunction, toolFunctions, approvalRequest } = await kit('participants.mjs')
 
 // ----------------------------------------------------------------------------- pipeline logic
@@ -723,7 +724,7 @@ function blockMessage(feedback) {
 // ----------------------------------------------------------------------------- end of pipeline logic
 
 // The binding: the seams the kit calls (kit/README.md), each handing over to the pipeline.
-export const implementation = () => ({ name: 'core-pipeline-example-js', version: '1.1', language: 'javascript' })
+export const implementation = () => ({ name: 'core-pipeline-example-js', version: KIT_VERSION, language: 'javascript' })
 export const profiles = () => ['core']
 export const features = () => ['direct', 'virtual-time']
 export const cannotDrive = () => null

@@ -161,6 +161,8 @@ function freeze(v, seen = new Set()) {
   return v
 }
 
+const UNPRINTABLE_CHAR = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u
+
 // Python's repr of JSON values, as jsonschema words its messages (examples/core_pipeline.py).
 function repr(v) {
   if (v === null) return 'None'
@@ -174,8 +176,16 @@ function repr(v) {
   }
   if (typeof v === 'string') {
     const q = v.includes("'") && !v.includes('"') ? '"' : "'"
-    const body = [...v].map((c) => (c === q || c === '\\' ? '\\' + c : c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r'
-      : c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f ? '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0') : c)).join('')
+    const hex = (n, width) => n.toString(16).padStart(width, '0')
+    const body = [...v].map((c) => {
+      if (c === q || c === '\\') return '\\' + c
+      if (c === '\n') return '\\n'
+      if (c === '\t') return '\\t'
+      if (c === '\r') return '\\r'
+      if (c === ' ' || !UNPRINTABLE_CHAR.test(c)) return c // str.isprintable
+      const n = c.codePointAt(0)
+      return n < 0x100 ? '\\x' + hex(n, 2) : n < 0x10000 ? '\\u' + hex(n, 4) : '\\U' + hex(n, 8)
+    }).join('')
     return q + body + q
   }
   if (Array.isArray(v)) return '[' + v.map(repr).join(', ') + ']'

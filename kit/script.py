@@ -316,7 +316,7 @@ def _message(op: str, key: str, exists: bool) -> str:
     if op == "delete":
         return texts.frozen_delete(key)
     if op == "define":
-        return texts.frozen_define(key) if exists else texts.frozen_add(key)
+        return texts.frozen_define(key) if exists else texts.frozen_define_new(key)
     return texts.frozen_set(key) if exists else texts.frozen_add(key)
 
 

@@ -150,7 +150,7 @@ def refusal(w: RunState, node: Any, key: str, op: str) -> JsValue | None:
         case _:  # define: a configurable, writable, enumerable data property
             if p is not None and (frozen or not p.configurable):
                 return type_error(texts.frozen_define(key))
-            return type_error(texts.frozen_add(key)) if frozen else None
+            return type_error(texts.frozen_define_new(key)) if frozen else None
 
 
 def attempt(w: RunState, root: Any, path: list[str], op: str) -> tuple[JsValue | None, Any]:

@@ -299,8 +299,10 @@ def _refusal(w: RunState, inv: Invocation, root: str, path: list[str],
             return writes.attempt(w, {head: held}, path, op)[0], ("P24",), None
         if head in ("agent", "parent") and not rec.has(head):
             return writes.refusal(w, UNDEFINED, key, op), ("P24",), None
-        if head in ("agent", "signal"):
-            return None, ("P24",), None  # the agent and signal objects themselves are not frozen
+        if head == "signal":  # an AbortSignal, never frozen: its aborted and reason have no setter
+            return writes.attempt(w, {head: writes.SIGNAL}, path, op)[0], ("P24",), None
+        if head == "agent":
+            return None, ("P24",), None  # the agent object itself is not frozen
         return (type_error(_message(op, key, True)) if rec.frozen else None), ("P99",), None
     if root == "request" and inv.stage == "approval" and isinstance(inv.request, dict):
         # P39 fixes what the request holds, no sentence that it is frozen: a plain object made

@@ -87,7 +87,7 @@ class RunState:
         if spec is None:
             return UNDEFINED
         out: dict[str, Any] = {"callId": spec.callId, "name": spec.name, "arguments": clone(spec.arguments),
-                               "signal": {}}
+                               "signal": {"$js": "instance", "class": "AbortSignal"}}
         if spec.agent is not None:
             out["agent"] = {}
         if spec.rootCallId is not None:

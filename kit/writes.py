@@ -40,6 +40,12 @@ class Prop:
         return token(self.raw) in ("getter", "getter-throws")
 
 
+# Accessors without a setter that instances inherit from their class's prototype: a set of one
+# throws in strict mode (an AbortSignal's `aborted` and `reason`).
+INHERITED_GETTERS = {"AbortSignal": frozenset({"aborted", "reason"})}
+SIGNAL = {"$js": "instance", "class": "AbortSignal"}
+"""An AbortSignal as a write meets it (a record's or an input's ``signal``)."""
+
 _PRIMITIVE_TOKENS = {"NaN": "number", "Infinity": "number", "-Infinity": "number", "-0": "number",
                      "bigint": "bigint", "symbol": "symbol"}
 
@@ -138,7 +144,8 @@ def refusal(w: RunState, node: Any, key: str, op: str) -> JsValue | None:
     frozen = w.is_frozen(node) and isinstance(node, (dict, list))
     match op:
         case "set":
-            if p is not None and p.accessor:
+            inherited = INHERITED_GETTERS.get(str(node.get("class"))) if token(node) == "instance" else None
+            if (p is not None and p.accessor) or (p is None and inherited and key in inherited):
                 return type_error(texts.getter_only(key))
             if (p is not None and not p.writable) or (frozen and p is not None):
                 return type_error(texts.frozen_set(key))
@@ -192,4 +199,4 @@ def nullish_write(op: str, key: str, node: Any) -> str:
     return f"Cannot set properties of {what} (setting '{key}')"
 
 
-__all__ = ["attempt", "apply", "own", "refusal", "primitive_kind"]
+__all__ = ["attempt", "apply", "own", "refusal", "primitive_kind", "SIGNAL"]

@@ -81,6 +81,9 @@ TOKEN_WRITES = [
     ("input.arguments.n.x", "set", "failed"),  # NaN is a number
     ("input.arguments.u.x", "set", "failed"),  # undefined
     ("input.arguments.h", "set", "applied"),  # the property holding a token is the arguments' own
+    ("input.signal.aborted", "set", "failed"),  # an AbortSignal's aborted has no setter
+    ("input.signal.x", "set", "applied"),
+    ("record.signal.reason", "set", "failed"),
 ]
 TOKENS = {"h": {"$js": "hostile"}, "f": {"$js": "function", "name": "f"}, "arr": [1, {"$js": "hole"}],
           "g": {"$js": "getter-throws", "message": "no"}, "c": {"self": {"$js": "cycle", "up": 1}},

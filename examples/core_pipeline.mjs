@@ -3,12 +3,12 @@
 // THIS IS AN EXAMPLE OF THE JS KIT (the `kit/` that `dsh-conformance kit js DIR` writes),
 // NOT A SECOND ORACLE. It is examples/core_pipeline.py, stage for stage, in JavaScript: the
 // same registry, entry, gate, approval, guards, dispatch, output contract, post-execute,
-// materialization, finalizer and notification, so that the two examples, each on its own
-// kit, give the same answers on every scenario (`dsh-conformance kit agree`: any difference
-// is a difference of the kits, or of the examples). What is left out, as in the Python one:
-// the loop, Code Mode, the timeout policy and the reference texts.
+// materialization, finalizer and notification, with the reference profile's texts, so that
+// the two examples, each on its own kit, give the same answers on every scenario
+// (`dsh-conformance kit agree`: any difference is a difference of the kits, or of the
+// examples). What is left out, as in the Python one: the loop, Code Mode and the timeout policy.
 //
-//   dsh-conformance run --impl "node examples/core_pipeline.mjs" --profiles core
+//   dsh-conformance run --impl "node examples/core_pipeline.mjs" --profiles core,reference
 //
 // It is itself the binding: it finds the JS kit beside it (DSH_KIT_DIR, or the kit of the
 // installed suite, or tools/dsh-adapter/kit of a clone) and serves the protocol.
@@ -202,29 +202,43 @@ const TYPES = {
   null: (v) => v === null,
 }
 
-/** The schema's violations (type, properties and required: what scenarios use), jsonschema's wording. */
-function violations(schema, value) {
+/**
+ * P73, P75: the schema's violations (type, properties and required: what scenarios use) in
+ * jsonschema's wording, each as `<label><path>: <message>`, by path, then keyword.
+ */
+function violations(schema, value, label) {
   if (schema === true || (isObject(schema) && Object.keys(schema).length === 0)) return []
-  const text = jsonText(value)
+  const text = JSON.stringify(value)
   const v = text === undefined ? value : JSON.parse(text)
-  const out = []
-  const walk = (s, x) => {
+  const found = []
+  const walk = (s, x, path) => {
     for (const [key, rule] of Object.entries(s)) {
       if (key === 'type') {
         const types = Array.isArray(rule) ? rule : [rule]
-        if (!types.some((t) => TYPES[t]?.(x))) out.push(`${repr(x)} is not of type ${types.map(repr).join(', ')}`)
+        if (!types.some((t) => TYPES[t]?.(x))) found.push({ path, key, message: `${repr(x)} is not of type ${types.map(repr).join(', ')}` })
       } else if (key === 'properties' && TYPES.object(x)) {
-        for (const [p, sub] of Object.entries(rule)) if (Object.hasOwn(x, p)) walk(sub, x[p])
+        for (const [p, sub] of Object.entries(rule)) if (Object.hasOwn(x, p)) walk(sub, x[p], [...path, p])
       } else if (key === 'required' && TYPES.object(x)) {
-        for (const p of rule) if (!Object.hasOwn(x, p)) out.push(`${repr(p)} is a required property`)
+        for (const p of rule) if (!Object.hasOwn(x, p)) found.push({ path, key, message: `${repr(p)} is a required property` })
       }
     }
   }
-  walk(schema, v)
-  return out
+  walk(schema, v, [])
+  const order = (a, b) => { // Python's ordering of ([path...], keyword)
+    for (let i = 0; i < Math.min(a.path.length, b.path.length); i++) if (a.path[i] !== b.path[i]) return a.path[i] < b.path[i] ? -1 : 1
+    if (a.path.length !== b.path.length) return a.path.length - b.path.length
+    return a.key < b.key ? -1 : a.key > b.key ? 1 : 0
+  }
+  return found.sort(order).map((e) => label + e.path.map((p) => `.${p}`).join('') + ': ' + e.message)
 }
 
-class Thrown extends Error {} // never escapes: only to tell a scripted throw from the example's own bugs
+const outputError = (name, why) => harnessError('ToolOutputError', 'INVALID_TOOL_OUTPUT', `tool "${name}" returned invalid output: ${why}`)
+const unknownTool = (name) => harnessError('ToolNotFoundError', 'UNKNOWN_TOOL', `unknown tool "${name}"`)
+const DENIALS = { // P41
+  rejected: (name) => `the user rejected tool "${name}"`,
+  cancelled: (name) => `approval for tool "${name}" was cancelled`,
+  unavailable: (name) => `tool "${name}" requires approval, but no approval channel is available`,
+}
 
 class CorePipeline {
   /** The registry and the stages of one run: entry, gate, dispatch, post, finish. */
@@ -247,7 +261,10 @@ class CorePipeline {
     if (kind === 'tool') {
       if (!this.tools.has(scope)) this.tools.set(scope, new Map())
       const layer = this.tools.get(scope)
-      if (layer.has(item.name)) throw new Error(`tool "${item.name}" is already registered`)
+      if (layer.has(item.name)) {
+        const where = scope !== null ? 'in this scope' : "(for a per-agent variant, register through that agent's `agent.ctx` instead)"
+        throw new Error(`tool "${item.name}" is already registered ${where}`)
+      }
       const entry = { item, fns: toolFunctions(this.w, item) }
       layer.set(item.name, entry)
       return () => { if (layer.get(item.name) === entry) layer.delete(item.name) }
@@ -435,18 +452,19 @@ class CorePipeline {
 
   async ask(rec, reason) {
     const service = this.approval
-    if (service === null) return ['deny', typeof reason === 'string' ? reason : 'approval is not supported', false] // P37
-    if (rec.agentId === undefined) return ['deny', 'approval needs an agent', false]
+    const name = rec.exec.name
+    if (service === null) return ['deny', typeof reason === 'string' ? reason : `tool "${name}" requires approval (not yet supported)`, false] // P37, P38
+    if (rec.agentId === undefined) return ['deny', `tool "${name}" requires approval, but the call has no agent to route it through`, false]
     const request = { agent: rec.exec.agent, toolName: rec.exec.name, callId: rec.exec.callId }
     if (typeof reason === 'string') request.reason = reason
     request.signal = rec.exec.signal
     const outcome = typeof service === 'function'
       ? await service(request)
       : await this.w.probeApproval(request, () => this.shippedApproval(rec, request, service.policy))
-    if (typeof outcome !== 'string' || !OUTCOMES.includes(outcome)) { // P41
-      throw new Error(`approval service returned an unreachable outcome: ${jsonText(outcome)}`)
+    if (typeof outcome !== 'string' || !OUTCOMES.includes(outcome)) { // P41: JSON.stringify(o) ?? String(o)
+      throw new Error(`unreachable variant in ApprovalOutcome: ${jsonText(outcome) ?? String(outcome)}`)
     }
-    return [outcome === 'allowed-once' ? 'allow' : 'deny', outcome === 'allowed-once' ? undefined : `approval ${outcome}`, outcome === 'cancelled']
+    return [outcome === 'allowed-once' ? 'allow' : 'deny', outcome === 'allowed-once' ? undefined : DENIALS[outcome](name), outcome === 'cancelled']
   }
 
   /** P43: the shipped service asks the approval/request answerers, with its audit pair. */
@@ -546,9 +564,9 @@ class CorePipeline {
     let res
     try {
       const tool = this.view(rec.agentId, exec.name)
-      if (tool === undefined) throw harnessError('ToolNotFoundError', 'UNKNOWN_TOOL', `unknown tool: ${exec.name}`)
+      if (tool === undefined) throw unknownTool(exec.name)
       rec.bodyInvoked = true
-      const bad = tool.item.define ? violations(tool.item.parameters ?? {}, exec.arguments) : []
+      const bad = tool.item.define ? violations(tool.item.parameters ?? {}, exec.arguments, 'arguments') : []
       if (bad.length > 0) throw harnessError('ToolArgsError', 'INVALID_ARGS', 'invalid arguments: ' + bad.join('; ')) // P75
       const v = await tool.fns.execute(exec.arguments, exec)
       const s = this.success(rec, tool, v) // P72, P73: the output contract runs before the abort check
@@ -564,15 +582,15 @@ class CorePipeline {
 
   /** P72-P74: a value becomes a success through the output contract, or throws. */
   success(rec, tool, candidate) {
-    const outputError = (why) => harnessError('ToolOutputError', 'INVALID_TOOL_OUTPUT', `${tool.item.name} returned invalid output: ${why}`)
+    const name = tool.item.name
     let value
     try {
       value = snapshot(candidate)
     } catch (e) {
-      throw outputError(e === NOT_LOSSLESS ? 'value is not lossless JSON' : messageOf(e))
+      throw outputError(name, e === NOT_LOSSLESS ? 'value is not lossless JSON' : `value snapshot failed: ${messageOf(e)}`)
     }
-    const bad = violations(tool.item.output?.schema ?? {}, value)
-    if (bad.length > 0) throw outputError(bad.join('; '))
+    const bad = violations(tool.item.output?.schema ?? {}, value, 'value')
+    if (bad.length > 0) throw outputError(name, bad.join('; '))
     freeze(value)
     const out = { isError: false, value }
     for (const [key, which] of [['content', 'render'], ['meta', 'presentationMeta']]) {
@@ -584,7 +602,7 @@ class CorePipeline {
       try {
         out[key] = snapshot(tool.fns[which](rec.exec.arguments, value))
       } catch (e) {
-        throw outputError(e === NOT_LOSSLESS ? `output.${which} returned non-lossless JSON` : `output.${which} failed: ${messageOf(e)}`)
+        throw outputError(name, e === NOT_LOSSLESS ? `output.${which} returned non-lossless JSON` : `output.${which} failed: ${messageOf(e)}`)
       }
     }
     if (rec.concluded) out.concludesTurn = true
@@ -599,7 +617,7 @@ class CorePipeline {
     if (get(r, 'isError')) n = { isError: true, error: get(r, 'error'), content: get(r, 'content') }
     else {
       const tool = this.view(rec.agentId, rec.exec.name)
-      if (tool === undefined) throw harnessError('ToolNotFoundError', 'UNKNOWN_TOOL', `unknown tool: ${rec.exec.name}`)
+      if (tool === undefined) throw unknownTool(rec.exec.name)
       n = { ...this.success(rec, tool, get(r, 'value')) }
     }
     for (const key of n.isError ? ['meta', 'additionalContexts'] : ['additionalContexts']) {
@@ -647,8 +665,9 @@ class CorePipeline {
     const merged = [...(Array.isArray(prior) ? prior : []), ...dc] // P85
     let out
     if (Object.hasOwn(p, 'value')) { // P81, P87
+      if (r.isError) throw new TypeError('tools/post-execute cannot replace the value of a failed result')
       const tool = this.view(rec.agentId, rec.exec.name)
-      if (r.isError || tool === undefined) throw new TypeError('tools/post-execute cannot replace the value of a failed result')
+      if (tool === undefined) throw unknownTool(rec.exec.name) // the value goes through the output contract of a tool that is gone
       out = { ...this.success(rec, tool, get(p, 'value')) }
     } else { // P80
       out = { ...r }
@@ -706,13 +725,13 @@ class CorePipeline {
       try {
         returned = l.fn(rec.exec, f)
       } catch (e) {
-        w.trace.warnings.push(`${rec.exec.name} (${rec.exec.callId}): tools/result observer failed: ${messageOf(e)}`)
+        w.trace.warnings.push(`tool "${rec.exec.name}" (${rec.exec.callId}): tools/result observer failed: ${messageOf(e)}`)
         continue
       }
       if (returned instanceof Promise) rejections.push(returned)
     }
     for (const p of rejections) {
-      p.catch((x) => w.trace.warnings.push(`${rec.exec.name} (${rec.exec.callId}): tools/result observer failed: ${messageOf(x)}`))
+      p.catch((x) => w.trace.warnings.push(`tool "${rec.exec.name}" (${rec.exec.callId}): tools/result observer failed: ${messageOf(x)}`))
     }
     return f
   }
@@ -723,7 +742,7 @@ function blockMessage(feedback) {
   const parts = []
   for (let i = 0; i < feedback.length; i++) {
     const block = feedback[i]
-    if (block === null || block === undefined) throw new TypeError("Cannot read properties of null (reading 'type')")
+    if (block === null || block === undefined) throw new TypeError(`Cannot read properties of ${block === null ? 'null' : 'undefined'} (reading 'type')`)
     const kind = isObject(block) ? block.type : undefined
     const text = kind === 'text' ? block.text : undefined
     parts.push(kind === 'text' ? (text === null || text === undefined ? '' : toStr(text)) : `[${toStr(kind)} content]`)
@@ -735,7 +754,7 @@ function blockMessage(feedback) {
 
 // The binding: the seams the kit calls (kit/README.md), each handing over to the pipeline.
 export const implementation = () => ({ name: 'core-pipeline-example-js', version: KIT_VERSION, language: 'javascript' })
-export const profiles = () => ['core']
+export const profiles = () => ['core', 'reference']
 export const features = () => ['direct', 'virtual-time']
 export const cannotDrive = () => null
 export const realm = () => ({ HarnessError })

@@ -90,8 +90,9 @@ def _first_difference(py: dict[str, Any], js: dict[str, Any]) -> str:
 
 
 def compare(scenarios: Iterable[tuple[str, dict[str, Any]]], python: list[str] | None = None,
-            js: list[str] | None = None, limit: int = 20) -> Agreement:
-    """Run each (label, scenario document) on both examples and compare the answers."""
+            js: list[str] | None = None, limit: int = 20, progress: bool = False) -> Agreement:
+    """Run each (label, scenario document) on both examples and compare the answers
+    (``progress``: a line on stderr every 500 scenarios)."""
     found = Agreement()
     py_iut = ProcessIUT(python or [sys.executable, str(PYTHON_EXAMPLE)])
     js_iut = ProcessIUT(js or [node(), str(JS_EXAMPLE)])
@@ -100,6 +101,8 @@ def compare(scenarios: Iterable[tuple[str, dict[str, Any]]], python: list[str] |
         js_iut.start()
         for seq, (label, doc) in enumerate(scenarios, start=1):
             found.scenarios += 1
+            if progress and found.scenarios % 500 == 0:
+                print(f"... {found.summary()}", file=sys.stderr, flush=True)
             answers = []
             for iut in (py_iut, js_iut):
                 try:
@@ -157,7 +160,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
     def chained() -> Iterator[tuple[str, dict[str, Any]]]:
         for part in scenarios:
             yield from part
-    found = compare(chained())
+    found = compare(chained(), progress=True)
     for label, what in found.differences:
         if what:
             print(f"DIFFERENT {label}: {what}")

@@ -10,6 +10,7 @@ green (every scored rule passes) through yellow to red.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -39,12 +40,13 @@ def badge_svg(label: str, score: Score) -> str:
 def slug(report: Report) -> str:
     """A file name for the report's implementation: ``@deepseek-ai/dsh-tools 0.1.0-rc.8``
     gives ``deepseek-ai-dsh-tools-0.1.0-rc.8``."""
-    return re.sub(r"[^A-Za-z0-9._]+", "-", report.name).strip("-.") or "implementation"
+    return re.sub(r"[^A-Za-z0-9._]+", "-", report.name)[:100].strip("-.") or "implementation"  # a file name's length
 
 
-def badge_files(reports: list[Report], directory: Path) -> list[tuple[Path, str]]:
-    """Each badge's path under ``directory`` and its SVG."""
-    out: list[tuple[Path, str]] = []
+def badges(reports: list[Report]) -> list[tuple[str, str, Score]]:
+    """Each badge: its file name without the extension, its label and its score (the site
+    names its runs by the same stems)."""
+    out: list[tuple[str, str, Score]] = []
     taken: dict[str, int] = {}
     for report in reports:
         name = slug(report)
@@ -53,9 +55,22 @@ def badge_files(reports: list[Report], directory: Path) -> list[tuple[Path, str]
             name = f"{name}-{taken[name]}"  # two reports of one implementation
         for score in scores(report):
             overall = score.profile == "all"
-            path = directory / (f"{name}.svg" if overall else f"{name}-{score.profile}.svg")
-            out.append((path, badge_svg("dsh conformance" if overall else f"dsh {score.profile}", score)))
+            out.append((name if overall else f"{name}-{score.profile}",
+                        "dsh conformance" if overall else f"dsh {score.profile}", score))
     return out
+
+
+def badge_files(reports: list[Report], directory: Path) -> list[tuple[Path, str]]:
+    """Each badge's path under ``directory`` and its SVG."""
+    return [(directory / f"{stem}.svg", badge_svg(label, score)) for stem, label, score in badges(reports)]
+
+
+def endpoint_json(label: str, score: Score) -> str:
+    """The badge as a shields endpoint's JSON (schemaVersion 1): the same label, value and
+    colour as its SVG, for a shields server to draw."""
+    value = str(score) if score.scored else "no rule scored"
+    return json.dumps({"schemaVersion": 1, "label": label, "message": value,
+                       "color": colour(score).lstrip("#")}) + "\n"
 
 
 def write_badges(reports: list[Report], directory: Path, inputs: list[str] | None = None) -> list[Path]:
@@ -79,4 +94,4 @@ def cmd_badge(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["cmd_badge", "badge_files", "write_badges", "badge_svg"]
+__all__ = ["cmd_badge", "badges", "badge_files", "write_badges", "badge_svg", "endpoint_json", "slug"]

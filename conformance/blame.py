@@ -183,25 +183,26 @@ DEFINITION_STAGES = frozenset({"body", "finalize", "classify", "render", "presen
 
 def misresolved(es: list[Item], acts: list[Item], i: int,
                 resolution: frozenset[tuple[str, str]]) -> list[str] | None:
-    """When the oracle resolved the call's name through a restriction's exemption (one of
-    the ``resolution`` reasons in its lane: P56 hides only inherited global tools) and the
-    implementation's lane shows no participant of the definition the oracle resolved to,
-    while the oracle's does, and either hands on an unknown-tool failure the oracle's never
-    does or parts from the oracle's only where that definition is due (at ``es[i]`` or
-    after its first participant): the implementation took another definition or none, and
-    every later difference of the call (a wrapper's result, a post-execute decision, which
-    finalizer applies) follows from that, so the resolution's rules are to blame. An
-    implementation that ran any of that definition's participants resolved the name as the
-    oracle did, and its difference is judged where it lies."""
+    """When the oracle's lane records a definition that a restriction hides from the caller
+    (one of the ``resolution`` reasons: P56 hides every inherited definition of a name it
+    filters) and the implementation's lane runs a participant of a definition that the
+    oracle's lane never runs, while the lanes part where that participant runs or later:
+    the implementation resolved the hidden definition (upstream's bug before 43f3324a7b
+    spared an ancestor scope's), and every later difference of the call (a wrapper's result,
+    a post-execute decision, which finalizer applies) follows from that, so the resolution's
+    rules are to blame. An implementation whose lane parts from the oracle's before any such
+    participant (an earlier denial, say) is judged where it parts, unless the oracle's lane
+    hands on the unknown-tool failure there and the implementation's never does."""
     spared = [r for x in es for stage, what, rs in x[1][3] if (stage, what) in resolution for r in rs]
     if not spared:
         return None
-    own = [n for n, x in enumerate(es) if x[0]["stage"] in DEFINITION_STAGES and x[0]["who"] is not None]
-    ran = {x[0]["who"] for x in acts if x[0]["stage"] in DEFINITION_STAGES}
-    if not own or {es[n][0]["who"] for n in own} & ran:
-        return None
-    unknown = any(_unknown_tool(x[0]["value"]) for x in acts) and not any(_unknown_tool(x[0]["value"]) for x in es)
-    if not unknown and i < own[0]:
+    own = {x[0]["who"] for x in es if x[0]["stage"] in DEFINITION_STAGES and x[0]["who"] is not None}
+    extra = [n for n, x in enumerate(acts)
+             if x[0]["stage"] in DEFINITION_STAGES and x[0]["who"] is not None and x[0]["who"] not in own]
+    # The oracle hands on an unknown-tool failure the implementation never does: the lanes
+    # may part at that routing, before the spared definition's participant is due.
+    unknown = any(_unknown_tool(x[0]["value"]) for x in es) and not any(_unknown_tool(x[0]["value"]) for x in acts)
+    if not extra or (i < extra[0] and not unknown):
         return None
     return list(dict.fromkeys(spared))
 

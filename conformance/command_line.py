@@ -63,6 +63,7 @@ def parser() -> argparse.ArgumentParser:
     _coverage(sub)
     _diff(sub)
     _merge(sub)
+    _site(sub)
     _tree(sub)
     _kit(sub)
     _mutate(sub)
@@ -230,6 +231,15 @@ def _merge(sub: Subparsers) -> None:
                    help=f"as run's: the whole run fails when the implementation skipped more than this share "
                         f"(default {DEFAULT_MAX_SKIPPED:g})")
     _runs(p, "merge", "cmd_merge")
+
+
+def _site(sub: Subparsers) -> None:
+    p = sub.add_parser("site", help="build a static results site from reports: implementations x profiles, a page "
+                       "per implementation (versions, what changed), per rule and per case, search, badge data")
+    p.add_argument("reports", nargs="+", metavar="REPORT.jsonl", help="JSON-lines reports written by run --report")
+    p.add_argument("-o", "--output", required=True, help="the directory to write the site in (created if missing)")
+    p.add_argument("--title", default="dsh conformance results", help="the site's title")
+    _runs(p, "site_pages", "cmd_site")
 
 
 def _tree(sub: Subparsers) -> None:

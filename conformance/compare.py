@@ -279,12 +279,11 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
                      ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
-                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare")})
-# A name the oracle resolved through an ancestor's scope that a restriction on the chain
-# names (P56 hides only inherited global tools): an implementation that resolves it
-# otherwise takes another definition or none, and every later difference of the call
-# follows from that, so the resolution alone is to blame.
-RESOLUTION_REASONS = frozenset({("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare")})
+                     ("finalize", "resolve"), ("entry", "hide"), ("dispatch", "hide"), ("code-mode", "hide")})
+# An inherited definition that a restriction on the chain hides from the calling agent (P56):
+# an implementation that resolves the name all the same takes that definition, and every
+# later difference of the call follows from that, so the resolution alone is to blame.
+RESOLUTION_REASONS = frozenset({("entry", "hide"), ("dispatch", "hide"), ("code-mode", "hide")})
 PARTICIPANT_STAGES = ("pre-execute", "execute", "post-execute", "result", "approval", "code-dispatch-log")
 
 
@@ -566,7 +565,7 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     wrong = blame.misresolved(es, acts, i, RESOLUTION_REASONS)
     if wrong is not None:
         return Divergence(where, e[0] if e else None, a[0] if a else None, wrong,
-                          reason="the implementation ran none of the definition the name resolves to (P56)")
+                          reason="the implementation ran a definition that a restriction hides from the caller (P56)")
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:
@@ -625,9 +624,11 @@ def _observation_rules(e: Item | None, a: Item | None, masks: Masks = masking.NO
         extra = ["P5", "P6", "P7"] if a and a[0]["who"] is not None and a[0]["stage"] in PARTICIPANT_STAGES else []
         return ["P1", "P2", *extra] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
     item, (rules, outcome_rules, routing, reasons) = e[0], e[1]
-    spared = [r for stage, what, rs in reasons if (stage, what) in RESOLUTION_REASONS for r in rs]
-    if spared:
-        return list(dict.fromkeys(spared))
+    # A binding list that differs where the oracle hid a name from the program (P56, P117):
+    # the namespace is the calling agent's view, so the resolution is to blame.
+    hidden = [r for stage, what, rs in reasons if (stage, what) == ("code-mode", "hide") for r in rs]
+    if hidden and (item["stage"], item["what"]) == ("program", "start"):
+        return list(dict.fromkeys(hidden))
     # A reason of the expected step's own stage (a finalize/resolve: the finalizer captured at
     # entry is not the one visible now, P26) says which participant that step has; when the
     # implementation is at another stage altogether, the routing explains it, not that.

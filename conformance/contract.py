@@ -301,18 +301,20 @@ PROGRAM_STEPS: tuple[Step, ...] = (
     Step("end", _object({"logs": {"type": "array", "items": {"type": "string"}}},
                         {"value": JS_VALUE, "error": {"type": "object"}}), ("P128",),
          "the program's run ended", ("program",)),
+    Step("throw", {**JS_VALUE, "description": "what the code runtime's run() rejected with (a `reject` step)"},
+         ("P125",), "the code runtime's run() rejected instead of resolving", ("program",)),
 )
 
 # The oracle's own reasoning: never compared, never required of an implementation. An
 # implementation may send them (the oracle's own server does); any other who-less pair is
 # outside the contract.
 ORACLE_ONLY: dict[str, tuple[str, ...]] = {
-    "entry": ("start", "spare", "snapshot", "collapse"),
+    "entry": ("start", "hide", "snapshot", "collapse"),
     "route": ("to",),
     "checkpoint": ("abort",),
-    "dispatch": ("abort", "resolve", "outcome", "spare"),
+    "dispatch": ("abort", "resolve", "outcome", "hide"),
     "materialize": ("throw",),
-    "code-mode": ("submit", "start", "defer", "conclude", "abandon", "append"),
+    "code-mode": ("submit", "start", "defer", "conclude", "abandon", "append", "hide"),
     "pre-execute": ("deny",),
     "approval": ("start", "deny", "abandon"),
     "guards": ("start", "end", "throw"),

@@ -56,10 +56,9 @@ def check(reports: list[Report]) -> list[Report]:
         if k in by_k:
             raise MergeError(f"{r.path}: shard {k}/{m} twice (also {by_k[k].path})")
         by_k[k] = r
-        for name in _SAME:
-            if getattr(r.header, name) != getattr(first.header, name):
-                raise MergeError(f"{r.path}: another run than {first.path}: its {name} differs "
-                                 f"({_short(getattr(r.header, name))} against {_short(getattr(first.header, name))})")
+        why = differs(r, first)
+        if why:
+            raise MergeError(why)
         for name in _IDENTITY:
             if r.header.implementation.get(name) != first.header.implementation.get(name):
                 raise MergeError(f"{r.path}: another implementation than {first.path} (its {name} "
@@ -76,6 +75,16 @@ def check(reports: list[Report]) -> list[Report]:
     if missing:
         raise MergeError(f"shard {', '.join(f'{k}/{m}' for k in missing)} missing (merge takes all {m} reports)")
     return [by_k[k] for k in range(1, m + 1)]
+
+
+def differs(r: Report, first: Report, fields: tuple[str, ...] = _SAME) -> str | None:
+    """Why ``r`` is another run than ``first`` (the first of its header's ``fields`` that
+    differs, in one line), or None. ``site`` asks it of the suite, spec and corpus alone."""
+    for name in fields:
+        if getattr(r.header, name) != getattr(first.header, name):
+            return (f"{r.path}: another run than {first.path}: its {name} differs "
+                    f"({_short(getattr(r.header, name))} against {_short(getattr(first.header, name))})")
+    return None
 
 
 def _short(value: Any) -> str:
@@ -207,4 +216,4 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return footer.exit
 
 
-__all__ = ["merge", "check", "cmd_merge", "MergeError"]
+__all__ = ["merge", "check", "differs", "cmd_merge", "MergeError"]

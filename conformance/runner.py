@@ -35,6 +35,7 @@ from . import interrupts, reference_cache
 from .compare import judge
 from .evidence import evidence, kept_divergence, kept_message
 from .expectations import Expectations
+from .explained import explained
 from .iut import HARD_FAILURES, IUTFailure
 from .masks import within
 from .outputs import OutputWriteError, holds, write_atomic
@@ -266,7 +267,8 @@ class Runner:
         # rules the case cites; broken invariants name theirs.
         blamed = (divergence.rules or rules) if divergence else []
         failing = list(dict.fromkeys([*blamed, *(v["rule"] for v in violations)])) or rules
-        reason = self.expectations.reason(case.id, failing)
+        reason = self.expectations.reason(case.id, failing) or explained(
+            self.expectations, case.scenario, answer.trace, checked, violations, _invariants)
         return CaseRecord(**base, outcome=Outcome.XFAIL if reason else Outcome.FAIL, failing_rules=failing,
                           divergence=kept_divergence(divergence.to_json()) if divergence else None, violations=violations,
                           expected_reason=reason, duration_ms=_ms(t0),

@@ -29,6 +29,9 @@ class Situation:
     name: str
     rules: tuple[str, ...]  # the rules that fix what it sets up (a case using it cites one)
     what: str
+    # Outside the spec's scope (section 1.3): no profile fixes what it does, so no generated
+    # scenario sets it up and no verdict depends on it.
+    out_of_scope: bool = False
 
     @property
     def profile(self) -> str:
@@ -48,15 +51,17 @@ SITUATIONS: dict[str, Situation] = {s.name: s for s in (
     # P99 (core) says a write to the frozen record's signal fails; what a replaced signal is
     # and where it is seen is P60's.
     Situation("signal-replacement", ("P60", "P52", "P99"), "a participant replacing the record's signal"),
-    # P85 (core) places deferred contexts first; what deferContext does is P67's.
-    Situation("deferred-context", ("P67", "P85", "P104", "P105", "P106", "P108", "P109", "P110", "P111", "P112", "P113",
+    # What deferContext does is P67's: a test that defers contexts needs reference (P85, spec
+    # revision 3), so P85 (core), which only places deferred contexts first, does not cite it.
+    Situation("deferred-context", ("P67", "P104", "P105", "P106", "P108", "P109", "P110", "P111", "P112", "P113",
                                    "P126"), "deferContext on the record"),
     # P4 (core) says a failure never carries concludesTurn; a success's mark is P67's.
     Situation("turn-conclusion", ("P67", "P4", "P106", "P127"), "concludeTurn on the record"),
     Situation("guard-table-change", ("P45",), "a guard registered or unregistered while guards may run"),
-    # Registration is out of scope (section 1.3): what registering a name that is registered
-    # already does (rc.8 throws its own error) only the reference release says.
-    Situation("tool-reregistration", ("P56", "P114"), "a tool registered again while it is registered"),
+    # Registration is out of scope (section 1.3, revision 3): what registering a name that is
+    # registered already does (rc.8 throws its own error) no rule says, so it is never drawn.
+    Situation("tool-reregistration", ("P56", "P114"), "a tool registered again while it is registered",
+              out_of_scope=True),
     Situation("scoped-listener", ("P7",), "a listener scoped to an agent, or global"),
     Situation("scoped-guard", ("P45",), "a guard in an agent's scope layer"),
     Situation("scoped-tool", ("P56", "P114"), "a per-agent tool variant or an agent's tool restriction"),

@@ -281,6 +281,16 @@ class ProgramFail(_Model):
     message: str = Field(default="the run failed", description="the failure's message")
 
 
+class ProgramReject(_Model):
+    """The code runtime's ``run()`` itself rejects with ``thrown`` (a crashed runtime, not a
+    failure it reports): the program stops there, its calls already made go on, and the
+    ``run_code`` body waits for every started sub-call before the rejection reaches the
+    caller as the body's throw (P125, P9)."""
+    do: Literal["reject"]
+    thrown: JsValue = Field(description="what run() rejects with (a JS value; an Error token by default)",
+                            default_factory=lambda: {"$js": "error", "class": "Error", "message": "the code runtime crashed"})
+
+
 class ProgramSleep(_Model):
     """Wait ``ms`` milliseconds of virtual time."""
     do: Literal["sleep"]
@@ -288,7 +298,8 @@ class ProgramSleep(_Model):
 
 
 ProgramStep = Annotated[
-    Union[ProgramCall, ProgramAwait, ProgramLog, ProgramReturn, ProgramThrow, ProgramFail, ProgramSleep],
+    Union[ProgramCall, ProgramAwait, ProgramLog, ProgramReturn, ProgramThrow, ProgramFail, ProgramReject,
+          ProgramSleep],
     Field(discriminator="do"),
 ]
 
@@ -632,7 +643,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 _TAGS = frozenset({
-    "call", "await", "log", "fail",
+    "call", "await", "log", "fail", "reject",
     "next", "return", "return-next", "throw", "mutate", "set-signal", "abort", "defer-context",
     "conclude-turn", "await-signal", "sleep", "gate", "register", "unregister", "inject", "steer",
     "observe", "dispatch", "append", "shipped", "custom", "direct", "loop",

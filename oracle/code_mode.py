@@ -67,16 +67,18 @@ async def run_code(w: World, rec: Record, stages: Stages) -> JsValue:
     detach = rec.signal.listen(lambda s: bridge.signal.abort(s.reason))  # P125
     try:
         bindings = {name: bridge.binding(name) for name in w.visible_names(rec.agent)}  # P117
-        for name in bindings:
-            if w.spared(rec.agent, name):  # P56: bound only because a restriction spares scoped tools
-                w.obs(rec.callId, "code-mode", "spare", None, name, ("P56", "P117"))
+        for name in w.hidden_names(rec.agent):  # P56: not bound because a restriction hides it
+            w.obs(rec.callId, "code-mode", "hide", None, name, ("P56", "P117"))
         request = RunRequest(call=rec.callId, code=str(get(rec.arguments, "code")), bindings=bindings,
                              signal=bridge.signal)
-        # The runtime resolves for every program (its failures are in the result), so the
-        # run ends here; JavaScript's `finally` would also cover a runtime that rejects.
-        result = await run_program(w, request)
-        bridge.signal.abort(texts.RUN_SETTLED)  # P125
-        await bridge.drain()
+        try:
+            result = await run_program(w, request)
+        finally:
+            # P125: the run is over when run() settles, resolved or rejected (a crashed
+            # runtime): queued sub-calls are abandoned, started ones commit before the body
+            # returns or its rejection propagates.
+            bridge.signal.abort(texts.RUN_SETTLED)
+            await bridge.drain()
         error = result.get("error")
         if error is not None:  # P128: CodeRunFailedError
             raise Thrown(js_error(texts.code_run_failed(error["kind"], error["message"], result["logs"]),
@@ -127,6 +129,7 @@ class Bridge:
         self.exclusive_active = False
         self.driving: Task | None = None
         self.wake: Deferred | None = None
+        self.accepted = 0  # binding calls accepted by this run of the body
 
     def obs(self, call: str | None, what: str, value: Any, rules: tuple[str, ...]) -> None:
         self.w.obs(call, "code-mode", what, None, value, rules)
@@ -147,9 +150,11 @@ class Bridge:
         dispatched = _binding_arguments(raw)  # P118.2
         logged = clone(dispatched)
         # P119: numbered per run_code execution: a second run of the body (a wrapper's retry,
-        # P69) goes on counting, so that sub-call ids stay unique within the execution.
+        # P69) goes on counting, so that sub-call ids stay unique within the execution. The
+        # reference's departure counts per run of the body (this bridge's own count).
         self.rec.sub_calls += 1
-        n = self.rec.sub_calls
+        self.accepted += 1
+        n = self.accepted if "P119" in self.w.departures else self.rec.sub_calls
         inp = Input(callId=f"{self.rec.callId}:code:{n}", rootCallId=self.rec.rootCallId, name=name,
                     arguments=dispatched, agent=self.rec.agent, parent=self.rec.token, signal=self.signal,
                     abort_target=self.rec.abort_target)

@@ -224,8 +224,8 @@ def entry(w: World, inp: Input) -> tuple[Record, Route | None]:
                  finalizer=visible if visible is not None and visible.finalizeContent is not None else None)
     w.obs(rec.callId, "entry", "start", None, {"token": rec.token, "visible": visible is not None},
           ("P22", "P23", "P26"), fresh=True)
-    if visible is not None and w.spared(inp.agent, inp.name):  # P56: a restriction spares scoped tools
-        w.obs(rec.callId, "entry", "spare", None, visible.ref, ("P56", "P26"))
+    if visible is None and (hidden := w.hidden(inp.agent, inp.name)) is not None:  # P56: a restriction hides it
+        w.obs(rec.callId, "entry", "hide", None, hidden.ref, ("P56", "P26"))
     try:  # E2: P25, P27
         try:
             args = snapshot(inp.arguments)
@@ -304,7 +304,15 @@ async def _gate(w: World, rec: Record) -> Route:
     else:
         deny_rules = ("P3", "P32") if not cancelled else ("P40",)
     if not is_undefined(reason):
-        return _post(w, rec, _denial(w, rec, reason), deny_rules, denied=True)
+        try:
+            denial = _denial(w, rec, reason)
+        except Thrown as t:
+            if kind != "allow":
+                raise
+            # P46, P47: a guard denial that cannot be materialized (not lossless JSON, or a
+            # ToString that throws) ends the call with a final failure, under core too
+            return _final(w, rec, fail(t.value), ("P46", "P47"))
+        return _post(w, rec, denial, deny_rules, denied=True)
     # G6: P53
     if rec.caller.aborted:
         w.obs(rec.callId, "checkpoint", "abort", None, "after-guards", ("P53",))
@@ -393,14 +401,15 @@ async def terminal(w: World, rec: Record) -> dict[str, Any]:
     prev = rec.signal
     rec.signal = fused
     try:
-        tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None
+        collapsed = _collapses(w, rec)
+        tool = w.view(rec.agent, rec.name) if not collapsed else None
         if tool is None:  # P56
+            if not collapsed and (hidden := w.hidden(rec.agent, rec.name)) is not None:
+                w.obs(rec.callId, "dispatch", "hide", None, hidden.ref, ("P56",))
             w.obs(rec.callId, "dispatch", "resolve", None, None, ("P56",))
             w.obs(rec.callId, "dispatch", "outcome", None, "unknown", ("P56", "P114") if rec.name == "run_code" else ("P56",))
             raise Thrown(unknown_tool_error(rec.name))
         w.obs(rec.callId, "dispatch", "resolve", None, tool.ref, ("P56",))
-        if w.spared(rec.agent, rec.name):
-            w.obs(rec.callId, "dispatch", "spare", None, tool.ref, ("P56",))
         rec.body_invoked = True  # P59
         v = await body(w, rec, tool)
         s = success(w, rec, tool, v)  # P72, P73

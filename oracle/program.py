@@ -14,7 +14,8 @@ are checked by what they hand the program (P117, P118, P124, P125):
   (``ToolCallError`` naming the binding, or a ``TypeError`` for a name with no binding),
   whether or not the program awaits it;
 - ``log``: a printed line; ``late``: the run is over and the ``afterSettle`` steps begin;
-- ``end``: what the runtime resolves with, ``{logs, value?}`` or ``{logs, error: {kind, message}}``.
+- ``end``: what the runtime resolves with, ``{logs, value?}`` or ``{logs, error: {kind, message}}``;
+- ``throw``: what ``run()`` rejects with instead (a ``reject`` step: the runtime crashed).
 
 A settlement is recorded by the runtime's own reaction to the promise, registered when the
 call is made, so before any ``await`` of the program's resumes. Where settlements of
@@ -51,6 +52,12 @@ class RunRequest:
 
 class _Stop(Exception):
     """The run's signal aborted while the program waited: the program stops there."""
+
+
+@dataclass(frozen=True)
+class _Rejects:
+    """What the steps end with at a ``reject`` step: the runtime's ``run()`` rejects with ``thrown``."""
+    thrown: JsValue
 
 
 class _Threw(Exception):
@@ -91,6 +98,11 @@ class ProgramRun:
                 self.obs("end", outcome, ("P128",))
                 result.resolve(outcome)
 
+        def crash(rejects: _Rejects) -> None:
+            if not result.done:
+                self.obs("throw", rejects.thrown, ("P125",))
+                result.reject(Thrown(clone(rejects.thrown)))
+
         # Sorted as JavaScript sorts strings (by UTF-16 code units): the namespace's order is not the spec's.
         self.obs("start", {"bindings": sorted(self.req.bindings, key=lambda s: s.encode("utf-16-be", "surrogatepass"))},
                  ("P117",))
@@ -103,13 +115,14 @@ class ProgramRun:
         if self.program.afterSettle:
             signal.listen(lambda _s: self.w.sched.start(self.late()))
         steps = self.w.sched.start(self.steps())
-        steps.on_settle(lambda d: finish(d.value) if d.error is None else None)
+        steps.on_settle(lambda d: None if d.error is not None else crash(d.value) if isinstance(d.value, _Rejects)
+                        else finish(d.value))
         return await result
 
     def failure(self, kind: str, message: str) -> dict[str, Any]:
         return {"logs": list(self.logs), "error": {"kind": kind, "message": message}}
 
-    async def steps(self) -> dict[str, Any]:
+    async def steps(self) -> dict[str, Any] | _Rejects:
         assert self.program is not None
         try:
             for step in self.program.steps:
@@ -135,6 +148,8 @@ class ProgramRun:
                         raise _Threw(step.message)
                     case "fail":
                         return self.failure(step.kind, step.message)
+                    case "reject":
+                        return _Rejects(step.thrown)
         except _Threw as t:
             return self.failure("exception", t.message)
         except _Stop:
@@ -217,5 +232,6 @@ def _caught(name: str, x: JsValue) -> dict[str, Any]:
 
 
 async def run_program(w: World, req: RunRequest) -> dict[str, Any]:
-    """``codeRuntime.run(request)``: resolves with ``{logs, value?}`` or ``{logs, error}``."""
+    """``codeRuntime.run(request)``: resolves with ``{logs, value?}`` or ``{logs, error}``,
+    or rejects (raises ``Thrown``) at a ``reject`` step."""
     return await ProgramRun(w, req, w.programs.get(req.code)).run()

@@ -37,8 +37,9 @@ class World(RunState):
     """The state of one oracle run: the kit's run state (trace, clock, signals, freezing)
     and the registry (scopes, tool views, listener tables, guard layers), agents' inboxes."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, departures: frozenset[str] = frozenset()) -> None:
         super().__init__(scenario)
+        self.departures = departures  # the reference's departures to compute (oracle.departures)
         self.decl: dict[str, Tool | Listener | Guard] = {}
         for item in (*scenario.tools, *scenario.listeners, *scenario.guards):
             self.decl[item.ref if isinstance(item, Tool) else item.id] = item
@@ -60,11 +61,11 @@ class World(RunState):
         # each agent's chain and mode is worked out once (they are read several times a call).
         self.chains: dict[str | None, tuple[str, ...]] = {}
         self.modes: dict[str | None, str] = {}
-        # What a name resolves to for an agent (``view``, ``spared``; several times a call),
-        # kept until a tool is registered or unregistered: nothing else changes it (the
-        # scopes, the restrictions and the modes are the scenario's).
-        self.views: dict[tuple[str | None, str], Tool | None] = {}
-        self.spares: dict[tuple[str | None, str], bool] = {}
+        # What a name resolves to for an agent, and the inherited definition a restriction
+        # hides from it (``view``, ``hidden``; several times a call), kept until a tool is
+        # registered or unregistered: nothing else changes them (the scopes, the
+        # restrictions and the modes are the scenario's).
+        self.views: dict[tuple[str | None, str], tuple[Tool | None, Tool | None]] = {}
         if scenario.timeoutPolicy:
             # P70: the shipped timeout policy is a plugin's tools/execute listener, installed
             # before the scenario's own listeners.
@@ -166,66 +167,63 @@ class World(RunState):
 
     def _tools_changed(self) -> None:
         self.views.clear()
-        self.spares.clear()
 
     def view(self, agent: str | None, name: str) -> Tool | None:
         """P56: the definition ``name`` resolves to for ``agent`` now."""
-        key = (agent, name)
-        if key in self.views:
-            return self.views[key]
-        tool = self.views[key] = self._resolve(agent, name)
-        return tool
+        return self._resolved(agent, name)[0]
 
-    def _resolve(self, agent: str | None, name: str) -> Tool | None:
+    def hidden(self, agent: str | None, name: str) -> Tool | None:
+        """P56: the inherited definition of ``name`` that a restriction on ``agent``'s chain
+        hides from it now (``None`` when nothing is hidden). The oracle records it as the
+        reason of a resolution, for blame: an implementation that still resolves the name
+        took the hidden definition."""
+        return self._resolved(agent, name)[1]
+
+    def _resolved(self, agent: str | None, name: str) -> tuple[Tool | None, Tool | None]:
+        key = (agent, name)
+        known = self.views.get(key)
+        if known is None:
+            known = self.views[key] = self._resolve(agent, name)
+        return known
+
+    def _resolve(self, agent: str | None, name: str) -> tuple[Tool | None, Tool | None]:
+        """(visible, hidden) for ``name`` as ``agent`` sees it (P56)."""
         if name == RUN_CODE:
             # P114: the reserved transport, only for agents presenting in code or both; it is
             # outside the registration layers, so restrictions and scopes never touch it.
-            return RUN_CODE_TOOL if self.mode(agent) != "native" else None
+            return (RUN_CODE_TOOL if self.mode(agent) != "native" else None), None
         chain = self.chain(agent)
-        for a in chain:
-            tool = self.tools.get(a, {}).get(name)
-            if tool is not None:
-                return tool
-        tool = self.tools.get(None, {}).get(name)
-        if tool is None:
-            return None
+        if agent is not None:
+            own = self.tools.get(agent, {}).get(name)
+            if own is not None:
+                return own, None  # the agent's own registrations are never hidden
+        # Nearer ancestors shadow farther ones, and every scope shadows the global layer.
+        inherited = next((t for a in chain[1:] if (t := self.tools.get(a, {}).get(name)) is not None),
+                         self.tools.get(None, {}).get(name))
+        if inherited is None:
+            return None, None
         for a in chain:
             r = self.agents[a].spec.restrict
             if r is not None and ((r.allow is not None and name not in r.allow)
                                   or (r.deny is not None and name in r.deny)):
-                return None  # a restriction anywhere on the chain hides inherited global tools
-        return tool
-
-    def spared(self, agent: str | None, name: str) -> bool:
-        """P56: ``name`` resolves for ``agent`` to a definition an ancestor's scope registered
-        while a restriction on the chain names it: visible only because restrictions hide
-        inherited *global* tools, not scoped ones (the decision is recorded as a reason)."""
-        key = (agent, name)
-        if key in self.spares:
-            return self.spares[key]
-        spared = self.spares[key] = self._spared(agent, name)
-        return spared
-
-    def _spared(self, agent: str | None, name: str) -> bool:
-        if name == RUN_CODE:
-            return False
-        chain = self.chain(agent)
-        owner = next((a for a in chain if name in self.tools.get(a, {})), None)
-        if owner is None or owner == agent:
-            return False
-        for a in chain:
-            r = self.agents[a].spec.restrict
-            if r is not None and ((r.allow is not None and name not in r.allow)
-                                  or (r.deny is not None and name in r.deny)):
-                return True
-        return False
+                # P56 (revision 3): a restriction anywhere on the chain hides every inherited
+                # definition of a name it filters, the global layer's and every ancestor scope's.
+                return None, inherited
+        return inherited, None
 
     def visible_names(self, agent: str | None) -> list[str]:
         """The names in ``agent``'s schema list except ``run_code`` (P117's bindings), sorted."""
+        return sorted(n for n in self._known_names(agent) if self.view(agent, n) is not None)
+
+    def hidden_names(self, agent: str | None) -> list[str]:
+        """The inherited names a restriction on ``agent``'s chain hides from it (P56), sorted."""
+        return sorted(n for n in self._known_names(agent) if self.hidden(agent, n) is not None)
+
+    def _known_names(self, agent: str | None) -> set[str]:
         names = set(self.tools.get(None, {}))
         for a in self.chain(agent):
             names |= set(self.tools.get(a, {}))
-        return sorted(n for n in names if self.view(agent, n) is not None)
+        return names
 
     def selected(self, event: str, agent: str | None) -> list[Listener]:
         """P5, P7: the listeners a waterfall or emit selects for ``agent``, fixed now."""

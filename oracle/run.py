@@ -13,17 +13,18 @@ from .viewer import present
 __all__ = ["ScenarioRunError", "run_scenario"]
 
 
-def run_scenario(scenario: Scenario) -> Trace:
-    """The oracle's trace for ``scenario``: deterministic, no I/O."""
+def run_scenario(scenario: Scenario, departures: frozenset[str] = frozenset()) -> Trace:
+    """The oracle's trace for ``scenario``: deterministic, no I/O. ``departures``: rules of
+    ``departures.KNOWN`` on which to compute the reference release's behaviour instead."""
     # The collector comes back on once the run's state is gone (freed as _trace returns):
     # its first pass walks the trace alone, not the world, the scheduler and every record
     # besides (a sixth of a 1,000-call loop batch).
     with no_cycle_collection():
-        return _trace(scenario)
+        return _trace(scenario, departures)
 
 
-def _trace(scenario: Scenario) -> Trace:
-    w = World(scenario)
+def _trace(scenario: Scenario, departures: frozenset[str]) -> Trace:
+    w = World(scenario, departures)
     return run_to_end(w, lambda: _run(w, scenario))
 
 

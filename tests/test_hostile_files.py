@@ -181,6 +181,11 @@ def test_outputs_replace_a_planted_link_never_write_through_it(tmp_path, victim)
     badges.mkdir()
     (badges / "crafted-1.svg").symlink_to(victim)
     assert run_cli(["badge", str(small_report(tmp_path / "s.jsonl")), "-o", str(badges)])[0] == 0
+    site = tmp_path / "site"
+    (site / "rule").mkdir(parents=True)
+    (site / "rule" / "P46.html").symlink_to(victim)
+    assert run_cli(["site", str(tmp_path / "s.jsonl"), "-o", str(site)])[0] == 0
+    links["P46.html"] = site / "rule" / "P46.html"
     unchanged(victim)
     unchanged(second)
     for link in [*links.values(), badges / "crafted-1.svg"]:
@@ -251,6 +256,7 @@ def test_every_reader_refuses_special_files(tmp_path, special):
     refused(["diff", good, path], "not a regular file")
     refused(["diff", path, good], "not a regular file")
     refused(["badge", path, "-o", str(tmp_path / "b")], "not a regular file")
+    refused(["site", good, path, "-o", str(tmp_path / "s")], "not a regular file")
     refused(["expectations", "update", "--report", path, "--output", str(tmp_path / "e.yaml")], "not a regular file")
     refused(["run", "--impl", "oracle-inprocess", "--examples", "0", "--expectations", path], "not a regular file")
     refused(["merge", path, "-o", str(tmp_path / "m.jsonl")], "not a regular file")
@@ -325,6 +331,7 @@ def test_crafted_report_records_are_one_line_and_exit_2(tmp_path):
         p.write_bytes(data)
         for argv in (["report", str(p)], ["report", str(p), "--format", "html"], ["diff", good, str(p)],
                      ["diff", str(p), good], ["badge", str(p), "-o", str(tmp_path / "b")],
+                     ["site", good, str(p), "-o", str(tmp_path / "s")],
                      ["expectations", "update", "--report", str(p), "--output", str(tmp_path / "e.yaml")]):
             code, _, err = run_cli(argv)
             assert code == 2 and len(err.strip().splitlines()) == 1 and str(p) in err, (name, argv, err)
@@ -373,6 +380,7 @@ def test_a_read_only_place_is_refused_before_any_work(tmp_path, read_only):
     refused(["diff", good, good, "-o", str(read_only / "d.txt")], "--output", "not writable")
     refused(["badge", good, "-o", str(read_only)], "--output", "not writable")
     refused(["badge", good, "-o", str(read_only / "sub")], "--output", "cannot create the directory")
+    refused(["site", good, "-o", str(read_only)], "--output", "not writable")
     refused(["expectations", "update", "--report", good, "--output", str(read_only / "e.yaml")], "not writable")
     assert sorted(p.name for p in read_only.iterdir()) == ["existing.jsonl"]
 
@@ -456,3 +464,15 @@ def test_a_saved_case_never_writes_or_reads_through_what_is_planted_at_its_path(
     path = failures / "prop-0123456789ab-3.json"
     assert saved == path.name and json.loads(path.read_text())["id"] == doc["id"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_site_refuses_a_link_planted_where_it_has_a_folder(tmp_path):
+    """The site's folders (case/, rule/, ...) are never followed to where a link points."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "case").symlink_to(elsewhere)
+    report = str(small_report(tmp_path / "s.jsonl"))
+    refused(["site", report, "-o", str(site)], "--output", "not a directory of the site")
+    assert list(elsewhere.iterdir()) == [] and list(site.iterdir()) == [site / "case"]

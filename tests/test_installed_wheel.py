@@ -126,6 +126,10 @@ def test_run_replay_report_from_elsewhere(installed):
     report = _run(installed, "dsh-conformance", "report", "run.jsonl", "--format", "html", "-o", "run.html")
     assert report.returncode == 0, report.stderr
     assert "<html" in (work / "run.html").read_text(encoding="utf-8")[:200].lower()
+    site = _run(installed, "dsh-conformance", "site", "run.jsonl", "-o", "site")  # its templates are package data
+    assert site.returncode == 0, site.stderr
+    assert "P128" in (work / "site" / "rule" / "P128.html").read_text(encoding="utf-8")
+    assert (work / "site" / "site.css").is_file() and (work / "site" / "search-index.js").is_file()
     catalogs = _run(installed, "dsh-conformance", "catalogs", "check")
     assert catalogs.returncode == 0, catalogs.stdout + catalogs.stderr
 

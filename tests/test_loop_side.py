@@ -125,19 +125,24 @@ def test_a_commit_side_failure_waits_for_the_dispatch_in_flight(side_docs):
 
 
 @pytest.mark.rules("P56")
-def test_an_ancestors_scoped_tool_runs_under_a_restriction(side_docs):
-    spared = plain = 0
+def test_a_restriction_hides_an_ancestors_scoped_tool(side_docs):
+    """P56 (revision 3): the ancestor's scoped definition runs for the loop agent unless a
+    restriction on the chain denies the name; then it is hidden like the global one, and
+    the call is an unknown tool. The recipe draws both."""
+    hidden = plain = 0
     for c in side_docs:
         for b in _side(c.doc, "ta"):
             r = _result(c, b)
-            if r is None or not _ran(c, b, "ta@ancestor"):
+            if r is None:
                 continue
-            assert r["isError"] is False and r["value"] == "scoped", r
-            if any(o.call == b and o.what == "spare" for o in c.trace.observations):
-                spared += 1
-            else:
+            if any(o.call == b and o.what == "hide" for o in c.trace.observations):
+                assert r["isError"] is True and r["error"].get("info", {}).get("code") == "UNKNOWN_TOOL", r
+                assert not _ran(c, b, "ta@ancestor") and not _ran(c, b, "ta")
+                hidden += 1
+            elif _ran(c, b, "ta@ancestor"):
+                assert r["isError"] is False and r["value"] == "scoped", r
                 plain += 1
-    assert spared >= 1 and plain >= 1, (spared, plain)
+    assert hidden >= 1 and plain >= 1, (hidden, plain)
 
 
 @pytest.mark.rules("P81", "P82")

@@ -61,7 +61,6 @@ CALL_PREFIX = "cv"  # the side runs' call ids: cv1, cv2, ...
 SIDE_AGENT = "ac"
 SAFE_TOOL = "cs"  # concurrency-safe; a scoped variant for SIDE_AGENT (P56: resolved through its chain)
 EXCLUSIVE_TOOL = "cx"
-FAKE_RUN_CODE = "cs-run-code"
 BODY_MS = 2
 ABORT_AT = 2
 RUNS = ("cap", "abort", "guard-abort", "ends", "aborted")
@@ -166,14 +165,11 @@ def code_side(draw: Any, doc: dict[str, Any]) -> None:
                                                  {"do": "fail", "kind": draw(st.sampled_from(FAIL_KINDS)), "message": "gave up"}]}]
         for code in ("pv-log", "pv-throw", "pv-fail"):
             add(code, agent=False)
-        # P23, P119: a write into the sub-call's input meets the bridge's own object; P114:
-        # run_code cannot be registered (the listener throws: the sub-call fails, caught)
-        doc["tools"].append({"name": "run_code", "id": FAKE_RUN_CODE, "registered": False,
-                             "body": [{"do": "return", "value": 1}]})
+        # P23, P119: a write into the sub-call's input meets the bridge's own object (what
+        # registering the reserved name run_code does is out of scope, section 1.3)
         listeners.append({"id": "Lv-code", "event": "tools/pre-execute", "prepend": True, "script": {
             "steps": list(DELEGATE), "byCall": {f"{cid}:code:2": [
-                {"do": "mutate", "target": "input.name", "value": "other", "catch": True},
-                {"do": "register", "ref": FAKE_RUN_CODE}]}}})
+                {"do": "mutate", "target": "input.name", "value": "other", "catch": True}, *DELEGATE]}}})
     if "aborted" in chosen:
         add("pv-end" if "ends" in chosen else "pv-none", aborted=True)
         calls.append({"callId": f"{CALL_PREFIX}{len(calls) + 1}", "name": SAFE_TOOL, "agent": SIDE_AGENT, "aborted": True})

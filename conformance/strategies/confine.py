@@ -28,7 +28,7 @@ def allowed(profiles: frozenset[str], features: frozenset[str] | None) -> set[st
     """The situations a run with ``profiles`` and declared ``features`` (None: all) can score."""
     from ..situations import SITUATIONS
 
-    return {name for name, s in SITUATIONS.items() if s.profile in profiles
+    return {name for name, s in SITUATIONS.items() if s.profile in profiles and not s.out_of_scope
             and (features is None or name not in OPTIONAL_FEATURES or OPTIONAL_FEATURES[name] in features)}
 
 

@@ -21,7 +21,9 @@ recipe's own participants decide the side blocks' fate:
   no message at all, and the concluded turn ends there (P106, P110);
 - ``spare``: ``ta`` is registered globally and in an ancestor's scope of the loop agent (a
   root ancestor added where the agent has none), and a restriction on the chain may deny
-  it: the ancestor's definition runs, spared (P56, rc.8 departs there);
+  it: the ancestor's definition runs, or the restriction hides it as well as the global one
+  and the call is an unknown tool (P56, revision 3; an implementation that spares scoped
+  definitions, upstream's bug before 43f3324a7b, runs it);
 - ``gone``: ``tg``'s body unregisters ``tg``, and a post-execute listener of the recipe's
   accepts a value for it: the value's tool is unknown now (P81, P82);
 - ``deadline``: ``tt`` has a timeout under the timeout policy, and a pre-execute listener of
@@ -164,7 +166,7 @@ def _spare(draw: Any, doc: dict[str, Any], ids: list[str], own: Any) -> None:
                      {"name": "ta", "id": "ta@ancestor", "scope": owner, "body": [{"do": "return", "value": "scoped"}]}]
     unrestricted = [a for a in chain if "restrict" not in by_id[a]]
     where = draw(weighted((1, None), (2, st.sampled_from(unrestricted)))) if unrestricted else None
-    if where is not None:  # P56: the restriction hides the global ts only
+    if where is not None:  # P56: the restriction hides the global and the ancestor's ta
         by_id[where]["restrict"] = {"deny": ["ta"]}
 
 

@@ -1,6 +1,6 @@
 """Edits of a drawn document that a focus calls for: quieting the participants outside the
 focus, aiming the first call, aborting at a chosen checkpoint (``abort_recipe``), layered
-guards, observed raw arguments, a restriction that spares a scoped tool (P56), and the
+guards, observed raw arguments, a restriction that hides an ancestor's scoped tool (P56), and the
 "values" focus's conversions (``value_rounds``)."""
 
 from __future__ import annotations
@@ -101,10 +101,13 @@ def ret_step(value: Any) -> dict[str, Any]:
 
 
 def spared_by_restriction(doc: dict[str, Any]) -> None:
-    """An agent that restricts ``t1`` registers its own ``t1``, and its child calls it: a
-    restriction hides inherited global tools only, so the ancestor's scoped definition
-    runs (P56). rc.8 departs here (it hides the scoped definition too, listed under P56);
-    ``spared_finalizer`` may give the definition a finalizeContent, drawn last."""
+    """An agent that restricts ``t1`` registers its own ``t1``, and its child calls it: the
+    restriction hides every inherited definition of the name, the ancestor's scoped one as
+    well as the global one, so the child's call is an unknown tool (P56, revision 3). An
+    implementation that hides inherited global tools only (upstream's bug before
+    43f3324a7b) runs the ancestor's definition, blamed on P56 (``blame.misresolved``);
+    ``spared_finalizer`` may give the definition a finalizeContent, drawn last, which such an
+    implementation captures at entry (P26)."""
     child = next((a for a in doc.get("agents", []) if "parent" in a), None)
     if child is None:
         return
@@ -122,10 +125,10 @@ SPARED_FINALIZER = [{"do": "return", "value": [text("from the spared definition'
 
 
 def spared_finalizer(draw: Any, doc: dict[str, Any]) -> None:
-    """Now and then a finalizeContent of the spared definition (``spared_by_restriction``),
-    which the call captures at entry (P26): where an implementation hides the definition,
-    the difference shows only at a later stage (a wrapper's result, a post-execute
-    decision, the finalizer), and blame puts it down to the resolution (P56,
+    """Now and then a finalizeContent of the hidden definition (``spared_by_restriction``),
+    which a call that resolves it captures at entry (P26): where an implementation spares
+    the definition, the difference may show only at a later stage (a wrapper's result, a
+    post-execute decision, the finalizer), and blame puts it down to the resolution (P56,
     ``blame.misresolved``). Drawn after every other choice of the draw, so the draw keeps them."""
     spared = next((t for t in doc["tools"] if t.get("id") == SPARED), None)
     if spared is not None and draw(weighted((1, False), (1, True))):

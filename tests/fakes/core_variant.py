@@ -16,7 +16,8 @@ in-process implementation (``--impl py:core_variant``, this directory on PYTHONP
   Mode or an aborted caller: what a core-only port without those cannot run.
 
 Otherwise it declares every profile the oracle does: ``--profiles core`` must pass it, and
-``--profiles core,reference`` must fail it on the rule that fixes the difference.
+``--profiles core,reference`` must fail ``guards-snapshot`` on the rule that fixes the
+difference; no corpus case tells ``reregister`` apart under any profile (section 1.3).
 """
 
 from __future__ import annotations

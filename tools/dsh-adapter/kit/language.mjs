@@ -63,6 +63,7 @@ const PROGRAM_STEP_KEYS = {
   return: ['value'],
   throw: ['message'],
   fail: ['kind', 'message'],
+  reject: ['thrown'],
   sleep: ['ms'],
 }
 

@@ -6,7 +6,8 @@
 // It is the same runtime as oracle/program.py, step for step, and records the same
 // observations under stage `program` of the run_code call: `start` (the binding names),
 // `bind` (a binding call), `settle` (how each call settled, one reaction after it did),
-// `log`, `late` (the afterSettle steps begin) and `end` (what `run()` resolves with). An abort
+// `log`, `late` (the afterSettle steps begin), `end` (what `run()` resolves with) and `throw`
+// (what it rejects with instead, at a `reject` step: a crashed runtime). An abort
 // of the run's signal resolves the run with an `abort` failure at once and stops the program
 // at its next step or wake-up; a program's continuation (afterSettle) runs then.
 
@@ -18,9 +19,15 @@ const noProgram = (code) => `the scenario has no program "${code}"`
 const notAFunction = (name) => `tools.${name} is not a function`
 
 const UNDEFINED_WIRE = { $js: 'undefined' }
+const CRASHED = { $js: 'error', class: 'Error', message: 'the code runtime crashed' }
 const STOP = Symbol('stop')
 
 class Threw extends Error {}
+
+/** What the steps end with at a `reject` step: run() rejects with `thrown` (wire form). */
+class Rejects {
+  constructor(thrown) { this.thrown = thrown }
+}
 
 function isUndefinedWire(wire) {
   return wire !== null && typeof wire === 'object' && !Array.isArray(wire) && wire.$js === 'undefined'
@@ -65,11 +72,16 @@ class ProgramRun {
   }
 
   run() {
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       let done = false
       const finish = (outcome) => {
         if (done) return
         done = true
+        if (outcome instanceof Rejects) {
+          this.obs('throw', outcome.thrown)
+          reject(this.w.dec(outcome.thrown))
+          return
+        }
         this.obs('end', this.w.enc(outcome))
         resolve(outcome)
       }
@@ -115,6 +127,8 @@ class ProgramRun {
             throw new Threw(step.message ?? 'boom')
           case 'fail':
             return this.failure(step.kind, step.message ?? 'the run failed')
+          case 'reject':
+            return new Rejects(Object.hasOwn(step, 'thrown') ? step.thrown : CRASHED)
           default:
             throw this.w.fault(`program ${this.code}: unknown step ${JSON.stringify(step.do)}`)
         }

@@ -9,8 +9,9 @@ the same kind of answer (trace, skip or error), and traces that are identical, J
 A difference is a difference of the kits (or of the two examples): where the kits differ, a
 port is judged on how the suite read the scenario rather than on its pipeline.
 
-The comparison is exact: observations, events, results and warnings, in order, byte for byte
-as the protocol carries them. Where the suite's own comparison (``compare.judge``) would let a
+The comparison is exact: the observations the suite compares, lane by lane (a call's, a
+getter's, a program's: how lanes interleave is never compared), the events, results and
+warnings, in order, value for value as the protocol carries them. Where the suite's own comparison (``compare.judge``) would let a
 difference through (an engine's wording of a refused write, say), it is still counted, apart.
 """
 
@@ -60,14 +61,32 @@ class Agreement:
 def _answer_doc(a: Traced | Skipped | Errored) -> dict[str, Any]:
     if isinstance(a, Traced):
         # What an implementation reports: the observations the suite compares (the Python
-        # kit's notes on why, its rules and its checkpoints, aside), in the order they came.
+        # kit's notes on why, its rules and its checkpoints, aside), lane by lane as the suite
+        # compares them, each lane in the order its observations came.
         trace = a.trace.model_dump(by_alias=True, exclude={"scenario"})
-        kept = sorted(n for lane in observations_by_call(a.trace).values() for _item, _why, n in lane)
-        trace["observations"] = [{k: v for k, v in trace["observations"][n].items() if k != "rules"} for n in kept]
+        lanes = {lane: [{k: v for k, v in trace["observations"][n].items() if k != "rules"} for _item, _why, n in items]
+                 for lane, items in observations_by_call(a.trace).items()}
+        trace["observations"] = _abandoned_answerers(lanes)
+        for e in trace["events"]:
+            e.pop("at", None)  # where an event falls among the observations: no comparison reads it
         return {"trace": trace}
     if isinstance(a, Skipped):
         return {"skipped": a.reason}
     return {"errored": a.message}
+
+
+def _abandoned_answerers(lanes: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """P43: where the shipped service answered `cancelled`, its answerers were abandoned, and
+    where their late steps fall against the call's next stages is microtask order (the suite
+    puts them in a lane of their own where the oracle notes the abandon): so here too."""
+    out = dict(lanes)
+    for call, items in lanes.items():
+        if any(o["stage"] == "approval" and o["what"] == "outcome" and o["value"] == "cancelled" for o in items):
+            answerer = [o for o in items if o["stage"] == "approval" and o["who"] not in (None, "approval")]
+            if answerer:
+                out[call] = [o for o in items if o not in answerer]
+                out[f"{call} answerers"] = answerer
+    return out
 
 
 def _text(v: Any) -> str:
@@ -79,8 +98,10 @@ def _first_difference(py: dict[str, Any], js: dict[str, Any]) -> str:
         return f"python answered {_text(py)[:300]}, javascript {_text(js)[:300]}"
     if "trace" not in py:
         return f"python: {_text(py)[:300]}; javascript: {_text(js)[:300]}"
-    for part in ("observations", "events", "results", "warnings"):
-        a, b = py["trace"].get(part, []), js["trace"].get(part, [])
+    pa, pb = py["trace"]["observations"], js["trace"]["observations"]
+    parts = [(f"observations[{lane}]", pa.get(lane, []), pb.get(lane, [])) for lane in dict.fromkeys([*pa, *pb])]
+    parts += [(part, py["trace"].get(part, []), js["trace"].get(part, [])) for part in ("events", "results", "warnings")]
+    for part, a, b in parts:
         for i in range(max(len(a), len(b))):
             x = a[i] if i < len(a) else None
             y = b[i] if i < len(b) else None

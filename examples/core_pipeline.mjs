@@ -366,7 +366,7 @@ class CorePipeline {
     const exec = new Proxy({}, { // strict-mode writes, in V8's words
       set: (t, k, v, r) => {
         refuse(t, k, 'add')
-        if (Reflect.set(t, k, v, r)) return true
+        if (Reflect.set(t, k, v)) return true // on the target itself: its own refusal, not the define trap's
         throw new TypeError(Object.hasOwn(t, k) ? `Cannot assign to read only property '${String(k)}' of object '#<Object>'`
           : `Cannot add property ${String(k)}, object is not extensible`)
       },

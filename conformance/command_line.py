@@ -263,10 +263,19 @@ def _tree(sub: Subparsers) -> None:
 def _kit(sub: Subparsers) -> None:
     p = sub.add_parser("kit", help="write an adapter kit: the generic half of an adapter and a binding skeleton "
                        "for your implementation")
-    p.add_argument("language", choices=["js"], help="js: the Node adapter's kit (kit/, adapter.mjs, binding.mjs)")
-    p.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
-                   "overwritten)")
-    _runs(p, "kit_js", "cmd_kit")
+    kits = p.add_subparsers(dest="kit_command", required=True)
+    js = kits.add_parser("js", help="write the Node adapter's kit (kit/, adapter.mjs, binding.mjs) into DIR")
+    js.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
+                    "overwritten)")
+    _runs(js, "kit_js", "cmd_kit")
+    agree = kits.add_parser("agree", help="run the starter example on the Python kit and on the JS kit over the "
+                            "corpus and generated draws; exit 1 when any answer differs")
+    agree.add_argument("--seeds", default="1-5", help="seeds of the generated draws, N or N-M (default 1-5)")
+    agree.add_argument("--examples", type=count(0), default=500, help="draws per seed and profile set (default 500)")
+    agree.add_argument("--profiles", help="draw for these profiles only (comma-separated; default: core, "
+                       "core+reference, code-mode, loop and all four, each)")
+    agree.add_argument("--no-corpus", action="store_true", help="the draws only")
+    _runs(agree, "kit_agreement", "cmd_agree")
 
 
 def _mutate(sub: Subparsers) -> None:

@@ -31,6 +31,7 @@ KIT = folder("dsh_conformance.kit")
 ORACLE = folder("dsh_conformance.oracle")
 TOOLS = folder("dsh_conformance.tools")
 CATALOGS = folder("dsh_conformance.catalogs")
+EXAMPLES = folder("dsh_conformance.examples")  # the starter examples, one on each kit (examples/)
 CASES = SUITE / "cases"  # the built-in corpus
 EXPECTATIONS = SUITE / "expectations"
 ADAPTER = TOOLS / "dsh-adapter"  # the Node adapter's sources (its node_modules only in a clone)

@@ -4,8 +4,9 @@ THIS IS AN EXAMPLE OF THE KIT (``dsh_conformance.kit``), NOT A SECOND ORACLE. It
 a port writes: its pipeline (the part between the two ``pipeline logic`` markers) and a few
 lines that hand it to the kit. The kit builds every scripted participant of a scenario as a
 callable, records their observations, drives the calls on virtual time and speaks the IUT
-protocol. What is left out: the loop, Code Mode, the timeout policy, scoped listeners
-beyond the chain test, and the reference texts (``--profiles core`` masks messages).
+protocol. What is left out: the loop, Code Mode, the timeout policy and scoped listeners
+beyond the chain test; the reference profile's texts are in (examples/core_pipeline.mjs is the
+same pipeline on the JS kit: ``dsh-conformance kit agree`` compares the two).
 
     PYTHONPATH=examples dsh-conformance run --impl py:core_pipeline --profiles core
     dsh-conformance run --impl "python examples/core_pipeline.py" --profiles core
@@ -21,8 +22,8 @@ import jsonschema
 from dsh_conformance import kit
 from dsh_conformance.kit.decisions import GRANTED, OUTCOMES, POST_KINDS, PRE_REASONS
 from dsh_conformance.kit.jsvalue import (UNDEFINED, NotLossless, Thrown, get, has_own, info_of, is_object,
-                                         is_undefined, js_error, json_text, message_of, message_value, snapshot,
-                                         to_string, token, truthy, type_error)
+                                         is_undefined, js_error, js_string, json_text, message_of, message_value,
+                                         snapshot, to_string, token, truthy, type_error)
 from dsh_conformance.kit.record import Input, Record
 from dsh_conformance.kit.scheduler import ABORT_REASON, fuse
 
@@ -59,11 +60,22 @@ def aborted(before_dispatch: bool, prior: Any = None) -> dict[str, Any]:
     return r
 
 
-def violations(schema: Any, value: Any) -> list[str]:
+def violations(schema: Any, value: Any, label: str) -> list[str]:
+    """P73, P75: each violation as `<label><path>: <message>`, by path, then keyword."""
     if schema == {} or schema is True:
         return []
     text = json_text(value)
-    return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(json.loads(text) if text else value)]
+    errors = jsonschema.Draft202012Validator(schema).iter_errors(json.loads(text) if text else value)
+    return [label + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path) + ": " + e.message
+            for e in sorted(errors, key=lambda e: (list(e.absolute_path), e.validator))]
+
+
+def output_error(name: str, why: str) -> Thrown:
+    return Thrown(harness_error("ToolOutputError", "INVALID_TOOL_OUTPUT", f'tool "{name}" returned invalid output: {why}'))
+
+
+DENIALS = {"rejected": 'the user rejected tool "{}"', "cancelled": 'approval for tool "{}" was cancelled',
+           "unavailable": 'tool "{}" requires approval, but no approval channel is available'}  # P41
 
 
 class CorePipeline:
@@ -83,7 +95,9 @@ class CorePipeline:
         if isinstance(p, kit.Tool):
             layer = self.tools.setdefault(p.decl.scope, {})
             if p.name in layer:
-                raise Thrown(js_error(f'tool "{p.name}" is already registered'))
+                where = "in this scope" if p.decl.scope else ("(for a per-agent variant, register through that "
+                                                              "agent's `agent.ctx` instead)")
+                raise Thrown(js_error(f'tool "{p.name}" is already registered {where}'))
             layer[p.name] = p
         elif isinstance(p, kit.Listener):
             table = self.listeners.setdefault(p.decl.event, [])
@@ -214,10 +228,10 @@ class CorePipeline:
 
     async def ask(self, rec: Record, reason: Any) -> tuple[str, Any, bool]:
         service = self.run.approval
-        if service is None:  # P37: no service denies, with the ask's reason when it has one
-            return "deny", reason if isinstance(reason, str) else "approval is not supported", False
-        if rec.agent is None:  # P37: nor can a call without an agent be asked about
-            return "deny", "approval needs an agent", False
+        if service is None:  # P37, P38: no service denies, with the ask's reason when it has one
+            return "deny", reason if isinstance(reason, str) else f'tool "{rec.name}" requires approval (not yet supported)', False
+        if rec.agent is None:  # P37, P38: nor can a call without an agent be asked about
+            return "deny", f'tool "{rec.name}" requires approval, but the call has no agent to route it through', False
         request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.callId}
         if isinstance(reason, str):
             request["reason"] = reason
@@ -232,10 +246,11 @@ class CorePipeline:
             self.run.boundary(rec.callId, "approval", "throw", t.value)
             raise
         self.run.boundary(rec.callId, "approval", "outcome", outcome)
-        if not isinstance(outcome, str) or outcome not in OUTCOMES:  # P41
-            raise Thrown(js_error(f"approval service returned an unreachable outcome: {json_text(outcome)}"))
-        return ("allow" if outcome == GRANTED else "deny", UNDEFINED if outcome == GRANTED else f"approval {outcome}",
-                outcome == "cancelled")
+        if not isinstance(outcome, str) or outcome not in OUTCOMES:  # P41: JSON.stringify(o) ?? String(o)
+            text = json_text(outcome)
+            raise Thrown(js_error(f"unreachable variant in ApprovalOutcome: {js_string(outcome) if text is None else text}"))
+        return ("allow" if outcome == GRANTED else "deny",
+                UNDEFINED if outcome == GRANTED else DENIALS[outcome].format(rec.name), outcome == "cancelled")
 
     async def shipped_approval(self, rec: Record, request: dict[str, Any], signal: Any, policy: str) -> str:
         """P43: the shipped service asks the approval/request answerers, with its audit pair."""
@@ -301,9 +316,9 @@ class CorePipeline:
         try:
             tool = self.view(rec.agent, rec.name)
             if tool is None:
-                raise Thrown(harness_error("ToolNotFoundError", "UNKNOWN_TOOL", f"unknown tool: {rec.name}"))
+                raise Thrown(harness_error("ToolNotFoundError", "UNKNOWN_TOOL", f'unknown tool "{rec.name}"'))
             rec.body_invoked = True
-            if tool.decl.define and (bad := violations(tool.decl.parameters, rec.arguments)):  # P75
+            if tool.decl.define and (bad := violations(tool.decl.parameters, rec.arguments, "arguments")):  # P75
                 raise Thrown(harness_error("ToolArgsError", "INVALID_ARGS", "invalid arguments: " + "; ".join(bad)))
             try:
                 v = await tool.body(rec, rec.arguments, self.fs_intent)
@@ -324,17 +339,14 @@ class CorePipeline:
 
     def success(self, rec: Record, tool: kit.Tool, candidate: Any) -> dict[str, Any]:
         """P72-P74: a value becomes a success through the output contract, or throws."""
-        def output_error(why: str) -> Thrown:
-            return Thrown(harness_error("ToolOutputError", "INVALID_TOOL_OUTPUT", f"{tool.name} returned invalid "
-                                        f"output: {why}"))
         try:
             value = snapshot(candidate)
         except NotLossless:
-            raise output_error("value is not lossless JSON") from None
+            raise output_error(tool.name, "value is not lossless JSON") from None
         except Thrown as t:
-            raise output_error(message_of(t.value)) from None
-        if bad := violations(tool.decl.output.schema_, value):
-            raise output_error("; ".join(bad))
+            raise output_error(tool.name, f"value snapshot failed: {message_of(t.value)}") from None
+        if bad := violations(tool.decl.output.schema_, value, "value"):
+            raise output_error(tool.name, "; ".join(bad))
         self.run.freeze(value)
         out: dict[str, Any] = {"isError": False, "value": value}
         for key, which, project in (("content", "render", tool.render), ("meta", "presentationMeta",
@@ -348,9 +360,9 @@ class CorePipeline:
             try:
                 out[key] = snapshot(project(rec, value))
             except NotLossless:
-                raise output_error(f"output.{which} returned non-lossless JSON") from None
+                raise output_error(tool.name, f"output.{which} returned non-lossless JSON") from None
             except Thrown as t:
-                raise output_error(f"output.{which} failed: {message_of(t.value)}") from None
+                raise output_error(tool.name, f"output.{which} failed: {message_of(t.value)}") from None
         if rec.concluded:
             out["concludesTurn"] = True
         return self.own(rec, self.materialize(out))
@@ -366,7 +378,7 @@ class CorePipeline:
         else:
             tool = self.view(rec.agent, rec.name)
             if tool is None:
-                raise Thrown(harness_error("ToolNotFoundError", "UNKNOWN_TOOL", f"unknown tool: {rec.name}"))
+                raise Thrown(harness_error("ToolNotFoundError", "UNKNOWN_TOOL", f'unknown tool "{rec.name}"'))
             n = dict(self.success(rec, tool, get(r, "value")))
         for key in ("meta", "additionalContexts") if n["isError"] else ("additionalContexts",):
             if not is_undefined(v := get(r, key)):
@@ -404,9 +416,11 @@ class CorePipeline:
         prior = r.get("additionalContexts", [])
         merged = [*(prior if isinstance(prior, list) else []), *dc]  # P85
         if has_own(p, "value"):  # P81, P87
-            tool = self.view(rec.agent, rec.name)
-            if r["isError"] or tool is None:
+            if r["isError"]:
                 raise Thrown(type_error("tools/post-execute cannot replace the value of a failed result"))
+            tool = self.view(rec.agent, rec.name)
+            if tool is None:  # the value goes through the output contract of a tool that is gone
+                raise Thrown(harness_error("ToolNotFoundError", "UNKNOWN_TOOL", f'unknown tool "{rec.name}"'))
             out = dict(self.success(rec, tool, get(p, "value")))
         else:  # P80
             out = dict(r)
@@ -456,13 +470,13 @@ class CorePipeline:
             try:
                 returned = listener.notify(rec, f)
             except Thrown as t:
-                self.run.trace.warnings.append(f"{rec.name} ({rec.callId}): tools/result observer failed: "
+                self.run.trace.warnings.append(f'tool "{rec.name}" ({rec.callId}): tools/result observer failed: '
                                                f"{message_of(t.value)}")
                 continue
             if token(returned) == "promise" and "rejects" in returned:
                 rejections.append(returned["rejects"])
         for x in rejections:
-            self.run.trace.warnings.append(f"{rec.name} ({rec.callId}): tools/result observer failed: "
+            self.run.trace.warnings.append(f'tool "{rec.name}" ({rec.callId}): tools/result observer failed: '
                                            f"{message_of(x)}")
         return f
 
@@ -472,8 +486,8 @@ def block_message(feedback: Any) -> str:
         raise Thrown(type_error("block feedback is not an array"))
     parts = []
     for block in feedback:
-        if block is None or is_undefined(block) or token(block) == "hole":
-            raise Thrown(type_error("Cannot read properties of null (reading 'type')"))
+        if block is None or is_undefined(block) or token(block) == "hole":  # a hole reads undefined
+            raise Thrown(type_error(f"Cannot read properties of {'null' if block is None else 'undefined'} (reading 'type')"))
         kind = get(block, "type") if is_object(block) else UNDEFINED
         text = get(block, "text") if kind == "text" else UNDEFINED
         parts.append(("" if text is None or is_undefined(text) else to_string(text)) if kind == "text"
@@ -504,7 +518,7 @@ class CorePort:
 
     name = "core-pipeline-example"
     version = kit.KIT_VERSION
-    profiles = ("core",)
+    profiles = ("core", "reference")
 
     def pipeline(self, run: kit.PortRun) -> CorePipeline:
         s = run.scenario

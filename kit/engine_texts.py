@@ -19,6 +19,11 @@ def frozen_add(key: str) -> str:
     return f"Cannot add property {key}, object is not extensible"
 
 
+def frozen_define_new(key: str) -> str:
+    """Object.defineProperty of a key a non-extensible object lacks."""
+    return f"Cannot define property {key}, object is not extensible"
+
+
 def frozen_delete(key: str) -> str:
     return f"Cannot delete property '{key}' of #<Object>"
 

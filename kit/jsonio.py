@@ -166,6 +166,31 @@ def check_limits(doc: Any, max_depth: int = MAX_DEPTH) -> None:
         raise InputLimitError(where, message)
 
 
+def as_doubles(doc: Any) -> Any:
+    """``doc`` with each integer beyond 2^53 replaced by its nearest double, as JSON.parse in a
+    JavaScript implementation reads it (spec 3.11: a wire integer denotes its nearest double).
+    The document itself is left as it is; containers are copied only where a number changed."""
+    if type(doc) is int:
+        if -2**53 <= doc <= 2**53:
+            return doc
+        f = float(doc)
+        return int(f) if abs(f) < 1e21 else f
+    if isinstance(doc, dict):
+        out = None
+        for k, v in doc.items():
+            if type(v) in _PLAIN:
+                continue
+            n = as_doubles(v)
+            if n is not v:
+                out = dict(doc) if out is None else out
+                out[k] = n
+        return doc if out is None else out
+    if isinstance(doc, list):
+        items = [as_doubles(v) for v in doc]
+        return items if any(a is not b for a, b in zip(items, doc)) else doc
+    return doc
+
+
 _INF, _NEG_INF = float("inf"), float("-inf")
 _PLAIN = frozenset({str, bool, type(None)})
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from .jsonio import InputLimitError, check_limits, load_file
+from .jsonio import InputLimitError, as_doubles, check_limits, load_file
 from .schema_doc import schema_document
 from .scenario_checks import CODE_DISPATCH_LOG, FS_INTENTS, ScenarioError, check_references
 from .session_events import TodoWriteData
@@ -622,7 +622,7 @@ def parse_scenario(data: Any) -> Scenario:
     except InputLimitError as e:
         raise ScenarioError(e.where, e.message) from None
     try:
-        return _ADAPTER.validate_python(data)
+        return _ADAPTER.validate_python(as_doubles(data))
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
         ctx_error = (err.get("ctx") or {}).get("error")

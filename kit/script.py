@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import engine_texts as texts
-from .jsvalue import (clone, HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, is_undefined, js_error, read, to_string,
-                      token, type_error)
+from . import writes
+from .jsvalue import clone, HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, js_error, token, type_error
 from .record import IDENTITY, Record
 from .session import RunState
 from .scenario import Behavior, ScenarioError
@@ -241,15 +241,21 @@ def _observe(w: RunState, inv: Invocation, what: str) -> JsValue:
 
 
 def _mutate(w: RunState, inv: Invocation, step: Any) -> None:
-    """A write attempt (P11, P24, P25, P99). Frozen targets refuse; others apply."""
+    """A write attempt (P11, P23, P24, P25, P99): strict-mode JavaScript on the value the
+    participant holds (``kit.writes``). Refused writes throw; allowed writes into the
+    caller's input, the record's own fields and an approval request apply."""
     root, *path = step.target.split(".")
-    failure, rules = _refusal(w, inv, root, path, step.op)
+    failure, rules, written = _refusal(w, inv, root, path, step.op)
     w.obs(inv.call, inv.stage, "mutate", inv.who,
-          {"target": step.target, "op": step.op, "outcome": "failed" if failure else "applied"}, rules)
-    if failure:
+          {"target": step.target, "op": step.op, "outcome": "failed" if failure is not None else "applied"}, rules)
+    if failure is not None:
         if not step.catch:
-            raise Thrown(type_error(failure))
+            raise Thrown(clone(failure))
         return
+    if root == "input" and written is not None:
+        # P23: the caller's object is an object like any other: a later write below a field
+        # deleted or redefined here sees that (a deleted getter is not read again).
+        writes.apply(written, path[-1], step.op, step.value)
     if root == "request" and len(path) == 1 and inv.stage == "approval" and isinstance(inv.request, dict):
         # P39 builds the request for this ask alone: a write changes what later reads of it see.
         if step.op == "delete":
@@ -264,22 +270,17 @@ def _mutate(w: RunState, inv: Invocation, step: Any) -> None:
             rec.extra[path[0]] = clone(step.value)
 
 
-def _refusal(w: RunState, inv: Invocation, root: str, path: list[str], op: str) -> tuple[str | None, tuple[str, ...]]:
-    """The TypeError message a write raises (None when it is allowed), and the rules that
-    decide it. As in strict-mode JavaScript, deleting a key that is absent succeeds."""
+def _refusal(w: RunState, inv: Invocation, root: str, path: list[str],
+             op: str) -> tuple[JsValue | None, tuple[str, ...], Any]:
+    """What a write throws (None when it is allowed), the rules that decide it, and the
+    container it writes into. As in strict-mode JavaScript, deleting an absent key succeeds."""
     if not path:
-        return texts.frozen_set(root), ("P24",)
+        return type_error(texts.frozen_set(root)), ("P24",), None
     if root == "input":
-        # The caller's object: never frozen, never read again (P23); a write fails only
-        # where it runs into a primitive or through a nullish value. An input field that
-        # is a getter (Call.getters) has no setter, and a write below it reads it first.
-        spec = next((c for c in getattr(w.scenario.run, "calls", []) if c.callId == inv.call), None)
-        if spec is not None and path[0] in spec.getters:
-            if len(path) == 1:
-                return (texts.getter_only(path[0]) if op == "set" else None), ("P23",)
-            held = read({"$js": "getter", "id": spec.getters[path[0]]})
-            return _frozen_write(w, held, path[1:], op), ("P23",)
-        return _frozen_write(w, w.caller_input(inv.call), path, op), ("P23",)
+        # The caller's object: never frozen, never read again by the pipeline after entry
+        # (P23); a getter field (Call.getters) is an accessor without a setter.
+        failure, node = writes.attempt(w, w.input_object(inv.call), path, op)
+        return failure, ("P23",), node
     key = path[-1]
     if root == "record":
         rec = _need_record(inv)
@@ -288,105 +289,36 @@ def _refusal(w: RunState, inv: Invocation, root: str, path: list[str], op: str) 
             exists = rec.has(head)
             rule = ("P24",) if head in IDENTITY else ("P99",) if rec.frozen else ("P24", "P60")
             if (head in IDENTITY or rec.frozen) and not (op == "delete" and not exists):
-                return _message(op, key, exists), rule
-            return None, rule
+                return type_error(_message(op, key, exists)), rule, None
+            return None, rule, None
         if head == "arguments":
-            return _frozen_write(w, rec.arguments, path[1:], op), ("P24", "P25")
+            return writes.attempt(w, rec.arguments, path[1:], op)[0], ("P24", "P25"), None
         if head in ("callId", "rootCallId", "name", "token", "parent") and rec.has(head):
             # A primitive (a string, a symbol token) has no properties of its own.
-            kind = "string" if head in ("callId", "rootCallId", "name") else "symbol"
-            return _primitive_write(op, key, kind, getattr(rec, head)), ("P24",)
+            held = getattr(rec, head) if head in ("callId", "rootCallId", "name") else {"$js": "symbol"}
+            return writes.attempt(w, {head: held}, path, op)[0], ("P24",), None
         if head in ("agent", "parent") and not rec.has(head):
-            return _nullish_write(op, key, UNDEFINED), ("P24",)
-        if head in ("agent", "signal"):
-            return None, ("P24",)  # the agent and signal objects themselves are not frozen
-        return (_message(op, key, True) if rec.frozen else None), ("P99",)
+            return writes.refusal(w, UNDEFINED, key, op), ("P24",), None
+        if head == "signal":  # an AbortSignal, never frozen: its aborted and reason have no setter
+            return writes.attempt(w, {head: writes.SIGNAL}, path, op)[0], ("P24",), None
+        if head == "agent":
+            return None, ("P24",), None  # the agent object itself is not frozen
+        return (type_error(_message(op, key, True)) if rec.frozen else None), ("P99",), None
     if root == "request" and inv.stage == "approval" and isinstance(inv.request, dict):
         # P39 fixes what the request holds, no sentence that it is frozen: a plain object made
         # for this ask (as the real package's is), so a write applies as on any object.
-        return _frozen_write(w, {**inv.request, "signal": {}}, path, op), ("P39",)
+        return writes.attempt(w, {**inv.request, "signal": {}}, path, op)[0], ("P39",), None
     # A participant handed no arguments or no result reads the root as undefined.
     if root == "args":
-        return _frozen_write(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op), ("P25",)
-    return _frozen_write(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op), ("P11",)
-
-
-def _frozen_write(w: RunState, value: Any, path: list[str], op: str) -> str | None:
-    """Write ``path`` inside ``value``: refused where the container is frozen."""
-    node = value
-    for part in path[:-1]:
-        if node is None or is_undefined(node):
-            return _nullish_write("read", part, node)
-        child = _child(node, part)
-        node = UNDEFINED if child is NOTHING else child  # an absent property reads as undefined
-    key = path[-1]
-    if node is None or is_undefined(node):
-        return _nullish_write(op, key, node)
-    kind = _primitive_kind(node)
-    if kind is not None:
-        return _primitive_write(op, key, kind, node)
-    if not isinstance(node, (dict, list)):
-        return f"Cannot set properties of {to_string(node)} (setting '{key}')"
-    # Objects in wire form (a null-prototype object, an instance, ...) take writes as any
-    # object does.
-    exists = _child(node, key) is not NOTHING
-    if not w.is_frozen(node) or (op == "delete" and not exists):
-        return None
-    return _message(op, key, exists)
-
-
-def _primitive_kind(v: Any) -> str | None:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, (int, float)) or token(v) in ("NaN", "Infinity", "-Infinity", "-0"):
-        return "number"
-    if token(v) in ("symbol", "bigint"):
-        return str(token(v))
-    return None
-
-
-def _primitive_write(op: str, key: str, kind: str, value: Any) -> str | None:
-    """A write to a primitive's property in strict code: a set throws, a delete of a
-    property it does not have is a no-op, defineProperty refuses a non-object."""
-    if op == "delete":
-        return None
-    if op == "define":
-        return "Object.defineProperty called on non-object"
-    # The engine's wording names the primitive; only the prefix is compared (WRITE_REFUSALS).
-    shown = "Symbol()" if kind == "symbol" else to_string(value)
-    return f"Cannot create property '{key}' on {kind} '{shown}'"
-
-
-def _nullish_write(op: str, key: str, node: Any) -> str:
-    """A read, write, delete or define through ``null`` or ``undefined``: each throws."""
-    what = "null" if node is None else "undefined"
-    match op:
-        case "read":
-            return texts.nullish_read(what, key)
-        case "delete":
-            return "Cannot convert undefined or null to object"
-        case "define":
-            return "Object.defineProperty called on non-object"
-    return f"Cannot set properties of {what} (setting '{key}')"
-
-
-def _child(node: Any, key: str) -> Any:
-    if isinstance(node, dict):
-        if token(node) is not None:  # an object in wire form: its own keys are its entries
-            return node.get("entries", {}).get(key, NOTHING)
-        return node.get(key, NOTHING)
-    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
-        return node[int(key)]
-    return NOTHING
+        return writes.attempt(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op)[0], ("P25",), None
+    return writes.attempt(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op)[0], ("P11",), None
 
 
 def _message(op: str, key: str, exists: bool) -> str:
     if op == "delete":
         return texts.frozen_delete(key)
     if op == "define":
-        return texts.frozen_define(key) if exists else texts.frozen_add(key)
+        return texts.frozen_define(key) if exists else texts.frozen_define_new(key)
     return texts.frozen_set(key) if exists else texts.frozen_add(key)
 
 

@@ -60,6 +60,7 @@ class RunState:
         self.frozen: dict[int, Any] = {id(UNDEFINED): UNDEFINED}
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
+        self.inputs: dict[str | None, Any] = {}  # the callers' input objects as written (P23)
 
     # ------------------------------------------------------------------ the pipeline's part
 
@@ -86,14 +87,22 @@ class RunState:
         if spec is None:
             return UNDEFINED
         out: dict[str, Any] = {"callId": spec.callId, "name": spec.name, "arguments": clone(spec.arguments),
-                               "signal": {}}
+                               "signal": {"$js": "instance", "class": "AbortSignal"}}
         if spec.agent is not None:
             out["agent"] = {}
         if spec.rootCallId is not None:
             out["rootCallId"] = spec.rootCallId
         if spec.parent:
             out["parent"] = {"$js": "symbol", "description": "foreign execution token"}
+        for field, getter in spec.getters.items():  # P23: accessors of the input object itself
+            out[field] = {"$js": "getter", "id": getter}
         return out
+
+    def input_object(self, call: str | None) -> JsValue:
+        """The caller's input object of ``call``, kept for the run: writes into it apply."""
+        if call not in self.inputs:
+            self.inputs[call] = self.caller_input(call)
+        return self.inputs[call]
 
     # ------------------------------------------------------------------ trace
 

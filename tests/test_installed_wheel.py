@@ -92,7 +92,8 @@ def test_the_kit_is_in_the_wheel_and_a_port_on_it_runs(installed):
     where = _run(installed, python, "-c", "import dsh_conformance.kit as k; print(k.KIT_VERSION, k.__file__)")
     assert where.returncode == 0, where.stderr
     version, file = where.stdout.split()
-    assert version == "1.0" and Path(file).is_relative_to(installed["site"]), where.stdout
+    from dsh_conformance.kit import KIT_VERSION
+    assert version == KIT_VERSION and Path(file).is_relative_to(installed["site"]), where.stdout
     port = installed["work"] / "port"
     port.mkdir(exist_ok=True)
     shutil.copy(ROOT / "examples" / "core_pipeline.py", port / "core_pipeline.py")
@@ -101,6 +102,17 @@ def test_the_kit_is_in_the_wheel_and_a_port_on_it_runs(installed):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     passing, scored = re.search(r"score \(rules passing / scored\): core (\d+)/(\d+)", run.stdout).groups()
     assert passing == scored and int(scored) > 40, run.stdout[-1500:]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the JS example needs Node")
+def test_the_js_example_ships_beside_the_python_one_and_runs(installed):
+    """Issue 38: examples/ is package data; the JS example finds the installed JS kit."""
+    examples = installed["site"] / "dsh_conformance" / "examples"
+    assert (examples / "core_pipeline.py").is_file() and (examples / "core_pipeline.mjs").is_file()
+    run = _run(installed, "dsh-conformance", "run", "--impl", f"node {examples / 'core_pipeline.mjs'}",
+               "--profiles", "core,reference", "--examples", "0")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "core 49/49, reference 44/44" in run.stdout, run.stdout[-1500:]
 
 
 def test_run_replay_report_from_elsewhere(installed):

@@ -63,7 +63,87 @@ SEMANTICS = """\
   frozen, as `Object.isFrozen` says of every primitive; when nothing was handed, the value
   reads as `undefined` (frozen: false where the observation says so).
 - **Values** are JavaScript values in wire form (spec section 3.11): JSON, where an object
-  with a `$js` key is a token (`undefined`, `NaN`, `bigint`, `error`, `getter`, ...).
+  with a `$js` key is a token (`undefined`, `NaN`, `bigint`, `error`, `getter`, ...). A
+  number is a double: an integer beyond 2^53 anywhere in a scenario is its nearest double,
+  as `JSON.parse` reads it (a body's `9007199254740993` returns `9007199254740992`).
+- **One meaning in both kits.** The Python kit (`kit/`) and the JS kit
+  (`tools/dsh-adapter/kit/`) interpret every step and token as this page says; `dsh-conformance
+  kit agree` runs the starter example written on each over the corpus and generated draws and
+  compares their answers, observation for observation. What follows is what a port needs of
+  the operations themselves, without reading either kit.
+
+## Writes: what a `mutate` step does
+
+A `mutate` step runs, in strict-mode JavaScript, `root.a.b = value` (`set`), `delete
+root.a.b` (`delete`) or `Object.defineProperty(root.a, "b", {value, writable: true,
+enumerable: true, configurable: true})` (`define`) on the very object the participant holds,
+and observes `applied` or `failed`. Every part of the path but the last is a property read:
+an accessor runs (a getter participant's read is observed), a `getter-throws` property
+throws its value, a `hostile` value throws `Error("hostile value")`, and a read through
+`null` or `undefined` throws a TypeError. The last part is then written, and a write fails
+(a TypeError, whose wording is the engine's; the comparison takes any of V8's refusals for
+any other) where JavaScript refuses it:
+
+- `set` on a frozen object, on a read-only property (a function's `name` and `length`), on
+  an accessor without a setter (every `getter` and `getter-throws` property), or on a
+  primitive (a string, number, boolean, symbol or BigInt: "Cannot create property");
+- `delete` of a property that is not configurable (an array's `length`, a function's
+  `prototype`, a RegExp's `lastIndex`) or of a frozen object's own property; deleting a
+  property that is not there succeeds, on a primitive too;
+- `define` of a property that is not configurable, on a frozen object, or on a primitive;
+- anything through `null` or `undefined`, and anything on a `hostile` value (which throws
+  `Error("hostile value")`, not a TypeError).
+
+The roots: `record` (the execution record: its identity fields `callId`, `rootCallId`, `name`,
+`agent`, `parent`, `arguments` and `token` never change and cannot be added, P24; other
+properties take writes until the record is frozen before `tools/result`, P99), `args` (the
+body's or classifier's arguments: the record's frozen snapshot, P25), `result` (what the
+participant was handed: frozen where the spec freezes it), `request` (an approval request: a
+plain object made for that ask, P39) and `input` (the caller's own object, section 3.2:
+`callId`, `name`, `arguments`, `signal`, and `agent`, `rootCallId`, `parent` where the call
+has them; never frozen, P23). A write that applies changes the object: a later step of any
+participant sees it. A field of `Call.getters` is an accessor of the input without a setter:
+`set input.name` fails, `delete input.name` removes it (a later read gives `undefined` and
+runs no getter), `define input.name` replaces it with a data property, and a write below it
+(`input.name.x`) reads it first (the getter runs).
+
+## What each value token is under each operation
+
+What a token decodes to is the JavaScript value a JS participant would hold; each operation
+on it does what it does on that value.
+
+| token | `typeof` | a property read | set / define a property | delete a property | snapshot (P12, P13) |
+|---|---|---|---|---|---|
+| `undefined` | `"undefined"` | throws TypeError | throws TypeError | throws TypeError | not lossless |
+| `NaN`, `Infinity`, `-Infinity`, `-0` | `"number"` | `undefined` | set: TypeError; define: TypeError | succeeds (nothing there) | not lossless |
+| `bigint` | `"bigint"` | `undefined` | set: TypeError; define: TypeError | succeeds | not lossless |
+| `symbol` | `"symbol"` | `undefined` (`description` aside) | set: TypeError; define: TypeError | succeeds | not lossless |
+| `function` | `"function"` | its `name` (read-only), `length` 0 (read-only), `prototype` (not configurable); else `undefined` | applies, but not to `name`, `length` | `name`, `length`: applies; `prototype`: TypeError | not lossless |
+| `date` | `"object"` | `undefined` (own) | applies | succeeds | not lossless |
+| `instance` | `"object"` | `undefined` (own); a RegExp's `lastIndex` is 0 (not configurable) | applies | succeeds; a RegExp's `lastIndex`: TypeError | not lossless |
+| `cycle` | `"object"` | the enclosing container it names (the same object) | as on that container | as on that container | not lossless |
+| `hole` | (an array element) | the element reads `undefined` | applies to the array | succeeds | not lossless |
+| `array` (with `extra`) | `"object"` | its items, its extra properties, `length` (not configurable) | applies | items, extras: applies; `length`: TypeError | not lossless |
+| `object` (`symbolKeys`, `hidden`) | `"object"` | its entries and hidden (non-enumerable) properties | applies | applies | not lossless (with `symbolKeys` or `hidden`); the escape of a `$js` key is lossless |
+| `null-proto` | `"object"` | its entries (no inherited ones) | applies | applies | its entries as a plain object |
+| `getter`, `getter-throws` (as a property) | - | runs the getter (observed, stage `getter`) / throws its value | set: TypeError (no setter); define: applies | applies (the accessor is gone) | read once: its value, or its throw |
+| `error` | `"object"` | `message` (own, a string unless the token says otherwise), `stack`; `name`, `code`, `cause` as the token gives them; else the class's `name` | applies | applies | not lossless |
+| `hostile` | `"object"` | throws `Error("hostile value")` | throws `Error("hostile value")` | throws `Error("hostile value")` | throws `Error("hostile value")` |
+| `promise` | `"object"` | `undefined` (own) | applies | succeeds | not lossless |
+| `shared` | as its value | the one object it names, wherever it is reached | as on that object | as on that object | copied at each place it is reached |
+
+Frozen objects refuse every set, define and delete of an own property and every addition.
+
+## Programs: timing
+
+Where a program's call settles among its other steps, and where the end of a run lands
+against a sub-call still in its start, is JavaScript's microtask order, which the spec leaves
+open. No verdict depends on it: the comparison takes a program's settlements by call number
+(a lane of their own), and **every generated program awaits every call it starts before it
+ends and leaves no continuation (`afterSettle`) behind** (`strategies/code_mode.py`; its
+test: `tests/test_kit_classes.py`). A corpus case whose program leaves a call in flight or a
+continuation orders them with `sleep` steps, on virtual time, so that a port may take any
+number of microtask turns between a settlement and the next stage.
 """
 
 

@@ -41,8 +41,8 @@ from .expectations import ExpectationsError, from_records, load_expectations
 from .argtypes import UsageError
 from .connect import IUT, make_iut
 from .iut import IUTFailure, NotAnImplementation, embedded_oracle
-from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
-                      check_writable, incomplete_outputs, write_atomic)
+from .outputs import (EXIT_OUTPUT, Ledger, OutputError, OutputLock, OutputTampered, OutputWriteError,
+                      check_directory, check_distinct, check_writable, clear, incomplete_outputs, write_atomic)
 from .report import Outcome, ReportError, ReportWriter, new_header, read_report
 from .rules import ORACLE_PROFILES, PROFILES, rules
 from .portable import corpus_name, portable_command, portable_path
@@ -106,10 +106,31 @@ def _outputs(pairs: list[tuple[str, str | None]]) -> list[OutputLock]:
 def cmd_run(args: argparse.Namespace) -> int:
     profiles, required = _profiles(args)
     locks = _outputs([("--report", args.report), ("--junit", args.junit)])
-    expectations = _expectations(args.expectations)
     for option, value in (("--report", args.report), ("--junit", args.junit)):
         if value is not None and args.expectations and Path(args.expectations).exists():
             check_distinct(value, option, [args.expectations])
+    ledger = Ledger()  # what the run writes, checked at its end, whatever ended it (exit 4 if not its own)
+    with contextlib.ExitStack() as outer:
+        for lock in locks:
+            outer.enter_context(lock)
+        # An earlier run's files go first, before anything can fail: a run refused at its
+        # handshake (exit 3) or by its command line (exit 2) leaves no green file behind.
+        clear([lock.path for lock in locks])
+        outer.callback(_vouch, ledger)
+        code = _run(args, profiles, required, ledger)
+    return code
+
+
+def _vouch(ledger: Ledger) -> None:
+    """OutputTampered (exit 4, one line) if a file the run wrote was replaced or changed by
+    another process; run once the implementation is ended, so that nothing of it writes after."""
+    problems = ledger.settle()
+    if problems:
+        raise OutputTampered("; ".join(problems))
+
+
+def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledger: Ledger) -> int:
+    expectations = _expectations(args.expectations)
     cases = Path(args.cases)
     failures = check_directory(args.failures, "--failures", create=False)
     groups, items, expected = _selected(args, cases)
@@ -126,12 +147,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                          args.start_timeout), parallel.Settings(
             profiles, expectations, args.give_up_after, failures), items, expected, generated=args.examples > 0)
     with contextlib.ExitStack() as stack:
-        for lock in locks:
-            stack.enter_context(lock)
         # A normal end asks the IUT to stop; an interrupt or an error kills its process group.
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         started = iut.start()
-        writer = ReportWriter(args.report)
+        writer = ReportWriter(args.report, ledger=ledger)
         stack.callback(writer.flush)  # whatever ends the run, the cases decided are in the report
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
@@ -141,6 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required,
                         max_fail=1 if args.fail_fast else args.max_fail, max_skipped=args.max_skipped,
                         shard=args.shard is not None)
+        runner.ledger = ledger
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
         begun = False  # the header is written: from then on, every ending writes a footer
@@ -174,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             from .report import Report
             from .report_formats import render_junit
 
-            write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
+            write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)), ledger)
         writer.close()
     return incomplete_outputs([writer.failed, *runner.unsaved], sys.stderr) or footer.exit
 

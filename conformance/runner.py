@@ -37,7 +37,7 @@ from .evidence import evidence, kept_divergence, kept_message
 from .expectations import Expectations
 from .iut import HARD_FAILURES, IUTFailure
 from .masks import within
-from .outputs import OutputWriteError, holds, write_atomic
+from .outputs import Ledger, OutputWriteError, holds, write_atomic
 from .portable import portable_path, scrub
 from .progress import Progress
 from .defaults import DEFAULT_GIVE_UP_AFTER
@@ -128,6 +128,7 @@ class Runner:
         self.records: list[CaseRecord] = []
         self.saved: list[tuple[str, str]] = []  # (what, path) of every case file written
         self.unsaved: list[str] = []  # why a case file could not be written (a full disk)
+        self.ledger: Ledger | None = None  # the run's outputs, checked at its end (outputs.Ledger)
         self.seq = 0
         self.broken = False  # the IUT crashed, hung or broke the protocol at least once
         self.consecutive = 0  # timeouts and crashes in a row
@@ -458,7 +459,7 @@ class Runner:
             while os.path.lexists(path) and not holds(path, text):
                 n += 1
                 path = self.failures_dir / f"{case_id}-{n}.json"
-            write_atomic(path, text)
+            write_atomic(path, text, self.ledger)
         except (OSError, OutputWriteError) as e:  # a full disk: said at the end (cli, exit 4), the run goes on
             self.unsaved.append(f"--failures: the {what} {path} could not be saved: {e}")
             return None

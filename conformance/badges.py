@@ -16,7 +16,7 @@ from pathlib import Path
 import anybadge
 
 from .outputs import check_directory, check_distinct, check_writable, write_atomic
-from .report import Report, read_report
+from .report import Report, read_report, refuse_partial
 from .scores import Score, scores
 from .terminal import say
 
@@ -74,6 +74,9 @@ def write_badges(reports: list[Report], directory: Path, inputs: list[str] | Non
 
 def cmd_badge(args: argparse.Namespace) -> int:
     reports = [read_report(p) for p in args.reports]
+    for r in reports:
+        if not args.allow_partial:
+            refuse_partial(r, "a badge would score only the cases it holds")
     for path in write_badges(reports, Path(args.output), args.reports):
         say(f"wrote {path}")
     return 0

@@ -43,7 +43,7 @@ from .connect import IUT, make_iut
 from .iut import IUTFailure, NotAnImplementation, embedded_oracle
 from .outputs import (EXIT_OUTPUT, Ledger, OutputError, OutputLock, OutputTampered, OutputWriteError,
                       check_directory, check_distinct, check_writable, clear, incomplete_outputs, write_atomic)
-from .report import Outcome, ReportError, ReportWriter, new_header, read_report
+from .report import Outcome, ReportError, ReportWriter, new_header, partial, read_report, refuse_partial
 from .rules import ORACLE_PROFILES, PROFILES, rules
 from .portable import corpus_name, portable_command, portable_path
 from .progress import Progress
@@ -364,17 +364,14 @@ def cmd_expectations(args: argparse.Namespace) -> int:
     check_writable(args.output, "--output")
     check_distinct(args.output, "--output", [args.report])
     report = read_report(args.report)
-    partial = ("it has no footer: the run was killed or is still going" if report.footer is None else
-               f"the run stopped early ({report.footer.stopped})" if report.footer.stopped else None)
-    if partial and not args.allow_partial:
-        raise UsageError(f"{args.report}: a partial report ({partial}; {len(report.cases)} cases): expectations "
-                         "written from it would miss the failures of the cases it lacks (--allow-partial writes "
-                         "them anyway)")
+    why = partial(report)
+    if not args.allow_partial:
+        refuse_partial(report, "expectations written from it would miss the failures of the cases it lacks")
     previous = load_expectations(args.output) if Path(args.output).is_file() else None
     text = from_records(report.name, report.cases, previous)
     write_atomic(args.output, text)
-    if partial:
-        print(f"warning: {args.report} is a partial report ({partial})", file=sys.stderr)
+    if why:
+        print(f"warning: {args.report} is a partial report ({why})", file=sys.stderr)
     print(f"wrote {args.output}")
     return EXIT_OK
 

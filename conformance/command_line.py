@@ -194,6 +194,8 @@ def _badge(sub: Subparsers) -> None:
     p = sub.add_parser("badge", help="write SVG badges of each report's scores, overall and per profile")
     p.add_argument("reports", nargs="+", metavar="REPORT.jsonl", help="JSON-lines reports written by run --report")
     p.add_argument("-o", "--output", default=".", help="the directory to write the badges in (default: here)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="badges even of a partial report (a killed or early-stopped run; refused by default, exit 2)")
     _runs(p, "badges", "cmd_badge")
 
 
@@ -218,6 +220,8 @@ def _diff(sub: Subparsers) -> None:
     p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the output format (default text)")
     p.add_argument("-o", "--output", help="write the diff here (default: standard output)")
     p.add_argument("--full", action="store_true", help="text: also every changed case, trace and divergence, one by one")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="diff even a partial report (a killed or early-stopped run; refused by default, exit 2)")
     _runs(p, "run_diff", "cmd_diff")
 
 

@@ -305,6 +305,30 @@ class ReportError(ValueError):
     pass
 
 
+class PartialReport(ReportError):
+    """A verdict asked of a partial report (see ``partial``): refused unless allowed."""
+
+
+def partial(report: Report) -> str | None:
+    """Why ``report`` is not the report of a whole run (it has no footer: the run was killed
+    or is still going; or it stopped early), or None. A verdict drawn from one (a diff, an
+    expectations file, a badge) would count the cases it lacks as gone."""
+    if report.footer is None:
+        return "it has no footer: the run was killed or is still going"
+    if report.footer.stopped:
+        return f"the run stopped early ({report.footer.stopped})"
+    return None
+
+
+def refuse_partial(report: Report, verdict: str) -> None:
+    """PartialReport (one line, exit 2) if ``report`` is partial; ``verdict`` says what
+    would be wrong to draw from it."""
+    why = partial(report)
+    if why is not None:
+        raise PartialReport(f"{report.path}: a partial report ({why}; {len(report.cases)} cases): {verdict} "
+                            "(--allow-partial: anyway)")
+
+
 def read_report(path: str | Path) -> Report:
     """Read a report; a partial one (no footer) is fine. Errors name the file and line, and
     say what is wrong in one line."""

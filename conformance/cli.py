@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledge
     expectations = _expectations(args.expectations)
     cases = Path(args.cases)
     failures = check_directory(args.failures, "--failures", create=False)
-    groups, items, expected = _selected(args, cases)
+    groups, items, expected, left_out = _selected(args, cases)
     if not items and args.examples == 0:
         raise UsageError("nothing to run: no corpus cases and --examples 0")
     if args.shard and (args.max_fail or args.fail_fast):
@@ -161,6 +161,7 @@ def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledge
                         max_fail=1 if args.fail_fast else args.max_fail, max_skipped=args.max_skipped,
                         shard=args.shard is not None)
         runner.ledger = ledger
+        runner.left_out = left_out
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
         begun = False  # the header is written: from then on, every ending writes a footer
@@ -200,14 +201,16 @@ def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledge
 
 
 def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],
-                                                              dict[str, Any]]:
+                                                              dict[str, Any], frozenset[str]]:
     """The corpus cases the run's selection keeps (``conformance.selection``), with their
-    expected traces; ``args.examples`` is settled: a selection runs no generated scenarios
-    unless ``--examples`` asks for them."""
-    from .selection import SelectionError, describe, gather, is_selective, rule_ids, select
+    expected traces, and the rules cited by the cases it leaves out (not judged stale);
+    ``args.examples`` is settled: a selection runs no generated scenarios unless
+    ``--examples`` asks for them."""
+    from .selection import SelectionError, describe, gather, is_selective, left_out, rule_ids, select
 
     try:
         wanted = rule_ids(args.rule)
+        unjudged: frozenset[str] = frozenset()
         if args.no_corpus:
             if is_selective(args.case, [], wanted, args.keyword):
                 raise SelectionError("--no-corpus runs generated scenarios only: -k, --case and --rule choose "
@@ -216,6 +219,7 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
         else:
             groups, ids, files = gather(cases, args.case or [])
             chosen = select(groups, ids, wanted, args.keyword)
+            unjudged = left_out(groups, chosen)
             if is_selective(ids, files, wanted, args.keyword):
                 if not chosen:
                     raise SelectionError(f"no case matches the selection {describe(ids, files, wanted, args.keyword)}")
@@ -230,7 +234,7 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
     expected = {}
     for g in groups:  # a case the oracle cannot run is a bad input file, found before any work
         expected.update(expected_traces(g.items, g.directory))
-    return groups, items, expected
+    return groups, items, expected, unjudged
 
 
 def _replay_options(args: argparse.Namespace) -> dict[str, str]:

@@ -99,3 +99,21 @@ def test_a_run_refused_by_its_command_line_leaves_no_earlier_output(tmp_path, ca
                 "--rule", "P99999")
     assert done.returncode == 2, done.stderr
     assert not report.exists() and not junit.exists()
+
+
+@pytest.mark.rules("P33")
+def test_a_listed_rule_is_judged_stale_only_where_the_selection_covered_it(tmp_path):
+    """P33 is listed as failing; both cases citing it pass on the oracle. A run of both
+    calls it stale (exit 1); a selection that leaves one out (``--case``, ``-k``) cannot
+    say the failure is gone (its failing case may be the one left out): exit 0, no STALE
+    line (issue 40: ``--rule P11`` or ``-k guard`` against rc.8's expectations went red)."""
+    cases = corpus_subset(tmp_path, ["guard-denies-with-number", "pre-deny-skips-body", "finalize-content-only"])
+    listed = tmp_path / "listed.yaml"
+    listed.write_text("implementation: oracle\nrules:\n  P33: listed to see whether a run calls it stale\n")
+    whole = _run(tmp_path, cases, "oracle-inprocess", "--expectations", str(listed))
+    assert whole.returncode == 1 and "rule P33 is listed as failing but no case failed it" in whole.stdout, whole.stdout
+    both = _run(tmp_path, cases, "oracle-inprocess", "--expectations", str(listed), "--rule", "P33")
+    assert both.returncode == 1 and "rule P33 is listed" in both.stdout
+    for selection in (["--case", "guard-denies-with-number"], ["-k", "guard"], ["--rule", "P46"]):
+        part = _run(tmp_path, cases, "oracle-inprocess", "--expectations", str(listed), *selection)
+        assert part.returncode == 0 and "P33 is listed" not in part.stdout, (selection, part.stdout[-1500:])

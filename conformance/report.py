@@ -239,6 +239,10 @@ class ReportWriter:
             # command says at the end that the report is incomplete (cli: exit 4).
             why = str(e) if isinstance(e, OutputWriteError) else f"{self.path}: cannot write: {e.strerror or e}"
             self.failed = f"{why}; the report holds only the records before it"
+            if self.written is not None and self.ledger is not None:
+                # what a failed write left of its line is unknown: the file is said incomplete
+                # already (exit 4), the ledger does not also call it forged
+                self.ledger.forget(self.written.path)
             return
         # To the disk with the footer and at most every ``interval`` seconds (a killed process
         # loses nothing written: this is for a machine that goes down). Not after the header:

@@ -10,6 +10,7 @@ green (every scored rule passes) through yellow to red.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 from pathlib import Path
 
@@ -36,10 +37,19 @@ def badge_svg(label: str, score: Score) -> str:
     return anybadge.Badge(label, value, default_color=colour(score)).badge_svg_text
 
 
+SLUG_MAX = 80  # characters of a name kept in a file name: room for "-code-mode-2.svg" under NAME_MAX (255)
+
+
 def slug(report: Report) -> str:
     """A file name for the report's implementation: ``@deepseek-ai/dsh-tools 0.1.0-rc.8``
-    gives ``deepseek-ai-dsh-tools-0.1.0-rc.8``."""
-    return re.sub(r"[^A-Za-z0-9._]+", "-", report.name).strip("-.") or "implementation"
+    gives ``deepseek-ai-dsh-tools-0.1.0-rc.8``. The name comes from the implementation (a
+    report is anyone's file): a long one is cut and keeps a digest of the whole, so that a
+    file name stays within what a file system takes and two long names stay apart."""
+    name = re.sub(r"[^A-Za-z0-9._]+", "-", report.name).strip("-.") or "implementation"
+    if len(name) <= SLUG_MAX:
+        return name
+    digest = hashlib.sha256(report.name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{name[:SLUG_MAX - 13].rstrip('-.')}-{digest}"
 
 
 def badge_files(reports: list[Report], directory: Path) -> list[tuple[Path, str]]:

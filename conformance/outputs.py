@@ -138,10 +138,21 @@ def _probe(directory: Path) -> str | None:
         return e.strerror or str(e)
 
 
+def _nameable(p: Path, option: str) -> None:
+    """OutputError (one line) for a path the system cannot even look up: a name too long
+    (ENAMETOOLONG; pathlib's ``exists`` raises it as a traceback), no search permission."""
+    try:
+        os.stat(p)
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise OutputError(f"{option} {p}: {e.strerror or e}") from None
+
+
 def check_writable(path: str | Path, option: str) -> Path:
     """The path as given, or OutputError naming the option and what is wrong with it."""
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
+    _nameable(p, option)
     if p.is_dir():
         raise OutputError(f"{option} {p}: is a directory")
     if not parent.is_dir():
@@ -164,6 +175,7 @@ def check_directory(path: str | Path, option: str, create: bool = True) -> Path:
     """A directory the suite writes files in, checked before any work: created when missing
     (``create``), else the nearest directory that exists must be one files can be created in."""
     p = Path(path)
+    _nameable(p, option)
     if p.exists() and not p.is_dir():
         raise OutputError(f"{option} {p}: not a directory")
     if create:
@@ -353,6 +365,10 @@ class Ledger:
 
     def add(self, written: Written) -> None:
         self.files[written.path] = written
+
+    def forget(self, path: Path) -> None:
+        """No longer vouch for ``path`` (a write to it failed: said as incomplete already)."""
+        self.files.pop(path, None)
 
     def problems(self) -> list[str]:
         return [p for w in self.files.values() if (p := w.check())]

@@ -141,7 +141,8 @@ def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledge
     items = shards.cases_of(args.shard, items)
     for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
         print(f"warning: {warning}", file=sys.stderr)
-    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False),
+                   ignore_scripts=getattr(args, "ignore_scripts", False))
     if args.jobs > 1:  # N instances, each in a worker (conformance.parallel); the spec is checked above
         iut = parallel.Pool(args.jobs, functools.partial(make_iut, args.impl, args.timeout, args.validate,
                                                          args.start_timeout), parallel.Settings(
@@ -324,7 +325,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ScenarioRunError as e:
         raise ScenarioFileError(str(path), "$", str(e)) from None
     profiles, required = _profiles(args)
-    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False),
+                   ignore_scripts=getattr(args, "ignore_scripts", False))
     with contextlib.ExitStack() as stack:
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         iut.start()

@@ -10,6 +10,7 @@ green (every scored rule passes) through yellow to red.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import anybadge
 
 from .outputs import check_directory, check_distinct, check_writable, write_atomic
-from .report import Report, read_report
+from .report import Report, read_report, refuse_partial
 from .scores import Score, scores
 from .terminal import say
 
@@ -37,10 +38,19 @@ def badge_svg(label: str, score: Score) -> str:
     return anybadge.Badge(label, value, default_color=colour(score)).badge_svg_text
 
 
+SLUG_MAX = 80  # characters of a name kept in a file name: room for "-code-mode-2.svg" under NAME_MAX (255)
+
+
 def slug(report: Report) -> str:
     """A file name for the report's implementation: ``@deepseek-ai/dsh-tools 0.1.0-rc.8``
-    gives ``deepseek-ai-dsh-tools-0.1.0-rc.8``."""
-    return re.sub(r"[^A-Za-z0-9._]+", "-", report.name)[:100].strip("-.") or "implementation"  # a file name's length
+    gives ``deepseek-ai-dsh-tools-0.1.0-rc.8``. The name comes from the implementation (a
+    report is anyone's file): a long one is cut and keeps a digest of the whole, so that a
+    file name stays within what a file system takes and two long names stay apart."""
+    name = re.sub(r"[^A-Za-z0-9._]+", "-", report.name).strip("-.") or "implementation"
+    if len(name) <= SLUG_MAX:
+        return name
+    digest = hashlib.sha256(report.name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{name[:SLUG_MAX - 13].rstrip('-.')}-{digest}"
 
 
 def badges(reports: list[Report]) -> list[tuple[str, str, Score]]:
@@ -89,6 +99,9 @@ def write_badges(reports: list[Report], directory: Path, inputs: list[str] | Non
 
 def cmd_badge(args: argparse.Namespace) -> int:
     reports = [read_report(p) for p in args.reports]
+    for r in reports:
+        if not args.allow_partial:
+            refuse_partial(r, "a badge would score only the cases it holds")
     for path in write_badges(reports, Path(args.output), args.reports):
         say(f"wrote {path}")
     return 0

@@ -41,9 +41,9 @@ from .expectations import ExpectationsError, from_records, load_expectations
 from .argtypes import UsageError
 from .connect import IUT, make_iut
 from .iut import IUTFailure, NotAnImplementation, embedded_oracle
-from .outputs import (EXIT_OUTPUT, OutputError, OutputLock, OutputWriteError, check_directory, check_distinct,
-                      check_writable, incomplete_outputs, write_atomic)
-from .report import Outcome, ReportError, ReportWriter, new_header, read_report
+from .outputs import (EXIT_OUTPUT, Ledger, OutputError, OutputLock, OutputTampered, OutputWriteError,
+                      check_directory, check_distinct, check_writable, clear, incomplete_outputs, write_atomic)
+from .report import Outcome, ReportError, ReportWriter, new_header, partial, read_report, refuse_partial
 from .rules import ORACLE_PROFILES, PROFILES, rules
 from .portable import corpus_name, portable_command, portable_path
 from .progress import Progress
@@ -106,13 +106,34 @@ def _outputs(pairs: list[tuple[str, str | None]]) -> list[OutputLock]:
 def cmd_run(args: argparse.Namespace) -> int:
     profiles, required = _profiles(args)
     locks = _outputs([("--report", args.report), ("--junit", args.junit)])
-    expectations = _expectations(args.expectations)
     for option, value in (("--report", args.report), ("--junit", args.junit)):
         if value is not None and args.expectations and Path(args.expectations).exists():
             check_distinct(value, option, [args.expectations])
+    ledger = Ledger()  # what the run writes, checked at its end, whatever ended it (exit 4 if not its own)
+    with contextlib.ExitStack() as outer:
+        for lock in locks:
+            outer.enter_context(lock)
+        # An earlier run's files go first, before anything can fail: a run refused at its
+        # handshake (exit 3) or by its command line (exit 2) leaves no green file behind.
+        clear([lock.path for lock in locks])
+        outer.callback(_vouch, ledger)
+        code = _run(args, profiles, required, ledger)
+    return code
+
+
+def _vouch(ledger: Ledger) -> None:
+    """OutputTampered (exit 4, one line) if a file the run wrote was replaced or changed by
+    another process; run once the implementation is ended, so that nothing of it writes after."""
+    problems = ledger.settle()
+    if problems:
+        raise OutputTampered("; ".join(problems))
+
+
+def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledger: Ledger) -> int:
+    expectations = _expectations(args.expectations)
     cases = Path(args.cases)
     failures = check_directory(args.failures, "--failures", create=False)
-    groups, items, expected = _selected(args, cases)
+    groups, items, expected, left_out = _selected(args, cases)
     if not items and args.examples == 0:
         raise UsageError("nothing to run: no corpus cases and --examples 0")
     if args.shard and (args.max_fail or args.fail_fast):
@@ -120,18 +141,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     items = shards.cases_of(args.shard, items)
     for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
         print(f"warning: {warning}", file=sys.stderr)
-    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False),
+                   ignore_scripts=getattr(args, "ignore_scripts", False))
     if args.jobs > 1:  # N instances, each in a worker (conformance.parallel); the spec is checked above
         iut = parallel.Pool(args.jobs, functools.partial(make_iut, args.impl, args.timeout, args.validate,
                                                          args.start_timeout), parallel.Settings(
             profiles, expectations, args.give_up_after, failures), items, expected, generated=args.examples > 0)
     with contextlib.ExitStack() as stack:
-        for lock in locks:
-            stack.enter_context(lock)
         # A normal end asks the IUT to stop; an interrupt or an error kills its process group.
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         started = iut.start()
-        writer = ReportWriter(args.report)
+        writer = ReportWriter(args.report, ledger=ledger)
         stack.callback(writer.flush)  # whatever ends the run, the cases decided are in the report
         header = new_header(started.implementation.model_dump(), sorted(profiles & set(started.profiles)),
                             args.seed, args.examples)
@@ -141,6 +161,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         runner = Runner(iut, profiles, expectations, writer, failures, args.give_up_after, required,
                         max_fail=1 if args.fail_fast else args.max_fail, max_skipped=args.max_skipped,
                         shard=args.shard is not None)
+        runner.ledger = ledger
+        runner.left_out = left_out
         progress = Progress(sys.stderr, quiet=args.quiet)
         stack.callback(progress.close)
         begun = False  # the header is written: from then on, every ending writes a footer
@@ -174,20 +196,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             from .report import Report
             from .report_formats import render_junit
 
-            write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)))
+            write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)), ledger)
         writer.close()
     return incomplete_outputs([writer.failed, *runner.unsaved], sys.stderr) or footer.exit
 
 
 def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],
-                                                              dict[str, Any]]:
+                                                              dict[str, Any], frozenset[str]]:
     """The corpus cases the run's selection keeps (``conformance.selection``), with their
-    expected traces; ``args.examples`` is settled: a selection runs no generated scenarios
-    unless ``--examples`` asks for them."""
-    from .selection import SelectionError, describe, gather, is_selective, rule_ids, select
+    expected traces, and the rules cited by the cases it leaves out (not judged stale);
+    ``args.examples`` is settled: a selection runs no generated scenarios unless
+    ``--examples`` asks for them."""
+    from .selection import SelectionError, describe, gather, is_selective, left_out, rule_ids, select
 
     try:
         wanted = rule_ids(args.rule)
+        unjudged: frozenset[str] = frozenset()
         if args.no_corpus:
             if is_selective(args.case, [], wanted, args.keyword):
                 raise SelectionError("--no-corpus runs generated scenarios only: -k, --case and --rule choose "
@@ -196,6 +220,7 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
         else:
             groups, ids, files = gather(cases, args.case or [])
             chosen = select(groups, ids, wanted, args.keyword)
+            unjudged = left_out(groups, chosen)
             if is_selective(ids, files, wanted, args.keyword):
                 if not chosen:
                     raise SelectionError(f"no case matches the selection {describe(ids, files, wanted, args.keyword)}")
@@ -210,7 +235,7 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
     expected = {}
     for g in groups:  # a case the oracle cannot run is a bad input file, found before any work
         expected.update(expected_traces(g.items, g.directory))
-    return groups, items, expected
+    return groups, items, expected, unjudged
 
 
 def _replay_options(args: argparse.Namespace) -> dict[str, str]:
@@ -300,7 +325,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ScenarioRunError as e:
         raise ScenarioFileError(str(path), "$", str(e)) from None
     profiles, required = _profiles(args)
-    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
+    iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False),
+                   ignore_scripts=getattr(args, "ignore_scripts", False))
     with contextlib.ExitStack() as stack:
         stack.push(lambda kind, value, tb: iut.close(graceful=kind is None))
         iut.start()
@@ -344,17 +370,14 @@ def cmd_expectations(args: argparse.Namespace) -> int:
     check_writable(args.output, "--output")
     check_distinct(args.output, "--output", [args.report])
     report = read_report(args.report)
-    partial = ("it has no footer: the run was killed or is still going" if report.footer is None else
-               f"the run stopped early ({report.footer.stopped})" if report.footer.stopped else None)
-    if partial and not args.allow_partial:
-        raise UsageError(f"{args.report}: a partial report ({partial}; {len(report.cases)} cases): expectations "
-                         "written from it would miss the failures of the cases it lacks (--allow-partial writes "
-                         "them anyway)")
+    why = partial(report)
+    if not args.allow_partial:
+        refuse_partial(report, "expectations written from it would miss the failures of the cases it lacks")
     previous = load_expectations(args.output) if Path(args.output).is_file() else None
     text = from_records(report.name, report.cases, previous)
     write_atomic(args.output, text)
-    if partial:
-        print(f"warning: {args.report} is a partial report ({partial})", file=sys.stderr)
+    if why:
+        print(f"warning: {args.report} is a partial report ({why})", file=sys.stderr)
     print(f"wrote {args.output}")
     return EXIT_OK
 

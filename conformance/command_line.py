@@ -130,6 +130,8 @@ def _run(sub: Subparsers) -> None:
     run.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
     run.add_argument("--build", action="store_true", help="with --impl dsh:PATH: install and build what the adapter "
                      "needs of the tree first, only what changed (as `dsh-conformance tree` does)")
+    run.add_argument("--ignore-scripts", action="store_true", help="with --build: install the tree's dependencies "
+                     "without running their lifecycle scripts (the tree's build and packages still run)")
     _runs(run, "cli", "cmd_run")
 
 
@@ -195,6 +197,8 @@ def _badge(sub: Subparsers) -> None:
     p = sub.add_parser("badge", help="write SVG badges of each report's scores, overall and per profile")
     p.add_argument("reports", nargs="+", metavar="REPORT.jsonl", help="JSON-lines reports written by run --report")
     p.add_argument("-o", "--output", default=".", help="the directory to write the badges in (default: here)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="badges even of a partial report (a killed or early-stopped run; refused by default, exit 2)")
     _runs(p, "badges", "cmd_badge")
 
 
@@ -219,6 +223,8 @@ def _diff(sub: Subparsers) -> None:
     p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the output format (default text)")
     p.add_argument("-o", "--output", help="write the diff here (default: standard output)")
     p.add_argument("--full", action="store_true", help="text: also every changed case, trace and divergence, one by one")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="diff even a partial report (a killed or early-stopped run; refused by default, exit 2)")
     _runs(p, "run_diff", "cmd_diff")
 
 
@@ -255,6 +261,8 @@ def _tree(sub: Subparsers) -> None:
     p.add_argument("--cases", help="the corpus directory of both runs (default: the built-in corpus)")
     p.add_argument("--report", help="write the tree's report here (default: the tree's cache directory)")
     p.add_argument("--no-build", action="store_true", help="run the tree as it is built (a stale build is refused)")
+    p.add_argument("--ignore-scripts", action="store_true", help="install the tree's dependencies without running "
+                   "their lifecycle scripts (the tree's build and packages still run: see the trust model)")
     p.add_argument("--format", choices=["text", "md", "json"], default="text", help="the diff's format (default text)")
     p.add_argument("--full", action="store_true", help="text: also every changed case, one by one")
     _runs(p, "tree_command", "cmd_tree")

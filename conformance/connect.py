@@ -68,7 +68,7 @@ class IUT(Protocol):
 
 
 def make_iut(spec: str | None, timeout: float, validate: bool,
-             start_timeout: float = DEFAULT_START_TIMEOUT, build: bool = False) -> IUT:
+             start_timeout: float = DEFAULT_START_TIMEOUT, build: bool = False, ignore_scripts: bool = False) -> IUT:
     """``None``/``oracle``: the embedded oracle over the protocol; ``dsh``: the real DSH
     package through the Node adapter; ``py:MODULE``: a Python IUT in a worker process (the module
     has ``started()`` and ``answer(seq, scenario)``); anything else: a command line. A spec
@@ -78,7 +78,7 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
     if spec == "oracle-inprocess":
         return embedded_oracle(validate, timeout)
     if spec == "dsh" or spec.startswith(("dsh@", "dsh:")):
-        return dsh_iut(spec, timeout, validate, start_timeout, build)
+        return dsh_iut(spec, timeout, validate, start_timeout, build, ignore_scripts)
     if spec.startswith("py:"):
         return python_iut(spec, timeout, validate, start_timeout)
     if not spec.strip():
@@ -90,7 +90,8 @@ def make_iut(spec: str | None, timeout: float, validate: bool,
     return ProcessIUT(argv, timeout, validate, start_timeout=start_timeout)
 
 
-def dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float, build: bool = False) -> ProcessIUT:
+def dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float, build: bool = False,
+            ignore_scripts: bool = False) -> ProcessIUT:
     """The real package through the Node adapter: ``dsh`` the pinned release, ``dsh@VERSION``
     a published version (its package set installed once per version), ``dsh:PATH`` a DSH
     working tree's built packages (``conformance.adapter_install``)."""
@@ -98,6 +99,8 @@ def dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float, bui
     try:
         if build and not spec.startswith("dsh:"):
             raise UsageError(f"--build builds a DSH working tree: it goes with --impl dsh:PATH, not --impl {spec}")
+        if ignore_scripts and not build:
+            raise UsageError("--ignore-scripts is for the install of --build (with --impl dsh:PATH)")
         if spec == "dsh":
             home = adapter_dir()
         elif spec.startswith("dsh@"):
@@ -109,7 +112,7 @@ def dsh_iut(spec: str, timeout: float, validate: bool, start_timeout: float, bui
                 raise UsageError("--impl dsh:: name a directory, as in dsh:../deepseek-harness")
             root = Path(spec[4:]).expanduser().resolve()
             if build:
-                build_tree(str(root))
+                build_tree(str(root), ignore_scripts=ignore_scripts)
             home = tree_dir(spec[4:])
             check_fresh(root)  # P1..P128 judged on old code is no verdict on the tree: refused, exit 3
             env["DSH_ADAPTER_SOURCE"] = f"tree {root.name}"

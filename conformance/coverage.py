@@ -40,11 +40,12 @@ from typing import Any
 import yaml
 
 from .corpus import CASES
-from .resources import COVERAGE_EXCEPTIONS
+from .resources import COVERAGE_EXCEPTIONS, KIT, ORACLE
 
-ROOT_DIR = Path(__file__).resolve().parent.parent
-ORACLE_DIR = ROOT_DIR / "oracle"
-KIT_DIR = ROOT_DIR / "kit"  # the kit's interpreter is the oracle's: measured with it
+# Where the packages are, in a clone or an installed wheel alike (not this file's
+# grandparent: installed, that is site-packages, and every figure would read 0).
+ORACLE_DIR = ORACLE
+KIT_DIR = KIT  # the kit's interpreter is the oracle's: measured with it
 KIT_PREFIX = "kit/"
 EXCEPTIONS_FILE = COVERAGE_EXCEPTIONS
 RULE_ID = re.compile(r"\bP\d+\b")
@@ -368,6 +369,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     corpus = corpus_docs(Path(args.cases))
     generated = generated_docs(args.examples, args.seed)
     (by_corpus, every), (by_generated, _) = measure(corpus), measure(generated)
+    if not every or not corpus:  # a measure of nothing is no pass (the oracle's files not found, no corpus)
+        where = f"no branch of the oracle's files was found ({ORACLE_DIR}, {KIT_DIR})" if not every else \
+            f"the corpus {args.cases} holds no case"
+        print(f"error: nothing to measure: {where}", file=sys.stderr)
+        return EXIT_GAPS
     m = compare(by_corpus, by_generated, len(every), exceptions,
                 len(corpus), len(generated), args.examples, args.seed)
     print(json_report(m) if args.format == "json" else text_report(m))

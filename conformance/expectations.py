@@ -88,9 +88,12 @@ class Expectations:
         """The ids it lists, in order, without the reasons (a shard's footer keeps them)."""
         return {"rules": list(self.rules), "cases": list(self.cases), "errors": list(self.errors)}
 
-    def stale(self, records: list[CaseRecord], rules: bool = True) -> list[str]:
+    def stale(self, records: list[CaseRecord], rules: bool = True, left_out: frozenset[str] = frozenset()) -> list[str]:
         """Listed entries that no longer fail, as sentences (``rules``: the listed rules too,
-        which only a whole run can call stale: a shard's cases may miss the failing one)."""
+        which only a whole run can call stale: a shard's cases may miss the failing one).
+        A listed rule is judged only where the run covered it: not one cited by a corpus case
+        the selection left out (``left_out``: ``--rule P11`` or ``-k guard`` runs none of the
+        cases that fail a listed P24), nor by a case the run stopped before (not-run)."""
         out = []
         by_id = {c.id: c for c in records}
         for case_id in self.cases:
@@ -108,8 +111,9 @@ class Expectations:
         # listed departure does not show the departure gone (a sweep without the corpus
         # would call every listed rule stale).
         scored_rules = {r for c in records if c.outcome == Outcome.PASS and c.source != "property" for r in c.rules}
+        unjudged = left_out | {r for c in records if c.outcome == Outcome.NOT_RUN for r in c.rules}
         for rule in self.rules if rules else ():
-            if rule in scored_rules and rule not in failed_rules:
+            if rule in scored_rules and rule not in failed_rules and rule not in unjudged:
                 out.append(f"rule {rule} is listed as failing but no case failed it")
         return out
 

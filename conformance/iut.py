@@ -85,6 +85,18 @@ HARD_FAILURES = frozenset({"timeout", "crash", "start"})
 _SCHEMAS: dict[str, jsonschema.protocols.Validator] = {}
 
 
+def ended(status: int) -> str:
+    """How a process ended, from its return code: ``exited (status 1)``, or ``was killed by
+    signal 9 (SIGKILL)`` (the OOM killer's, say; a negative code is a signal's)."""
+    if status >= 0:
+        return f"exited (status {status})"
+    try:
+        name = f" ({signal.Signals(-status).name})"
+    except ValueError:
+        name = ""
+    return f"was killed by signal {-status}{name}"
+
+
 def _validate(name: str, doc: Any) -> None:
     """Schema-check one IUT message (``--validate``) against the protocol catalog."""
     if not _SCHEMAS:
@@ -240,7 +252,7 @@ class ProcessIUT:
                 continue
             except OSError:  # EPIPE: nobody reads the other end any more
                 status = self.proc.poll()
-                raise IUTFailure("crash", f"the IUT exited (status {status})" if status is not None else
+                raise IUTFailure("crash", f"the IUT {ended(status)}" if status is not None else
                                  "the IUT closed its stdin", self.stderr_text()) from None
 
     def _receive(self, what: str, deadline: float, limit: float) -> dict[str, Any]:
@@ -258,7 +270,7 @@ class ProcessIUT:
                     # It exited, but its stdout is still open: a process it started holds the pipe.
                     exited_at = exited_at or time.monotonic()
                     if time.monotonic() - exited_at >= EXIT_GRACE:
-                        raise IUTFailure("crash", f"the IUT exited (status {status}) before answering {what} "
+                        raise IUTFailure("crash", f"the IUT {ended(status)} before answering {what} "
                                                   "(a process it started still holds its stdout)", self.stderr_text())
                 continue
             if line is _EOF:
@@ -267,7 +279,7 @@ class ProcessIUT:
                 except subprocess.TimeoutExpired:
                     raise IUTFailure("crash", f"the IUT closed its stdout before answering {what} and did not exit",
                                      self.stderr_text()) from None
-                raise IUTFailure("crash", f"the IUT exited (status {status}) before answering {what}",
+                raise IUTFailure("crash", f"the IUT {ended(status)} before answering {what}",
                                  self.stderr_text())
             if line is _TOO_LONG:
                 raise IUTFailure("protocol", f"a line on stdout longer than {MAX_LINE_BYTES} bytes", self.stderr_text())

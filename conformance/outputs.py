@@ -19,12 +19,22 @@ full disk turns a write into damage or a traceback.
 
 A write that fails once the work has begun (a full disk) raises ``OutputWriteError``: the
 command says which file could not be completed and exits ``EXIT_OUTPUT`` (4).
+
+- ``Ledger``: what a run wrote at each output (device, inode, size and a running SHA-256
+  of the bytes it wrote), so that a file another process put in its place or changed
+  while an implementation ran (a hostile one ``os.replace``-ing a forged all-pass report
+  onto the ``--report`` path it read from the suite's command line) is found, checked
+  before the footer and at the end, said in one line, removed, and exit 4: a file at an
+  output path is one the suite can vouch for, or none. ``clear``: an earlier run's outputs
+  are removed when a run starts, so that a run that fails before its report begins leaves
+  no earlier green file standing for it.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import stat
 import tempfile
@@ -42,6 +52,10 @@ class OutputError(Exception):
 
 class OutputWriteError(OutputError):
     """A write that failed once the work had begun (a full disk, a file system gone read-only)."""
+
+
+class OutputTampered(OutputWriteError):
+    """A file the run wrote was replaced or changed by another process (see ``Ledger``)."""
 
 
 def _umask() -> int:
@@ -70,8 +84,10 @@ def _mode_for(path: Path) -> int:
     return 0o666 & ~_umask()
 
 
-def write_atomic(path: str | Path, text: str | bytes) -> None:
-    """Replace ``path`` whole by ``text``; OutputWriteError (one line) if it cannot be done."""
+def write_atomic(path: str | Path, text: str | bytes, ledger: "Ledger | None" = None) -> os.stat_result:
+    """Replace ``path`` whole by ``text``; OutputWriteError (one line) if it cannot be done.
+    The new file's status (its device and inode); with a ``ledger``, the file is recorded in
+    it (see ``Ledger``)."""
     p = Path(path)
     data = text.encode("utf-8") if isinstance(text, str) else text
     try:
@@ -83,7 +99,11 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            st = os.fstat(f.fileno())  # a rename keeps the device and inode: what the ledger checks
         os.replace(tmp, p)
+        if ledger is not None:
+            ledger.add(Written(p, st, data))
+        return st
     except BaseException as e:
         try:
             os.unlink(tmp)
@@ -118,10 +138,21 @@ def _probe(directory: Path) -> str | None:
         return e.strerror or str(e)
 
 
+def _nameable(p: Path, option: str) -> None:
+    """OutputError (one line) for a path the system cannot even look up: a name too long
+    (ENAMETOOLONG; pathlib's ``exists`` raises it as a traceback), no search permission."""
+    try:
+        os.stat(p)
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise OutputError(f"{option} {p}: {e.strerror or e}") from None
+
+
 def check_writable(path: str | Path, option: str) -> Path:
     """The path as given, or OutputError naming the option and what is wrong with it."""
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
+    _nameable(p, option)
     if p.is_dir():
         raise OutputError(f"{option} {p}: is a directory")
     if not parent.is_dir():
@@ -144,6 +175,7 @@ def check_directory(path: str | Path, option: str, create: bool = True) -> Path:
     """A directory the suite writes files in, checked before any work: created when missing
     (``create``), else the nearest directory that exists must be one files can be created in."""
     p = Path(path)
+    _nameable(p, option)
     if p.exists() and not p.is_dir():
         raise OutputError(f"{option} {p}: not a directory")
     if create:
@@ -269,3 +301,109 @@ def _read_pid(fd: int) -> str:
         return os.pread(fd, 32, 0).decode().strip()
     except (OSError, UnicodeDecodeError):
         return ""
+
+
+class Written:
+    """What the suite wrote at one output path: the file's device and inode, how many bytes
+    it wrote and a running digest of them, to tell that the file at the path is still the
+    one the suite wrote, holding exactly what it wrote (see ``Ledger``)."""
+
+    def __init__(self, path: Path, st: os.stat_result, data: bytes = b"") -> None:
+        self.path = path
+        self.key = (st.st_dev, st.st_ino)
+        self.size = 0
+        self.digest = hashlib.sha256()
+        self.spoiled: str | None = None  # the first problem found: a file once forged stays untrusted
+        self.append(data)
+
+    def append(self, data: bytes) -> None:
+        self.size += len(data)
+        self.digest.update(data)
+
+    def check(self) -> str | None:
+        """``problem``, kept in ``spoiled`` once found (a forger that puts the bytes back
+        later does not make the file the run's again: it has no footer)."""
+        if self.spoiled is None:
+            self.spoiled = self._problem()
+        return self.spoiled
+
+    def _problem(self) -> str | None:
+        """Why the file at the path is not the one the suite wrote, or None."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return f"{self.path}: removed by another process while the run wrote it"
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                return f"{self.path}: replaced by a symbolic link while the run wrote it"
+            return f"{self.path}: cannot be read back ({e.strerror or e})"
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != self.key:
+                return f"{self.path}: replaced by another file while the run wrote it (not the file the run wrote)"
+            if st.st_size != self.size:
+                return (f"{self.path}: changed by another process while the run wrote it ({st.st_size} bytes, "
+                        f"the run wrote {self.size})")
+            digest = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 20):
+                digest.update(chunk)
+            if digest.digest() != self.digest.digest():
+                return f"{self.path}: changed by another process while the run wrote it (not the bytes the run wrote)"
+            return None
+        finally:
+            os.close(fd)
+
+
+class Ledger:
+    """The outputs a run wrote (``Written``), checked before its report's footer and at its
+    end: a file replaced, changed or removed by another process (an implementation runs with
+    the user's rights and can reach every file the user can) is said in one line and exit 4,
+    and removed, so that no file the suite cannot vouch for stands at an output path."""
+
+    def __init__(self) -> None:
+        self.files: dict[Path, Written] = {}
+
+    def add(self, written: Written) -> None:
+        self.files[written.path] = written
+
+    def forget(self, path: Path) -> None:
+        """No longer vouch for ``path`` (a write to it failed: said as incomplete already)."""
+        self.files.pop(path, None)
+
+    def problems(self) -> list[str]:
+        return [p for w in self.files.values() if (p := w.check())]
+
+    def settle(self) -> list[str]:
+        """The problems, each with the foreign file removed (the link itself, never its
+        target: ``unlink`` does not follow one)."""
+        found = []
+        for w in self.files.values():
+            p = w.check()
+            if p is None:
+                continue
+            try:
+                os.unlink(w.path)
+                p += "; it was removed, since the suite cannot vouch for it"
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                p += f"; it could not be removed ({e.strerror or e}): do not trust it"
+            found.append(p)
+        return found
+
+
+def clear(paths: list[Path]) -> None:
+    """Remove the files at ``paths`` (an earlier run's outputs) as a run starts, so that a
+    run that fails before it writes them (a handshake refused, exit 3) leaves none of an
+    earlier run standing for it. A directory or a missing file is left; a symbolic link is
+    removed, never its target. OutputError if one cannot be removed."""
+    for p in paths:
+        try:
+            if stat.S_ISDIR(os.lstat(p).st_mode):
+                continue
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise OutputError(f"{p}: cannot remove the previous file ({e.strerror or e}); a run does not leave an "
+                              "earlier run's output in place") from None

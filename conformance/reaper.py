@@ -110,8 +110,9 @@ def _exit_like(status: int | None) -> None:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the IUT's crash was reported; no core of ours
-        signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # no handler can be set for these (EINVAL): the
+            signal.signal(sig, signal.SIG_DFL)            # keeper died of that, and an OOM kill read "status 1"
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     os._exit(os.waitstatus_to_exitcode(status))

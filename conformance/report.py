@@ -32,7 +32,7 @@ from dsh_conformance.kit.jsonio import (MAX_MESSAGE_DEPTH, MAX_REPORT_BYTES, Inp
 from . import __version__
 from dsh_conformance.kit import jsontext
 
-from .outputs import OutputWriteError, write_atomic
+from .outputs import Ledger, OutputWriteError, Written, write_atomic
 from .protocol import PROTOCOL_VERSION
 from .rules import INDEX
 
@@ -203,14 +203,19 @@ class ReportWriter:
     a valid report of the cases decided until then: a killed run's has no footer, and a
     last line without its newline (a record being written when it was read or killed) is
     no record (``read_report`` skips it). A write that fails (a full disk) is kept in
-    ``failed`` and ends the writing: the records before it stay whole."""
+    ``failed`` and ends the writing: the records before it stay whole. What it wrote is
+    kept as ``outputs.Written`` (in the run's ``ledger``): before the footer, a file at the
+    path that is no longer the one it wrote, holding what it wrote (an implementation
+    replaced it with a forged one) gets no footer, and the run's ledger says so at its end."""
 
-    def __init__(self, path: str | Path | None, interval: float = 0.2) -> None:
+    def __init__(self, path: str | Path | None, interval: float = 0.2, ledger: Ledger | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self.interval = interval
         self.fd: int | None = None
         self.synced = time.monotonic()
         self.failed: str | None = None  # why the report could not be completed
+        self.ledger = ledger
+        self.written: Written | None = None
 
     def write(self, record: BaseModel) -> None:
         if self.path is None or self.failed is not None:
@@ -219,16 +224,25 @@ class ReportWriter:
         # written as its JSON escape (pydantic's JSON mode refuses it).
         doc = record.model_dump(mode="python", exclude_none=True)
         line = (jsontext.dumps(doc, separators=(",", ":"), default=_enum_value) + "\n").encode("utf-8")
+        if self.written is not None and (self.written.spoiled or (isinstance(record, Footer)
+                                                                  and self.written.check())):
+            return  # a footer would vouch for a file the run did not write: the ledger says it (cli, exit 4)
         try:
             if self.fd is None:
                 self._create(line)
             else:
                 _write_all(self.fd, line)
+                assert self.written is not None
+                self.written.append(line)
         except (OSError, OutputWriteError) as e:
             # Not raised: the run goes on (its summary and exit code still come), and the
             # command says at the end that the report is incomplete (cli: exit 4).
             why = str(e) if isinstance(e, OutputWriteError) else f"{self.path}: cannot write: {e.strerror or e}"
             self.failed = f"{why}; the report holds only the records before it"
+            if self.written is not None and self.ledger is not None:
+                # what a failed write left of its line is unknown: the file is said incomplete
+                # already (exit 4), the ledger does not also call it forged
+                self.ledger.forget(self.written.path)
             return
         # To the disk with the footer and at most every ``interval`` seconds (a killed process
         # loses nothing written: this is for a machine that goes down). Not after the header:
@@ -239,14 +253,18 @@ class ReportWriter:
 
     def _create(self, first: bytes) -> None:
         assert self.path is not None
-        write_atomic(self.path, first)
+        made = write_atomic(self.path, first)
         # Append through the file just put in place (O_NOFOLLOW: never through a link put
         # there since); one that another process put there instead is not ours to extend.
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
-        if os.fstat(fd).st_size != len(first):
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (made.st_dev, made.st_ino) or st.st_size != len(first):
             os.close(fd)
             raise OSError(0, "the file was replaced by another process while the run wrote it")
         self.fd = fd
+        self.written = Written(self.path, st, first)
+        if self.ledger is not None:
+            self.ledger.add(self.written)
 
     def flush(self) -> None:
         if self.fd is not None:
@@ -289,6 +307,30 @@ class Report:
 
 class ReportError(ValueError):
     pass
+
+
+class PartialReport(ReportError):
+    """A verdict asked of a partial report (see ``partial``): refused unless allowed."""
+
+
+def partial(report: Report) -> str | None:
+    """Why ``report`` is not the report of a whole run (it has no footer: the run was killed
+    or is still going; or it stopped early), or None. A verdict drawn from one (a diff, an
+    expectations file, a badge) would count the cases it lacks as gone."""
+    if report.footer is None:
+        return "it has no footer: the run was killed or is still going"
+    if report.footer.stopped:
+        return f"the run stopped early ({report.footer.stopped})"
+    return None
+
+
+def refuse_partial(report: Report, verdict: str) -> None:
+    """PartialReport (one line, exit 2) if ``report`` is partial; ``verdict`` says what
+    would be wrong to draw from it."""
+    why = partial(report)
+    if why is not None:
+        raise PartialReport(f"{report.path}: a partial report ({why}; {len(report.cases)} cases): {verdict} "
+                            "(--allow-partial: anyway)")
 
 
 def read_report(path: str | Path) -> Report:

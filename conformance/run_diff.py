@@ -38,7 +38,7 @@ from .diff_groups import (Group, blame_order, generated_key, generated_verdict, 
 from . import value_diff
 from .markup import md_code, md_text
 from .outputs import check_distinct, check_writable, write_atomic
-from .report import INCONCLUSIVE, CaseRecord, Report, read_report, rule_outcomes
+from .report import INCONCLUSIVE, CaseRecord, Report, partial, read_report, refuse_partial, rule_outcomes
 from .report_html import replay_command
 from .rules import rules
 from .terminal import json_visible, one_line, visible
@@ -151,7 +151,12 @@ def _name(r: Report) -> str:
     return f"{r.name}{source}"
 
 
-def diff_reports(old: Report, new: Report) -> RunDiff:
+def diff_reports(old: Report, new: Report, allow_partial: bool = False) -> RunDiff:
+    """What changed from ``old`` to ``new``; PartialReport if either is partial (a killed
+    run's cases never reached would read as gone: improvements), unless ``allow_partial``."""
+    if not allow_partial:
+        for r in (old, new):
+            refuse_partial(r, "a diff against it would count the cases it lacks as changes")
     out = RunDiff(old, new)
     for what, a, b in (("suite", old.header.suite, new.header.suite), ("spec", old.header.spec, new.header.spec)):
         if a != b:
@@ -161,8 +166,8 @@ def diff_reports(old: Report, new: Report) -> RunDiff:
         out.notes.append(f"the generated scenarios differ (seed {old.header.seed}, {old.header.examples} examples; "
                          f"seed {new.header.seed}, {new.header.examples} examples)")
     for r, label in ((old, "OLD"), (new, "NEW")):
-        if r.footer is None:
-            out.notes.append(f"{label} ({r.path}) is a partial report: it has no footer")
+        if why := partial(r):  # only with allow_partial: the verdict is not that of whole runs
+            out.notes.append(f"{label} ({r.path}) is a partial report: {why}")
 
     titles = {r.id: r.title for r in rules().values()}
     a_rules, b_rules = rule_outcomes(old.cases), rule_outcomes(new.cases)
@@ -394,7 +399,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "--output")
         check_distinct(args.output, "--output", [args.old, args.new])
-    d = diff_reports(read_report(args.old), read_report(args.new))
+    d = diff_reports(read_report(args.old), read_report(args.new), args.allow_partial)
     text = visible(render_text(d, args.full)) if args.format == "text" else \
         {"md": render_markdown, "json": render_json}[args.format](d)
     if args.output:

@@ -38,7 +38,7 @@ from .expectations import Expectations
 from .explained import explained
 from .iut import HARD_FAILURES, IUTFailure
 from .masks import within
-from .outputs import OutputWriteError, holds, write_atomic
+from .outputs import Ledger, OutputWriteError, holds, write_atomic
 from .portable import portable_path, scrub
 from .progress import Progress
 from .defaults import DEFAULT_GIVE_UP_AFTER
@@ -129,6 +129,8 @@ class Runner:
         self.records: list[CaseRecord] = []
         self.saved: list[tuple[str, str]] = []  # (what, path) of every case file written
         self.unsaved: list[str] = []  # why a case file could not be written (a full disk)
+        self.ledger: Ledger | None = None  # the run's outputs, checked at its end (outputs.Ledger)
+        self.left_out: frozenset[str] = frozenset()  # rules cited by corpus cases the selection left out
         self.seq = 0
         self.broken = False  # the IUT crashed, hung or broke the protocol at least once
         self.consecutive = 0  # timeouts and crashes in a row
@@ -460,7 +462,7 @@ class Runner:
             while os.path.lexists(path) and not holds(path, text):
                 n += 1
                 path = self.failures_dir / f"{case_id}-{n}.json"
-            write_atomic(path, text)
+            write_atomic(path, text, self.ledger)
         except (OSError, OutputWriteError) as e:  # a full disk: said at the end (cli, exit 4), the run goes on
             self.unsaved.append(f"--failures: the {what} {path} could not be saved: {e}")
             return None
@@ -477,11 +479,16 @@ class Runner:
                                            and any(r.outcome == Outcome.ERROR for r in self.records)):
             return EXIT_BROKEN
         unexpected = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.records)
-        stale = self.expectations.stale(self.records, rules=not self.shard)
+        stale = self.stale(rules=not self.shard)
         # What only the whole run can say (a shard's cases may leave a profile unscored, or skip
         # more than its share) is merge's.
         whole = not self.shard and (self.unscored_profiles() or self.nothing_scored() or self.too_many_skipped())
         return EXIT_FAIL if unexpected or stale or whole else EXIT_OK
+
+    def stale(self, rules: bool = True) -> list[str]:
+        """The listed entries this run shows gone (``Expectations.stale``), judged only where
+        its selection covered them (``left_out``)."""
+        return self.expectations.stale(self.records, rules, self.left_out)
 
     def too_many_skipped(self) -> str | None:
         """Why the run skipped more than ``--max-skipped`` allows, or None."""
@@ -514,7 +521,7 @@ class Runner:
             counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
         footer = Footer(counts=counts, rules=rule_outcomes(self.records), skipped=footer_skips(self.records),
                         too_many_skipped=None if self.shard else self.too_many_skipped(),
-                        stale=self.expectations.stale(self.records), unscored=sorted(self.unscored_profiles()),
+                        stale=self.stale(), unscored=sorted(self.unscored_profiles()),
                         exit=self.exit_code() if code is None else code, finished=now(),
                         stopped=stopped or self.gave_up, listed=self.expectations.listed() if self.shard else None)
         self.writer.write(footer)

@@ -204,6 +204,14 @@ def select(groups: list[Group], case_ids: list[str], rules_: set[str], expr: str
     return out
 
 
+def left_out(groups: list[Group], chosen: list[Group]) -> frozenset[str]:
+    """The rules cited by a corpus case of ``groups`` that ``chosen`` left out: a run of the
+    selection cannot say whether a listed failure of one is gone (its failing case may be
+    among those left out)."""
+    kept = {case_id for g in chosen for case_id, _, _ in g.items}
+    return frozenset(r for g in groups for case_id, doc, _ in g.items if case_id not in kept for r in _cited(doc))
+
+
 def describe(case_ids: list[str], files: list[str], rules_: set[str], expr: str | None) -> str:
     """The selection in words, for the error when it matches nothing."""
     parts = [f"--case {c}" for c in [*case_ids, *files]] + [f"--rule {r}" for r in sorted(rules_)]

@@ -16,10 +16,10 @@ from dsh_conformance.report import Outcome
 from dsh_conformance.rules import ORACLE_PROFILES
 from dsh_conformance.kit import jsontext
 from dsh_conformance.outputs import write_atomic
-from dsh_conformance.runner import Runner, content_id, corpus_items
+from dsh_conformance.runner import EXIT_BROKEN, Runner, content_id, corpus_items
 from dsh_conformance.strategies.citation import observation_kinds
 from dsh_conformance.strategies.scenarios import examples
-from dsh_conformance.terminal import visible
+from dsh_conformance.terminal import one_line, visible
 
 ITEMS = corpus_items(CASES)
 
@@ -30,12 +30,16 @@ def dsh_runner(request: pytest.FixtureRequest):
     if not opt("--dsh-impl"):
         pytest.skip("no --dsh-impl given")
     iut = request.config.stash[IUT_KEY]
-    if isinstance(iut, IUTFailure):
-        raise iut
     try:
+        if isinstance(iut, IUTFailure):
+            raise iut
         iut.start()
     except NotAnImplementation as e:  # found by the worker process that imports it: one usage error
         pytest.exit(str(e), returncode=pytest.ExitCode.USAGE_ERROR)
+    except IUTFailure as e:
+        # As run says it, in one line with its exit 3: the session stops here, not with the
+        # same start failure (and its traceback) raised again for each of its tests.
+        pytest.exit(visible(one_line(f"the implementation is broken: {e.message}")), returncode=EXIT_BROKEN)
     runner = Runner(iut, set(opt("--dsh-profile") or ORACLE_PROFILES), request.config.stash[EXPECTATIONS_KEY],
                     give_up_after=opt("--dsh-give-up-after"))
     yield runner

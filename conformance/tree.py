@@ -325,7 +325,7 @@ def _lock_digest(root: Path) -> str | None:
 
 
 def _install(root: Path, packages: dict[str, Path], manager: list[str], env: dict[str, str], state: dict[str, Any],
-             log: object) -> None:
+             log: object, ignore_scripts: bool = False) -> None:
     lock = _lock_digest(root)
     if (root / "node_modules").is_dir() and state.get("lock") in (None, lock):
         state["lock"] = lock
@@ -335,6 +335,8 @@ def _install(root: Path, packages: dict[str, Path], manager: list[str], env: dic
         cmd = [*manager, "install", "--frozen-lockfile", "--reporter=append-only", *filters, "--filter", "{.}"]
     else:
         cmd = [*manager, "ci", "--no-audit", "--no-fund"]
+    if ignore_scripts:  # the tree's and its dependencies' lifecycle scripts (postinstall...) not run
+        cmd.append("--ignore-scripts")
     shown = "pnpm install --frozen-lockfile, filtered to them and the workspace root" if "pnpm.mjs" in manager[-1] \
         else "npm ci"
     say(log, f"installing the tree's dependencies for the {len(packages)} packages of the set ({shown}; "
@@ -372,10 +374,12 @@ def _build(root: Path, home: Path, todo: dict[str, Path], env: dict[str, str], l
              f"tsdown of {', '.join(sorted(rest))}")
 
 
-def build_tree(path: str, log: object = sys.stderr, source: Path = ADAPTER) -> dict[str, str]:
+def build_tree(path: str, log: object = sys.stderr, source: Path = ADAPTER, ignore_scripts: bool = False) -> dict[str, str]:
     """Install and build what the adapter needs of the tree at ``path``, rebuilding only the
     packages whose sources changed since the last build. Returns the packages built, each
-    with why (empty: everything was up to date)."""
+    with why (empty: everything was up to date). This runs the tree's code with the user's
+    rights: its install's lifecycle scripts (unless ``ignore_scripts``), its build tools and
+    configs, and then its packages as the implementation (see the README's trust model)."""
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
         raise AdapterSpecError(f"{path}: no such directory")
@@ -391,7 +395,7 @@ def build_tree(path: str, log: object = sys.stderr, source: Path = ADAPTER) -> d
         todo = plan(root, packages, state)
         node, env = node_for(root, log) if todo or not (root / "node_modules").is_dir() else ("node", dict(os.environ))
         if todo or not (root / "node_modules").is_dir():
-            _install(root, packages, manager_for(root, node, env, log), env, state, log)
+            _install(root, packages, manager_for(root, node, env, log), env, state, log, ignore_scripts)
         if todo:
             say(log, f"building {len(todo)} of the set's {len(packages)} packages: "
                       + ", ".join(f"{n.removeprefix('@deepseek-ai/')} ({why})" for n, why in todo.items()))

@@ -91,7 +91,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     root = Path(args.path).expanduser().resolve()
     try:
         if not args.no_build:
-            build_tree(str(root))
+            build_tree(str(root), ignore_scripts=args.ignore_scripts)
         baseline = _baseline(args)
         home = tree_home(root)
         home.mkdir(parents=True, exist_ok=True)

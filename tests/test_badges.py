@@ -72,3 +72,33 @@ def test_badge_of_a_bad_report(tmp_path, capsys):
     bad.write_text("not json\nnot json either\n")
     assert main(["badge", str(bad), "-o", str(tmp_path)]) == 2
     assert f"{bad}:1: not a report record" in capsys.readouterr().err
+
+
+def test_a_long_implementation_name_gives_bounded_distinct_file_names(tmp_path, capsys):
+    """The name is the implementation's (a report is anyone's file): 300 characters once
+    crashed ``badge`` with ENAMETOOLONG (issue 40). File names are cut, keep a digest of the
+    whole name (two long names differing at the end stay apart), and an output path too long
+    for the file system is one line, exit 2."""
+    from dsh_conformance.report import CaseRecord, Footer, Outcome, ReportWriter, new_header
+
+    reports = []
+    for end in ("a", "b"):
+        path = tmp_path / f"{end}.jsonl"
+        w = ReportWriter(path)
+        w.write(new_header({"name": "x" * 300 + end, "version": "1", "language": "python"}, ["core"], 0, 0))
+        w.write(CaseRecord(source="corpus", id="c", outcome=Outcome.PASS, rules=["P1"], trace_digest="sha256:aa"))
+        w.write(Footer(counts={"pass": 1}, rules={"P1": "pass"}, exit=0, finished="now"))
+        w.close()
+        reports.append(str(path))
+    out = tmp_path / "badges"
+    assert main(["badge", *reports, "-o", str(out)]) == 0, capsys.readouterr().err
+    names = [p.name for p in out.iterdir()]
+    assert len(names) == len(set(names)) == 4 and all(len(n) <= 100 for n in names), names
+    capsys.readouterr()
+    too_long = tmp_path / ("y" * 300) / "badges"
+    assert main(["badge", reports[0], "-o", str(too_long)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "File name too long" in err, err
+    assert main(["diff", reports[0], reports[0], "-o", str(tmp_path / ("z" * 300 + ".md"))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "File name too long" in err, err

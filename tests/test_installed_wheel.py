@@ -12,6 +12,7 @@ pytest plugin in a project of its own, against the oracle and against a failing 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -132,6 +133,19 @@ def test_run_replay_report_from_elsewhere(installed):
     assert (work / "site" / "site.css").is_file() and (work / "site" / "search-index.js").is_file()
     catalogs = _run(installed, "dsh-conformance", "catalogs", "check")
     assert catalogs.returncode == 0, catalogs.stdout + catalogs.stderr
+
+
+def test_coverage_from_the_wheel_measures_what_the_clone_does(installed):
+    """Installed, the oracle's files are in site-packages, not beside the suite's parent:
+    coverage once measured nothing there and exited 0 (issue 40). The wheel's figures are
+    the clone's, and both pass."""
+    figures = ("branches", "corpus", "generated", "both", "corpus_cases", "generated_scenarios")
+    wheel = _run(installed, "dsh-conformance", "coverage", "--format", "json")
+    clone = subprocess.run([str(Path(sys.executable).parent / "dsh-conformance"), "coverage", "--format", "json"],
+                           capture_output=True, text=True, timeout=600)
+    assert wheel.returncode == 0 and clone.returncode == 0, wheel.stderr[-1000:] + clone.stderr[-1000:]
+    got, want = json.loads(wheel.stdout), json.loads(clone.stdout)
+    assert {k: got[k] for k in figures} == {k: want[k] for k in figures} and got["corpus"] > 1000
 
 
 def test_python_m_oracle_serves_from_the_package(installed):

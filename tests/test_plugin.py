@@ -30,6 +30,17 @@ def test_plugin_fails_a_wrong_implementation(tmp_path):
     assert "first divergence" in out.stdout
 
 
+@pytest.mark.parametrize("impl", [f"{sys.executable} {FAKE} exit-at-start", "/no/such/implementation"])
+def test_an_implementation_that_cannot_start_is_one_line_and_exit_3(tmp_path, impl):
+    """As run says it: once, in one line, exit 3; not the start failure raised again, with
+    its traceback, for each of the session's tests (issue 40: 293 of them, 15k lines)."""
+    out = _pytest(tmp_path, "--dsh-impl", impl, "--dsh-examples", "0")
+    assert out.returncode == 3, out.stdout[-2000:]
+    said = [line for line in out.stdout.splitlines() if "the implementation is broken" in line]
+    assert len(said) == 1 and "Traceback" not in out.stdout + out.stderr, out.stdout[-2000:]
+    assert len(out.stdout.splitlines()) < 20 and "error" not in out.stdout.splitlines()[-1], out.stdout[-2000:]
+
+
 def test_plugin_is_inert_without_an_implementation(tmp_path):
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
     out = _pytest(tmp_path)

@@ -20,12 +20,14 @@ pytestmark = pytest.mark.rules("P1")
 IMPL = {"name": "impl", "version": "1", "language": "python"}
 
 
-def write(path: Path, cases: list[dict[str, Any]], version: str = "1") -> Path:
+def write(path: Path, cases: list[dict[str, Any]], version: str = "1", footer: bool = True,
+          stopped: str | None = None) -> Path:
     w = ReportWriter(path)
     w.write(new_header({**IMPL, "version": version}, ["core", "reference"], 0, 0))
     for c in cases:
         w.write(CaseRecord(source="corpus", **c))
-    w.write(Footer(counts={}, rules={}, exit=0, finished="now"))
+    if footer:
+        w.write(Footer(counts={}, rules={}, exit=3 if stopped else 0, finished="now", stopped=stopped))
     w.flush()
     return path
 
@@ -96,6 +98,28 @@ def test_the_command_exits_1_on_a_regression_only(tmp_path):
     broken.write_text("{}\n")
     refused = subprocess.run([*run, str(same), str(broken)], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "broken.jsonl:1" in refused.stderr
+
+
+@pytest.mark.parametrize("footer, stopped", [(False, None), (True, "gave up after 5 consecutive timeouts")])
+@pytest.mark.parametrize("which", ["old", "new"])
+def test_a_partial_report_is_refused_where_a_verdict_depends_on_it(tmp_path, which, footer, stopped):
+    """A killed run's report lacks the cases it never reached: a diff would count a failure
+    there as an improvement and exit 0 (issue 40). Refused in one line, exit 2; so are
+    badges drawn from it."""
+    whole = write(tmp_path / "whole.jsonl", [case("a", "pass", ["P1"]), case("b", "fail", ["P2"])])
+    cut = write(tmp_path / "cut.jsonl", [case("a", "pass", ["P1"])], footer=footer, stopped=stopped)
+    old, new = (cut, whole) if which == "old" else (whole, cut)
+    run = [sys.executable, "-m", "dsh_conformance.cli"]
+    done = subprocess.run([*run, "diff", str(old), str(new)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.count("\n") == 1 and "cut.jsonl: a partial report" in done.stderr, done.stderr
+    allowed = subprocess.run([*run, "diff", str(old), str(new), "--allow-partial"], capture_output=True, text=True,
+                             timeout=120)
+    assert allowed.returncode in (0, 1) and "partial report" in allowed.stdout
+    badge = subprocess.run([*run, "badge", str(cut), "-o", str(tmp_path / "b")], capture_output=True, text=True,
+                           timeout=120)
+    assert badge.returncode == 2 and "cut.jsonl: a partial report" in badge.stderr
+    assert not (tmp_path / "b").exists() or not list((tmp_path / "b").iterdir())
 
 
 def test_a_record_holding_a_unicode_line_separator_reads_back(tmp_path):

@@ -242,3 +242,29 @@ def test_a_real_checkout_builds_and_diffs_clean_against_the_release(tmp_path):
         assert done.returncode == 0 and "0 regressions, 0 improvements" in done.stdout, done.stdout
     again = cli("tree", REAL, "--examples", "0", cache=cache)
     assert "packages of the set are built from their current sources" in again.stderr  # nothing rebuilt
+
+
+@pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None, reason="needs node and npm")
+@pytest.mark.parametrize("ignore", [False, True])
+def test_the_tree_runs_its_install_scripts_unless_told_not_to(tmp_path, ignore):
+    """``tree PATH`` runs the tree's code with the user's rights, its install's lifecycle
+    scripts first (issue 40): a tree whose postinstall leaves a mark. ``--ignore-scripts``
+    installs without them (the build then stops: this tree has no compiler)."""
+    from dsh_conformance.adapter_install import pinned_set
+
+    root = tmp_path / "hostile-tree"
+    package = root / "packages" / "tools"
+    (package / "src").mkdir(parents=True)
+    (package / "tsconfig.json").write_text("{}\n")
+    (package / "package.json").write_text(json.dumps({"name": next(iter(pinned_set())), "version": "0.0.0"}))
+    mark = root / "postinstall-ran"
+    (root / "mark.js").write_text(f"require('fs').writeFileSync({json.dumps(str(mark))}, '')\n")
+    script = "node mark.js"
+    (root / "package.json").write_text(json.dumps({"name": "hostile-tree", "version": "1.0.0", "private": True,
+                                                   "scripts": {"postinstall": script}}))
+    (root / "package-lock.json").write_text(json.dumps({"name": "hostile-tree", "version": "1.0.0", "lockfileVersion": 3,
+                                                        "requires": True, "packages": {"": {"name": "hostile-tree",
+                                                                                            "version": "1.0.0"}}}))
+    done = cli("tree", root, "--examples", "0", *(["--ignore-scripts"] if ignore else []), cache=tmp_path / "cache")
+    assert done.returncode == 3 and "the tree cannot be built" in done.stderr, done.stderr[-2000:]
+    assert mark.exists() != ignore, done.stderr[-2000:]

@@ -37,6 +37,9 @@ exec_terminals: S = weighted(
     (1, st.just([{"do": "next"}, {"do": "observe", "what": "result"}, {"do": "next"}, {"do": "return-next"}])),
     (1, st.just([{"do": "set-signal", "signal": "w1"}, {"do": "next"}, {"do": "observe", "what": "record"},
                  {"do": "return-next"}])),
+    # P60, P61: at launch the fused signal aborted by the caller's side alone (the record's replaced
+    # by a live one), then by the record's side
+    (1, st.just([{"do": "set-signal", "signal": "w1"}, ABORT_CALLER, {"do": "next"}, {"do": "return-next"}])),
     (1, st.just([{"do": "set-signal", "signal": "w1"}, {"do": "abort", "signal": "w1"}, {"do": "next"},
                  {"do": "return-next"}])),
     (1, st.just([{"do": "set-signal", "signal": "w1"}, {"do": "next"}, {"do": "set-signal", "signal": "restore"},

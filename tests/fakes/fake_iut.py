@@ -125,6 +125,8 @@ def hostile(msg: dict, runs: int, reply: dict) -> dict | None:
         os._exit(72)
     if MODE == "segfault" and runs == 2 and once():
         os.kill(os.getpid(), signal.SIGSEGV)
+    if MODE == "sigkill" and runs == 2 and once():  # as the OOM killer ends it
+        os.kill(os.getpid(), signal.SIGKILL)
     if MODE == "huge-line" and runs == 2 and once():
         _write(b"x" * (50 * 1024 * 1024) + b"\n")
         return None

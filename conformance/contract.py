@@ -75,6 +75,10 @@ ARGS_VIEW = _object({"args": JS_VALUE, "isRecordArguments": {"type": "boolean", 
 REQUEST_VIEW = {**_object({"signal": _object({"aborted": {"type": "boolean"}})},
                           {"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED, "reason": _HANDED}),
                 "additionalProperties": {**_HANDED, "description": "a key the participant wrote into the request"}}
+# A signal a `keep` step kept (P60), as it is when observed; no signal when nothing was kept
+# under the name by then.
+KEPT_VIEW = _object({"kept": {"type": "string", "description": "the name it was kept under"}},
+                    {"signal": {**SIGNAL_VIEW, "description": "the kept signal: its name when kept, and now"}})
 STEP_VIEW = _object({"agent": _HANDED, "turn": _HANDED, "step": _HANDED, "messages": _HANDED,
                      "signal": {"type": "object"}})
 APPROVAL_REQUEST = _object({"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED},
@@ -264,8 +268,8 @@ STEPS: tuple[Step, ...] = (
                                 "`failed`: the write threw a TypeError (frozen, a primitive, through a nullish value)")}}),
          ("P11", "P23", "P24", "P25", "P39", "P60", "P99"), "a `mutate` step attempted a write",
          fields=_fields(REQUEST_PARTS[1:])),
-    Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW],
-                     "description": "by the step's `what`: record, result, args, request; at a step boundary, the step"},
+    Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW, KEPT_VIEW],
+                     "description": "by the step's `what`: record, result, args, request, kept; at a step boundary, the step"},
          ("P11", "P22", "P24", "P25", "P39", "P60", "P110"), "an `observe` step recorded what it was handed",
          fields={**RESULT_FIELDS, **_fields(REQUEST_PARTS[:1]), **_fields(RECORD_PARTS)}),
     Step("defer", {**MESSAGE, "description": "the message given to `record.deferContext`"}, ("P67",),

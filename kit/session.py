@@ -60,6 +60,7 @@ class RunState:
         self.frozen: dict[int, Any] = {id(UNDEFINED): UNDEFINED}
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
+        self.kept_signals: dict[str, tuple[Signal, str]] = {}  # `keep signal`: name -> (signal, its name then) (P60)
 
     # ------------------------------------------------------------------ the pipeline's part
 

@@ -569,17 +569,14 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:
-            return Divergence(where, e[0], a[0] if a else None, _readings(name, missing[0], es), reason=missing[1])
+            return Divergence(where, e[0], a[0] if a else None, blame.readings(name, missing[0], es), reason=missing[1])
     if a is not None and not (e is not None and blame.decided(e)):
         extra = blame.called_too_often(es, acts, j)
         if extra is not None:
-            return Divergence(where, e[0] if e else None, a[0], _readings(name, extra[0], es), reason=extra[1])
+            return Divergence(where, e[0] if e else None, a[0], blame.readings(name, extra[0], es), reason=extra[1])
     rules = _lane_rules(name, _observation_rules(e, a, masks), es)
     if e is not None and a is None and _SUB_CALL_LANE.match(name):
-        # P125: the trace runs until every call of the scenario has returned, and a sub-call
-        # lives inside its run_code's body; a started sub-call whose lane ends before the
-        # oracle's was still running when run_code returned, which P125 forbids.
-        rules = list(dict.fromkeys([*rules, "P125"]))
+        rules = blame.ended_early(rules)  # P125: run_code returned before the sub-call committed
     if e is None and _SUB_CALL_LANE.match(name) and any(
             x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:j]):
         return Divergence(where, None, a[0] if a else None, ["P119"],
@@ -663,19 +660,10 @@ def _lane_rules(lane: str, rules: list[str], es: Sequence[Item] = ()) -> list[st
     were made for (its reads carry that reading's rules: P9's message(x) of a thrown Error).
     A program's lanes exist only where run_code is there and runs (P114, P117)."""
     if lane.removeprefix("observations[").startswith("getter "):
-        return list(dict.fromkeys([*_readings(lane, rules, es), "P13", "P23"]))
+        return list(dict.fromkeys([*blame.readings(lane, rules, es), "P13", "P23"]))
     if lane.endswith((" program", " settled")):
         return list(dict.fromkeys([*rules, "P114", "P117"]))
     return rules
-
-
-def _readings(lane: str, rules: list[str], es: Sequence[Item]) -> list[str]:
-    """``rules`` and, in a getter's lane, the rules of the readings the oracle read it for
-    (its reads carry them, ``kit.realm.reading``): a read too many or too few is that
-    reading's as much as the snapshot's or entry's."""
-    if not lane.removeprefix("observations[").startswith("getter "):
-        return rules
-    return list(dict.fromkeys([*rules, *(r for x in es for r in x[1][0])]))
 
 
 def _parts_to_blame(e: Any, a: Any, masks: Masks) -> list[str]:

@@ -236,8 +236,9 @@ PARTICIPANTS: tuple[Participant, ...] = (
     Participant("presentCall", "`<ref>.presentCall`", "sync", ("P14",), "a tool's `presentCall` (the UI projection)", ("P14",)),
     Participant("presentResult", "`<ref>.presentResult`", "sync", ("P14",),
                 "a tool's `presentResult` (the UI projection)", ("P14",)),
-    Participant("getter", "the getter's `id` (`Call.getters`)", "sync", ("P13", "P23"),
-                "an accessor on the call's input, read when the input is", ("P13", "P23")),
+    Participant("getter", "the getter's `id` (`Call.getters`)", "sync", ("P9", "P13", "P23"),
+                "an accessor on the call's input, read when the input is (or in a thrown value, read by "
+                "message(x) and info(x), P9)", ("P13", "P23")),
     Participant("fs-intent", "the listener's `id`; `start`/`end`/`throw`: the tool's `ref` whose body dispatched",
                 "async", ("P5", "P6", "P55", "P71"), "an `fs/write-intent` or `fs/edit-intent` listener", ("P5", "P71")),
     Participant("tool-event", "the tool's `ref`", "async", ("P71",), "a tool body appending its own session event", ("P71",)),

@@ -164,7 +164,7 @@ async def _steps(w: RunState, inv: Invocation, steps: list[Any]) -> JsValue:
                 await _dispatch(w, inv, step)
             case "keep" if step.what == "signal":  # P60: the signal itself, looked at later
                 rec = _need_record(inv)
-                w.kept_signals[step.name] = (rec.signal, rec.view(w.signals)["signal"]["is"])
+                w.kept_signals[(inv.call, step.name)] = (rec.signal, rec.view(w.signals)["signal"]["is"])
             case "keep":  # the very object, so that identity survives (P63)
                 kept = inv.result if step.what == "result" else inv.last_next
                 w.kept[step.name] = UNDEFINED if kept is NOTHING else kept
@@ -226,9 +226,9 @@ async def gate(w: RunState, call: str | None) -> None:
 def _observe(w: RunState, inv: Invocation, what: str, name: str | None = None) -> JsValue:
     match what:
         case "kept":  # P60: a kept signal as it is now; nothing kept under the name (yet): no signal
-            if name not in w.kept_signals:
+            if (inv.call, name) not in w.kept_signals:
                 return {"kept": name}
-            signal, which = w.kept_signals[name]
+            signal, which = w.kept_signals[(inv.call, name)]
             view: dict[str, Any] = {"is": which, "aborted": signal.aborted}
             if signal.aborted:
                 view["reason"] = signal.reason

@@ -60,7 +60,8 @@ class RunState:
         self.frozen: dict[int, Any] = {id(UNDEFINED): UNDEFINED}
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
-        self.kept_signals: dict[str, tuple[Signal, str]] = {}  # `keep signal`: name -> (signal, its name then) (P60)
+        # `keep signal`: (call, name) -> (signal, its name then) (P60)
+        self.kept_signals: dict[tuple[str | None, str], tuple[Signal, str]] = {}
 
     # ------------------------------------------------------------------ the pipeline's part
 

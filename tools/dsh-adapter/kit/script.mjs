@@ -247,7 +247,7 @@ function* run(w, inv, steps) {
       case 'keep': // the very object, so that its identity survives (P63)
         if (step.what === 'signal') { // P60: the record's signal itself, looked at later by `observe kept`
           const rec = needRecord(w, inv)
-          w.keptSignals.set(step.name, { signal: rec.signal, is: w.signalName(rec, rec.signal) })
+          w.keptSignals.set(JSON.stringify([inv.call, step.name]), { signal: rec.signal, is: w.signalName(rec, rec.signal) })
           break
         }
         w.kept.set(step.name, step.what === 'next'
@@ -290,7 +290,7 @@ function needRecord(w, inv) {
 function observe(w, inv, what, name) {
   switch (what) {
     case 'kept': { // P60: a kept signal as it is now; nothing kept under the name (yet): no signal
-      const kept = w.keptSignals.get(name)
+      const kept = w.keptSignals.get(JSON.stringify([inv.call, name])) // per call, as it was kept
       if (kept === undefined) return { kept: name }
       const view = { is: kept.is, aborted: Boolean(kept.signal?.aborted) }
       if (kept.signal?.aborted) view.reason = w.enc(kept.signal.reason)

@@ -20,7 +20,7 @@ kind (an abort on one side only, another ``info``) points at the rules of that k
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -217,3 +217,21 @@ def _unknown_tool(v: Any) -> bool:
     if isinstance(v, list):
         return any(_unknown_tool(x) for x in v)
     return False
+
+
+def readings(lane: str, rules: list[str], es: Sequence[Item]) -> list[str]:
+    """``rules`` and, in a getter's lane (``observations[getter <id>]``), the rules of the
+    readings the oracle read it for (its reads carry them, ``kit.realm.reading``): a read too
+    many or too few is that reading's (P9's message(x) of a thrown Error) as much as the
+    snapshot's or entry's."""
+    if not lane.removeprefix("observations[").startswith("getter "):
+        return rules
+    return list(dict.fromkeys([*rules, *(r for x in es for r in x[1][0])]))
+
+
+def ended_early(rules: list[str]) -> list[str]:
+    """``rules`` of a sub-call's lane that ends before the oracle's, and P125 beside them: the
+    trace runs until every call of the scenario has returned and a sub-call lives inside its
+    run_code's body, so the started sub-call was still running when run_code returned, which
+    P125 forbids (the body returns only after every started sub-call has committed)."""
+    return list(dict.fromkeys([*rules, "P125"]))

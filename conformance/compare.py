@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -569,12 +569,14 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:
-            return Divergence(where, e[0], a[0] if a else None, missing[0], reason=missing[1])
+            return Divergence(where, e[0], a[0] if a else None, blame.readings(name, missing[0], es), reason=missing[1])
     if a is not None and not (e is not None and blame.decided(e)):
         extra = blame.called_too_often(es, acts, j)
         if extra is not None:
-            return Divergence(where, e[0] if e else None, a[0], extra[0], reason=extra[1])
-    rules = _lane_rules(name, _observation_rules(e, a, masks))
+            return Divergence(where, e[0] if e else None, a[0], blame.readings(name, extra[0], es), reason=extra[1])
+    rules = _lane_rules(name, _observation_rules(e, a, masks), es)
+    if e is not None and a is None and _SUB_CALL_LANE.match(name):
+        rules = blame.ended_early(rules)  # P125: run_code returned before the sub-call committed
     if e is None and _SUB_CALL_LANE.match(name) and any(
             x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:j]):
         return Divergence(where, None, a[0] if a else None, ["P119"],
@@ -652,12 +654,13 @@ def _observation_rules(e: Item | None, a: Item | None, masks: Masks = masking.NO
     return list(rules)  # the same step, its own detail differs: the oracle's decisions had no part in it
 
 
-def _lane_rules(lane: str, rules: list[str]) -> list[str]:
+def _lane_rules(lane: str, rules: list[str], es: Sequence[Item] = ()) -> list[str]:
     """A getter's lane holds its reads: how many and what each gave is the snapshot's
-    traversal (P13) or entry reading the input once (P23). A program's lanes exist only
-    where run_code is there and runs (P114, P117)."""
-    if lane.startswith("getter "):
-        return list(dict.fromkeys([*rules, "P13", "P23"]))
+    traversal (P13), entry reading the input once (P23), or the reading the oracle's reads
+    were made for (its reads carry that reading's rules: P9's message(x) of a thrown Error).
+    A program's lanes exist only where run_code is there and runs (P114, P117)."""
+    if lane.removeprefix("observations[").startswith("getter "):
+        return list(dict.fromkeys([*blame.readings(lane, rules, es), "P13", "P23"]))
     if lane.endswith((" program", " settled")):
         return list(dict.fromkeys([*rules, "P114", "P117"]))
     return rules

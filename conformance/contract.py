@@ -75,6 +75,10 @@ ARGS_VIEW = _object({"args": JS_VALUE, "isRecordArguments": {"type": "boolean", 
 REQUEST_VIEW = {**_object({"signal": _object({"aborted": {"type": "boolean"}})},
                           {"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED, "reason": _HANDED}),
                 "additionalProperties": {**_HANDED, "description": "a key the participant wrote into the request"}}
+# A signal a `keep` step kept (P60), as it is when observed; no signal when nothing was kept
+# under the name by then.
+KEPT_VIEW = _object({"kept": {"type": "string", "description": "the name it was kept under"}},
+                    {"signal": {**SIGNAL_VIEW, "description": "the kept signal: its name when kept, and now"}})
 STEP_VIEW = _object({"agent": _HANDED, "turn": _HANDED, "step": _HANDED, "messages": _HANDED,
                      "signal": {"type": "object"}})
 APPROVAL_REQUEST = _object({"agent": _HANDED, "toolName": _HANDED, "callId": _HANDED},
@@ -232,8 +236,9 @@ PARTICIPANTS: tuple[Participant, ...] = (
     Participant("presentCall", "`<ref>.presentCall`", "sync", ("P14",), "a tool's `presentCall` (the UI projection)", ("P14",)),
     Participant("presentResult", "`<ref>.presentResult`", "sync", ("P14",),
                 "a tool's `presentResult` (the UI projection)", ("P14",)),
-    Participant("getter", "the getter's `id` (`Call.getters`)", "sync", ("P13", "P23"),
-                "an accessor on the call's input, read when the input is", ("P13", "P23")),
+    Participant("getter", "the getter's `id` (`Call.getters`)", "sync", ("P9", "P13", "P23"),
+                "an accessor on the call's input, read when the input is (or in a thrown value, read by "
+                "message(x) and info(x), P9)", ("P13", "P23")),
     Participant("fs-intent", "the listener's `id`; `start`/`end`/`throw`: the tool's `ref` whose body dispatched",
                 "async", ("P5", "P6", "P55", "P71"), "an `fs/write-intent` or `fs/edit-intent` listener", ("P5", "P71")),
     Participant("tool-event", "the tool's `ref`", "async", ("P71",), "a tool body appending its own session event", ("P71",)),
@@ -264,8 +269,8 @@ STEPS: tuple[Step, ...] = (
                                 "`failed`: the write threw a TypeError (frozen, a primitive, through a nullish value)")}}),
          ("P11", "P23", "P24", "P25", "P39", "P60", "P99"), "a `mutate` step attempted a write",
          fields=_fields(REQUEST_PARTS[1:])),
-    Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW],
-                     "description": "by the step's `what`: record, result, args, request; at a step boundary, the step"},
+    Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW, KEPT_VIEW],
+                     "description": "by the step's `what`: record, result, args, request, kept; at a step boundary, the step"},
          ("P11", "P22", "P24", "P25", "P39", "P60", "P110"), "an `observe` step recorded what it was handed",
          fields={**RESULT_FIELDS, **_fields(REQUEST_PARTS[:1]), **_fields(RECORD_PARTS)}),
     Step("defer", {**MESSAGE, "description": "the message given to `record.deferContext`"}, ("P67",),

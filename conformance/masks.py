@@ -32,6 +32,7 @@ _REQUEST_PROPS = frozenset(contract.REQUEST_VIEW["properties"])
 _RECORD_KEYS = frozenset(contract.RECORD_VIEW["required"])
 _RECORD_PROPS = frozenset(contract.RECORD_VIEW["properties"])
 _RECORD_PARTS = (("record rootCallId", "rootCallId"), ("record signal", "signal"))  # part, key of the view
+_KEPT_PROPS = frozenset(contract.KEPT_VIEW["properties"])
 Agree = Callable[[Any, Any, "Masks"], bool]
 
 
@@ -110,6 +111,9 @@ class Masks:
         ev, av = e.get("value"), a.get("value")
         if self.hides("approval request") and (_is_request_probe(e) or (e["what"] == "observe" and _is_request_view(ev))):
             return {**e, "value": MASK}, {**a, "value": MASK}  # P39: what the request holds
+        if (e["what"] == "observe" and self.hides("record signal") and _is_view(ev, frozenset({"kept"}), _KEPT_PROPS)
+                and isinstance(av, dict)):  # P60: a kept signal is the record's signal as it was
+            return {**e, "value": {**ev, "signal": MASK}}, {**a, "value": {**av, "signal": MASK}}
         if e["what"] == "observe" and _is_view(ev, _RECORD_KEYS, _RECORD_PROPS) and isinstance(av, dict):
             hidden = [key for part, key in _RECORD_PARTS if self.hides(part) and key in ev and key in av]
             if hidden:  # P23, P52, P60: what the record's root id and signal are is the reference's

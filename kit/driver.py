@@ -45,7 +45,8 @@ class RunRealm:
             raise ScenarioError(f"getter {getter_id}", "no getter has this id")
         # A read is attributed to no call: a getter can sit in any value, and which of the
         # run's calls a read belongs to is not the getter's to know (compared per getter).
-        inv = Invocation(who=getter_id, stage="getter", record=None, rules=("P13", "P23"))
+        # P13, P23, and the rules of the reading that reads it (P9: a thrown Error's message)
+        inv = Invocation(who=getter_id, stage="getter", record=None, rules=("P13", "P23", *realm.reading_rules()))
         return perform_sync(self.w, inv, getter.script)
 
     def shared(self, shared_id: str) -> Any:

@@ -430,6 +430,11 @@ def message_value(x: JsValue) -> JsValue:
     """``message(x)`` of P9: an Error instance's ``message`` whatever it holds (a number, an
     object, ``undefined``...), else a string ``message`` property, else ``String(x)``; when
     an inspection throws, ``<unprintable thrown value>``."""
+    with realm.reading(("P9",)):  # the accessors read here are message(x)'s
+        return _message_value(x)
+
+
+def _message_value(x: JsValue) -> JsValue:
     try:
         x = deref(x)
         kind = token(x)
@@ -464,8 +469,9 @@ def info_of(x: JsValue) -> dict[str, Any] | None:
     instance, else None; None too when reading either throws."""
     if token(x) == "error" and x.get("harness"):
         try:
-            name = error_field(x, "name")
-            code = error_field(x, "code")
+            with realm.reading(("P9",)):  # the accessors read here are info(x)'s
+                name = error_field(x, "name")
+                code = error_field(x, "code")
         except Thrown:
             return None
         return {"name": name, "code": code}

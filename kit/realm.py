@@ -66,3 +66,24 @@ def installed(realm: Realm) -> Iterator[None]:
         yield
     finally:
         _CURRENT.reset(reset)
+
+
+# The rules of the reading in progress whose accessors a getter's reads belong to: message(x)
+# reads a thrown Error's ``message`` (P9). A getter's reads are put down to them beside the
+# snapshot's and entry's (P13, P23), so a message read twice is blamed where it was read.
+_READING: ContextVar[tuple[str, ...]] = ContextVar("dsh_reading", default=())
+
+
+def reading_rules() -> tuple[str, ...]:
+    """The rules of the reading in progress (``reading``); none outside one."""
+    return _READING.get()
+
+
+@contextmanager
+def reading(rules: tuple[str, ...]) -> Iterator[None]:
+    """Getters read inside this block read for ``rules`` (a synchronous reading only)."""
+    reset = _READING.set(rules)
+    try:
+        yield
+    finally:
+        _READING.reset(reset)

@@ -159,12 +159,20 @@ class Observe(_Model):
     signal state), ``result`` (the result it was handed, and whether it is deeply frozen),
     ``args`` (the arguments it was handed, whether they are the record's very
     ``arguments`` object, whether deeply frozen) or ``request`` (an approval request, or a
-    step boundary's payload). "Frozen" is ``Object.isFrozen`` applied all the way down: a
+    step boundary's payload), or ``kept`` (the signal a ``keep`` step of the same call kept
+    under ``name``: which it is, whether and why it aborted, as it is now; P60). "Frozen" is ``Object.isFrozen`` applied all the way down: a
     value that is not an object (a string, a number, ``undefined``, ``null``, a symbol, a
     BigInt) is frozen, as ``Object.isFrozen`` says of every primitive; nothing handed reads
     as ``undefined``."""
     do: Literal["observe"]
-    what: Literal["record", "result", "request", "args"] = Field(default="record", description="what to record (the observation catalog gives each value's shape)")
+    what: Literal["record", "result", "request", "args", "kept"] = Field(default="record", description="what to record (the observation catalog gives each value's shape)")
+    name: str | None = Field(default=None, description="`kept`: the name a `keep` step kept the signal under")
+
+    @model_validator(mode="after")
+    def _kept_is_named(self) -> "Observe":
+        if (self.what == "kept") != (self.name is not None):
+            raise ValueError("`name` goes with `what: kept`, and only with it")
+        return self
 
 
 
@@ -194,9 +202,13 @@ class Keep(_Model):
     call): the result this participant was handed (``result``; a wrapper's is its latest
     ``next()`` value), or the latest ``next()`` value (``next``). What is kept is that very
     object, so another call's wrapper can return a result the registry built for this
-    execution (P63: it counts as authored there). Makes no observation of its own."""
+    execution (P63: it counts as authored there). ``signal`` keeps the record's signal as it
+    is now (a body's: the fused signal, P60), with its name as ``observe record`` gives it,
+    for a later ``observe`` ``kept`` by a participant of the same call (kept signals are per
+    call, so parallel calls never see each other's): whether a signal the body was handed
+    still follows its sources after the body. Makes no observation of its own."""
     do: Literal["keep"]
-    what: Literal["result", "next"] = Field(default="result", description="what to keep: the result handed (`result`) or the latest next() value (`next`)")
+    what: Literal["result", "next", "signal"] = Field(default="result", description="what to keep: the result handed (`result`), the latest next() value (`next`), or the record's signal as it is now (`signal`, for `observe` `kept`)")
     name: str = Field(description="the name to keep it under")
 
 

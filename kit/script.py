@@ -159,9 +159,12 @@ async def _steps(w: RunState, inv: Invocation, steps: list[Any]) -> JsValue:
                 w.inject(clone(step.message), step.do == "steer")
             case "observe":
                 rules = ("P110",) if inv.stage == "pre-step" else _OBSERVE_RULES[step.what]  # a step boundary's payload
-                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what), rules)
+                w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what, step.name), rules)
             case "dispatch":
                 await _dispatch(w, inv, step)
+            case "keep" if step.what == "signal":  # P60: the signal itself, looked at later
+                rec = _need_record(inv)
+                w.kept_signals[(inv.call, step.name)] = (rec.signal, rec.view(w.signals)["signal"]["is"])
             case "keep":  # the very object, so that identity survives (P63)
                 kept = inv.result if step.what == "result" else inv.last_next
                 w.kept[step.name] = UNDEFINED if kept is NOTHING else kept
@@ -201,7 +204,8 @@ async def _dispatch(w: RunState, inv: Invocation, step: Any) -> None:
 # divergence in it is put down to the rule about what was observed, not to the stage the
 # observing participant runs in.
 _TABLE_RULES = ("P5", "P26", "P45", "P56")  # tables are read live at the points the spec names
-_OBSERVE_RULES = {"record": ("P22", "P24", "P60"), "result": ("P11",), "args": ("P25",), "request": ("P39",)}
+_OBSERVE_RULES = {"record": ("P22", "P24", "P60"), "result": ("P11",), "args": ("P25",), "request": ("P39",),
+                  "kept": ("P60",)}
 
 
 def _need_record(inv: Invocation) -> Record:
@@ -219,8 +223,16 @@ async def gate(w: RunState, call: str | None) -> None:
         await w.gate(earlier)
 
 
-def _observe(w: RunState, inv: Invocation, what: str) -> JsValue:
+def _observe(w: RunState, inv: Invocation, what: str, name: str | None = None) -> JsValue:
     match what:
+        case "kept":  # P60: a kept signal as it is now; nothing kept under the name (yet): no signal
+            if (inv.call, name) not in w.kept_signals:
+                return {"kept": name}
+            signal, which = w.kept_signals[(inv.call, name)]
+            view: dict[str, Any] = {"is": which, "aborted": signal.aborted}
+            if signal.aborted:
+                view["reason"] = signal.reason
+            return {"kept": name, "signal": view}
         case "record":
             return _need_record(inv).view(w.signals)
         case "result":

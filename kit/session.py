@@ -61,6 +61,8 @@ class RunState:
         self.gates: dict[str, Deferred] = {}
         self.kept: dict[str, Any] = {}  # objects kept by `keep` steps, by name (P63)
         self.inputs: dict[str | None, Any] = {}  # the callers' input objects as written (P23)
+        # `keep signal`: (call, name) -> (signal, its name then) (P60)
+        self.kept_signals: dict[tuple[str | None, str], tuple[Signal, str]] = {}
 
     # ------------------------------------------------------------------ the pipeline's part
 

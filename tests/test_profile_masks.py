@@ -195,3 +195,20 @@ def test_a_records_root_id_and_signal_are_compared_only_under_reference() -> Non
         assert first_divergence(expected, actual, {"core"}) is None, key
         found = first_divergence(expected, actual, {"core", "reference"})
         assert found is not None and found.rules == rules, found and found.describe()
+
+
+def test_a_kept_signal_is_compared_only_under_reference() -> None:
+    """What a kept signal is after the body (``observe kept``) is P60's, a reference rule: a
+    port whose fused signal still follows its sources after the body passes core and is
+    blamed on P60 under reference."""
+    doc = _doc("execute-fused-signal-detached-after-the-body")
+    expected = run_scenario(parse_scenario(doc))
+    wire = json.loads(json.dumps(run_scenario(parse_scenario(doc)).to_json(detached=True)))
+    views = [o["value"] for o in wire["observations"] if o["what"] == "observe" and "kept" in (o["value"] or {})]
+    assert len(views) == 3
+    for v in views:
+        v["signal"] = {**v["signal"], "aborted": True, "reason": "late"}
+    actual = parse_trace(wire)
+    assert first_divergence(expected, actual, {"core"}) is None
+    found = first_divergence(expected, actual, {"core", "reference"})
+    assert found is not None and "P60" in found.rules, found and found.describe()

@@ -28,8 +28,9 @@ pre_decisions: S = weighted((2, st.sampled_from(PRE_ALLOW)), (2, st.sampled_from
                             (1, st.sampled_from(PRE_DENY_NO_REASON)))
 """Pre-execute decisions (P31): well formed, asks often, and not well formed."""
 
+# P84's edges too: a one-character message, and one that is the separator alone (it is not empty)
 FEEDBACKS = [[text("blocked")], [], [text("a"), {"type": "image", "attachment": {}}],
-             [{"type": "text", "text": 5}, {"type": "text"}], "not an array"]
+             [{"type": "text", "text": 5}, {"type": "text"}], "not an array", [text("x")], [text(""), text("")]]
 post_decisions: S = weighted(
     (2, st.just({"kind": "accept"})),
     # decisions in every object form (P78: any non-null object): null-prototype ones

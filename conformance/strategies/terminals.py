@@ -20,6 +20,7 @@ from .values import (ABORT_AND_WAIT, ABORT_CALLER, CALL_SLOTS, REF_SLOTS, bounda
 
 
 DELEGATES = st.just(list(DELEGATE))
+BODY_SIGNAL = "body-signal"  # the signal a body keeps for a wrapper to look at after it (P60)
 
 pre_terminals: S = weighted(
     (3, DELEGATES),
@@ -29,6 +30,11 @@ pre_terminals: S = weighted(
     (1, st.just([{"do": "next"}, {"do": "next"}, {"do": "return-next"}])),
     (2, THROWS),
 )
+
+# P60: after the body, an abort of the wrapper's replacement no longer reaches the fused signal
+# the body kept (every drawn body keeps it: body_terminals)
+AFTER_THE_BODY: S = st.just([{"do": "set-signal", "signal": "w1"}, {"do": "next"}, {"do": "abort", "signal": "w1"},
+                             {"do": "observe", "what": "kept", "name": BODY_SIGNAL}, {"do": "return-next"}])
 
 exec_terminals: S = weighted(
     (3, DELEGATES),
@@ -44,6 +50,7 @@ exec_terminals: S = weighted(
                  {"do": "return-next"}])),
     (1, st.just([{"do": "set-signal", "signal": "w1"}, {"do": "next"}, {"do": "set-signal", "signal": "restore"},
                  {"do": "return-next"}])),
+    (1, AFTER_THE_BODY),
     (1, st.builds(lambda x: [{"do": "next", "catch": True}, {"do": "throw", "value": x}], thrown_values)),
     (1, THROWS),
     # P63: a result built for one execution, kept and handed back by another call's wrapper
@@ -192,6 +199,7 @@ hot_exec_terminals: S = weighted(
                  {"do": "return-next"}])),
     (1, st.just([{"do": "set-signal", "signal": "w1"}, {"do": "next"}, {"do": "observe", "what": "record"},
                  {"do": "return-next"}])),
+    (2, AFTER_THE_BODY),
     (2, THROWS),
     (1, st.builds(lambda x: [{"do": "next"}, {"do": "throw", "value": x}], thrown_values)),
 )
@@ -261,7 +269,9 @@ def body_terminals(integer_output: bool, deadline: bool, loop: bool, hot: bool =
                              {"do": "observe", "what": "record"}], value)),
             (1, ret(js_only_values)),
         ]
-    end = weighted(*options)
+    # Every body keeps its signal first (no observation of its own): a wrapper drawn to look
+    # at it after the body (P60) then always has it.
+    end = weighted(*options).map(lambda steps: [{"do": "keep", "what": "signal", "name": BODY_SIGNAL}, *steps])
     if loop:
         end = st.builds(lambda g, t: g + t, weighted((3, st.just([])), (1, st.just([{"do": "gate"}]))), end)
     return end

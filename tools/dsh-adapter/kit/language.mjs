@@ -44,7 +44,7 @@ const STEP_KEYS = {
   unregister: ['ref'],
   inject: ['message'],
   steer: ['message'],
-  observe: ['what'],
+  observe: ['what', 'name'],
   dispatch: ['event', 'target', 'catch'],
   append: ['type', 'data'],
   keep: ['what', 'name'],

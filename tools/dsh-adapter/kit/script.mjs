@@ -220,7 +220,7 @@ function* run(w, inv, steps) {
       case 'observe': {
         let view
         try {
-          view = observe(w, inv, step.what ?? 'record')
+          view = observe(w, inv, step.what ?? 'record', step.name)
         } catch (e) {
           throw e instanceof AdapterFault ? e : w.fault(`observe ${step.what}: ${e?.stack ?? e}`)
         }
@@ -245,6 +245,11 @@ function* run(w, inv, steps) {
         break
       }
       case 'keep': // the very object, so that its identity survives (P63)
+        if (step.what === 'signal') { // P60: the record's signal itself, looked at later by `observe kept`
+          const rec = needRecord(w, inv)
+          w.keptSignals.set(JSON.stringify([inv.call, step.name]), { signal: rec.signal, is: w.signalName(rec, rec.signal) })
+          break
+        }
         w.kept.set(step.name, step.what === 'next'
           ? (inv.lastNext === NOTHING ? undefined : inv.lastNext)
           : (inv.result === NOTHING ? undefined : inv.result))
@@ -282,8 +287,15 @@ function needRecord(w, inv) {
 
 // ------------------------------------------------------------------------------- observe
 
-function observe(w, inv, what) {
+function observe(w, inv, what, name) {
   switch (what) {
+    case 'kept': { // P60: a kept signal as it is now; nothing kept under the name (yet): no signal
+      const kept = w.keptSignals.get(JSON.stringify([inv.call, name])) // per call, as it was kept
+      if (kept === undefined) return { kept: name }
+      const view = { is: kept.is, aborted: Boolean(kept.signal?.aborted) }
+      if (kept.signal?.aborted) view.reason = w.enc(kept.signal.reason)
+      return { kept: name, signal: view }
+    }
     case 'record': return recordView(w, needRecord(w, inv))
     case 'result':
       if (inv.result === NOTHING) return { result: { $js: 'undefined' }, frozen: false }

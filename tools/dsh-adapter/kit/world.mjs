@@ -46,6 +46,7 @@ export class World {
     this.classifying = null // the sub-call whose classifier runs now
     this.origins = new WeakMap() // decoded object -> the wire form the scenario wrote
     this.kept = new Map() // `keep` steps: name -> the very object (P63)
+    this.keptSignals = new Map() // `keep signal` steps: JSON [call, name] -> { signal, is: its name then } (P60)
     this.getters = new Map((scenario.getters ?? []).map((g) => [g.id, g]))
     for (const t of scenario.tools ?? []) this.declare(t.id ?? t.name, 'tool', t)
     for (const l of scenario.listeners ?? []) this.declare(l.id, 'listener', l)

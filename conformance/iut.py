@@ -11,7 +11,7 @@ same timeout.
 Every failure of the IUT itself is an ``IUTFailure`` whose ``kind`` becomes the case's
 outcome (``timeout``, ``error``, ``invalid``).
 
-What is guaranteed, whatever the IUT does (the README's "Reliability" section):
+What is guaranteed, whatever the IUT does (docs/reference/reliability.md):
 
 - no wait is unbounded: the handshake has ``start_timeout``, every run ``timeout`` (writing
   the scenario to a process that does not read counts into it), a process that closes its

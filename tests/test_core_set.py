@@ -16,7 +16,7 @@ from dsh_conformance.rules import rules, rules_of
 from dsh_conformance.situations import needed_profiles, situations, uncited
 
 MIN_CORE_CASES = 3  # corpus cases a core-only implementation is scored on, per core rule
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "reference" / "testing-an-implementation.md"
 
 
 def _corpus() -> list[dict]:

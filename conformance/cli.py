@@ -112,15 +112,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             check_distinct(value, option, [args.expectations])
     cases = Path(args.cases)
     failures = check_directory(args.failures, "--failures", create=False)
-    groups, items, expected = _selected(args, cases)
-    if not items and args.examples == 0:
-        raise UsageError("nothing to run: no corpus cases and --examples 0")
     if args.shard and (args.max_fail or args.fail_fast):
         raise UsageError("--shard with --max-fail or --fail-fast: a shard cannot count the whole run's failures")
+    groups, items = _selected(args, cases)
+    if not items and args.examples == 0:
+        raise UsageError("nothing to run: no corpus cases and --examples 0")
     items = shards.cases_of(args.shard, items)
     for warning in expectations.unknown_cases({case_id for case_id, _, _ in items}):
         print(f"warning: {warning}", file=sys.stderr)
     iut = make_iut(args.impl, args.timeout, args.validate, args.start_timeout, build=getattr(args, "build", False))
+    expected = _expected_traces(groups)  # the slow part (the oracle runs every case): after every usage check
     if args.jobs > 1:  # N instances, each in a worker (conformance.parallel); the spec is checked above
         iut = parallel.Pool(args.jobs, functools.partial(make_iut, args.impl, args.timeout, args.validate,
                                                          args.start_timeout), parallel.Settings(
@@ -167,9 +168,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             e.report = args.report if begun else None
             if begun and not runner.finished:  # (a second signal now ends the process at once)
                 runner.finish(e.code, stopped=e.what)
+            if begun:  # what was decided until then, as a run's end shows it (issue 44)
+                print(f"\nINTERRUPTED ({e.what}): a partial summary of the {len(runner.records)} case(s) decided")
+                _print_summary(started.implementation.model_dump(), runner, [], profiles, e.code, args.report,
+                               args.impl, header, True)
             raise
         _print_summary(started.implementation.model_dump(), runner, footer.stale, profiles, footer.exit,
-                       args.report, args.impl)
+                       args.report, args.impl, header, _narrowed(args))
         if args.junit:
             from .report import Report
             from .report_formats import render_junit
@@ -179,11 +184,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return incomplete_outputs([writer.failed, *runner.unsaved], sys.stderr) or footer.exit
 
 
-def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]],
-                                                              dict[str, Any]]:
-    """The corpus cases the run's selection keeps (``conformance.selection``), with their
-    expected traces; ``args.examples`` is settled: a selection runs no generated scenarios
-    unless ``--examples`` asks for them."""
+def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tuple[str, dict[str, Any], str]]]:
+    """The corpus cases the run's selection keeps (``conformance.selection``); ``args.examples``
+    is settled: a selection runs no generated scenarios unless ``--examples`` asks for them."""
     from .selection import SelectionError, describe, gather, is_selective, rule_ids, select
 
     try:
@@ -206,11 +209,16 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
         raise UsageError(str(e)) from None
     if args.examples is None:
         args.examples = DEFAULT_EXAMPLES
-    items = [item for g in groups for item in g.items]
-    expected = {}
-    for g in groups:  # a case the oracle cannot run is a bad input file, found before any work
+    return groups, [item for g in groups for item in g.items]
+
+
+def _expected_traces(groups: list[Any]) -> dict[str, Any]:
+    """The oracle's trace of each case kept; a case the oracle cannot run is a bad input
+    file, found before any work."""
+    expected: dict[str, Any] = {}
+    for g in groups:
         expected.update(expected_traces(g.items, g.directory))
-    return groups, items, expected
+    return expected
 
 
 def _replay_options(args: argparse.Namespace) -> dict[str, str]:
@@ -223,9 +231,14 @@ def _replay_options(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
+def _narrowed(args: argparse.Namespace) -> bool:
+    """Whether the run's cases are a part of the corpus: a selection, a shard, no corpus."""
+    return bool(args.keyword or args.case or args.rule or args.shard or args.no_corpus)
+
+
 def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profiles: set[str], code: int,
-                   report: str | None, spec: str | None) -> None:
-    from .report import rule_outcomes
+                   report: str | None, spec: str | None, header: Any, narrowed: bool) -> None:
+    from .report import replay_line, rule_outcomes
     from .scores import BLAMED, CITING, LEGEND, NO_COUNT, SCORE, case_totals, outcome_counts, rule_counts
     from .scores import profile_scores as scores_of
 
@@ -236,18 +249,24 @@ def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profi
     print(f"dsh-conformance {__version__}: {name} {version} ({language}), profiles {', '.join(sorted(profiles))}\n")
     counts = rule_counts(records)
     print(f"{'profile':<10} {'rule':<5} {'title':<56} {CITING:>6} {BLAMED:>6}  outcome")
+    hidden = 0
     for rule in rules().values():
         if rule.profile not in profiles:
             continue
         o = outcomes.get(rule.id)
+        if o is None and narrowed:  # a selection's table holds the rules its cases decide
+            hidden += 1
+            continue
         n = counts.get(rule.id, NO_COUNT)
         print(f"{rule.profile:<10} {rule.id:<5} {rule.title[:56]:<56} {n.citing:>6} {n.blamed:>6}  {o or 'no case'}")
-    print(f"({LEGEND})")
+    print(f"({LEGEND}" + (f"; {hidden} rules no case of this selection cites are not shown" if hidden else "") + ")")
     bad = [r for r in records if r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID)]
     for r in bad[:20]:
         print(f"\n{r.outcome.value.upper()} {r.id}" + (f" ({r.case_file})" if r.case_file else ""))
         if r.message:
             print("  " + r.message.replace("\n", "\n  "))
+        if r.source == "corpus" or r.case_file:  # a folded generated case has no file: its draws are saved below
+            print(f"  replay: {replay_line(header, r)}")
     if len(bad) > 20:
         where = f"all of them are in the report {report}" if report else "run with --report FILE to keep them all"
         print(f"\n... and {len(bad) - 20} more ({where})")

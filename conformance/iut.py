@@ -34,6 +34,7 @@ import os
 import queue
 import select
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -159,6 +160,18 @@ class ProcessIUT:
 
     # ---------------------------------------------------------------- process
 
+    def _not_started(self, why: str) -> str:
+        """Why the command did not start, naming the program when it is what is missing: "node"
+        not on PATH reads otherwise as a missing adapter file (issue 44)."""
+        program = self.argv[0] if self.argv else ""
+        if program and os.sep not in program:
+            path = {**os.environ, **(self.env or {})}.get("PATH", os.defpath)
+            if shutil.which(program, path=path) is None:
+                return f"the program {program!r} is not on PATH ({why})"
+        elif program and not Path(self.cwd or ".", program).exists():
+            return f"no such program: {program} ({why})"
+        return why
+
     def start(self) -> Started:
         self.generation += 1
         self.pending.clear()
@@ -179,7 +192,8 @@ class ProcessIUT:
             if REAPED:
                 os.close(status_r)
                 os.close(status_w)
-            raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {getattr(e, 'strerror', None) or e}") from None
+            raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: "
+                             f"{self._not_started(getattr(e, 'strerror', None) or str(e))}") from None
         _LIVE.add(self)
         if REAPED:
             os.close(status_w)
@@ -187,7 +201,7 @@ class ProcessIUT:
             if not started.startswith("ok "):
                 self.close(graceful=False)
                 why = started.removeprefix("error: ") or "its reaper exited"
-                raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {why}")
+                raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {self._not_started(why)}")
             self.pid = int(started[3:])
         else:
             self.pid = self.proc.pid

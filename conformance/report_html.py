@@ -29,7 +29,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,8 +44,7 @@ from dsh_conformance.kit.trace import parse_trace
 
 from . import __version__, skips, value_diff
 from .evidence import document_digest, trace_digest
-from .portable import BUILTIN_CORPUS
-from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, rule_outcomes
+from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, replay_line, rule_outcomes
 from .report_formats import matrix
 from .report_assets import CSS, JS
 from .rule_text import section_of, statements
@@ -136,19 +134,7 @@ def case_view(report: Report, rec: CaseRecord) -> CaseView:
 
 
 def replay_command(report: Report, rec: CaseRecord) -> str:
-    options = report.header.options
-    if rec.source == "corpus" and report.header.corpus == BUILTIN_CORPUS:
-        ref = rec.id
-    elif rec.source == "corpus" and report.header.corpus and rec.case_file:
-        ref = f"{report.header.corpus}/{rec.case_file}"
-    else:
-        ref = rec.case_file or f"{rec.id}.json"
-    words = ["dsh-conformance", "replay", ref, "--impl", options.get("impl", "IMPL")]
-    if "expectations" in options:
-        words += ["--expectations", options["expectations"]]
-    for p in options.get("profiles", "").split():
-        words += ["--profile", p]
-    return shlex.join(words)
+    return replay_line(report.header, rec)
 
 
 def _item(lane: str, v: Any) -> str:

@@ -46,6 +46,17 @@ class Command:
         return f"Command({self.module}:{self.name})"
 
 
+class KitCommand(Command):
+    """``kit LANGUAGE DIR``: the module of that language's kit."""
+
+    def __init__(self) -> None:
+        super().__init__("dsh_conformance.kit_js", "cmd_kit")
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        self.module = f"dsh_conformance.kit_{args.language}"
+        return self.load()(args)
+
+
 def _runs(p: argparse.ArgumentParser, module: str, name: str) -> None:
     p.set_defaults(func=Command(f"dsh_conformance.{module}", name))
 
@@ -293,10 +304,11 @@ def _tree(sub: Subparsers) -> None:
 def _kit(sub: Subparsers) -> None:
     p = sub.add_parser("kit", help="write an adapter kit: the generic half of an adapter and a binding skeleton "
                        "for your implementation")
-    p.add_argument("language", choices=["js"], help="js: the Node adapter's kit (kit/, adapter.mjs, binding.mjs)")
+    p.add_argument("language", choices=["js", "py"], help="js: the Node adapter's kit (kit/, adapter.mjs, "
+                   "binding.mjs); py: a Python starter port on dsh_conformance.kit (core_pipeline.py)")
     p.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
                    "overwritten)")
-    _runs(p, "kit_js", "cmd_kit")
+    p.set_defaults(func=KitCommand())
 
 
 def _mutate(sub: Subparsers) -> None:

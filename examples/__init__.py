@@ -1,0 +1,1 @@
+"""The starter ports (package data of the wheel: `dsh-conformance kit py` writes the Python one)."""

@@ -326,7 +326,7 @@ def _frozen_write(w: RunState, value: Any, path: list[str], op: str) -> str | No
     if kind is not None:
         return _primitive_write(op, key, kind, node)
     if not isinstance(node, (dict, list)):
-        return f"Cannot set properties of {to_string(node)} (setting '{key}')"
+        return texts.nullish_set(to_string(node), key)
     # Objects in wire form (a null-prototype object, an instance, ...) take writes as any
     # object does.
     exists = _child(node, key) is not NOTHING
@@ -353,10 +353,10 @@ def _primitive_write(op: str, key: str, kind: str, value: Any) -> str | None:
     if op == "delete":
         return None
     if op == "define":
-        return "Object.defineProperty called on non-object"
+        return texts.DEFINE_ON_NON_OBJECT
     # The engine's wording names the primitive; only the prefix is compared (WRITE_REFUSALS).
     shown = "Symbol()" if kind == "symbol" else to_string(value)
-    return f"Cannot create property '{key}' on {kind} '{shown}'"
+    return texts.primitive_create(key, kind, shown)
 
 
 def _nullish_write(op: str, key: str, node: Any) -> str:
@@ -366,10 +366,10 @@ def _nullish_write(op: str, key: str, node: Any) -> str:
         case "read":
             return texts.nullish_read(what, key)
         case "delete":
-            return "Cannot convert undefined or null to object"
+            return texts.NULLISH_DELETE
         case "define":
-            return "Object.defineProperty called on non-object"
-    return f"Cannot set properties of {what} (setting '{key}')"
+            return texts.DEFINE_ON_NON_OBJECT
+    return texts.nullish_set(what, key)
 
 
 def _child(node: Any, key: str) -> Any:

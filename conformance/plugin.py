@@ -113,6 +113,23 @@ def _check_options(config: pytest.Config) -> None:
         config.stash[IUT_KEY] = e
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -k deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each corpus case carries the rule ids it cites as keywords and as its ``rules`` marker,
+    so that pytest's ``-k P125`` (and ``-m``-style reports) select the cases citing P125, as
+    ``run -k P125`` does. pytest matches a keyword by substring: ``-k P1`` also takes the
+    cases citing P10..P19 and P100..P128 (``run -k P1`` does not)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        module = getattr(item, "module", None)  # the suite's file, whatever name pytest imported it by
+        if callspec is None or getattr(item, "originalname", None) != "test_case" or module is None or \
+                Path(module.__file__) != SUITE:
+            continue
+        rules = list(callspec.params["item"][1].get("rules", []))
+        item.extra_keyword_matches.update(rules)
+        item.add_marker(pytest.mark.rules(*rules))
+
+
 _HOME: list = []  # the session's hypothesis home, while it lasts
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 SUITE = Path(__file__).with_name("suite_tests.py")
+FUZZ = Path(__file__).with_name("fuzz_tests.py")  # test_property, with --dsh-fuzz only
 XDIST_FRAMES = 1000  # room for the frames an xdist worker's loop holds under each test
 
 
@@ -44,6 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="seconds an IUT may take per scenario (default 30)")
     group.addoption("--dsh-give-up-after", type=argtypes.count(0), default=5,
                     help="declare the IUT broken after N consecutive timeouts or crashes (default 5; 0: never)")
+    group.addoption("--dsh-validate", action="store_true", help="check every IUT message against the protocol "
+                    "schemas, as run --validate does (default: as run does without it)")
     group.addoption("--dsh-fuzz", action="store_true", help="also collect the generated property as a hypothesis "
                     "test (test_property), for HypoFuzz: hypothesis fuzz -- --dsh-impl CMD --dsh-fuzz")
     group.addoption("--dsh-failures", default="dsh-failures",
@@ -69,10 +72,23 @@ def pytest_configure(config: pytest.Config) -> None:
             sys.setrecursionlimit(sys.getrecursionlimit() + XDIST_FRAMES)
         if config.getoption("--dsh-fuzz"):
             _fuzz_profile()
+        _one_collection(config)
+        suite = [str(SUITE)] + ([str(FUZZ)] if config.getoption("--dsh-fuzz") else [])
         if config.args_source == pytest.Config.ArgsSource.ARGS:
-            config.args.append(str(SUITE))  # paths the user named, and the suite
+            config.args.extend(suite)  # paths the user named, and the suite
         else:
-            config.args[:] = [str(SUITE)]  # not the testpaths of the project it is run from
+            config.args[:] = suite  # not the testpaths of the project it is run from
+
+
+def _one_collection(config: pytest.Config) -> None:
+    """pytest collects garbage five times as it ends, to surface exceptions raised in
+    ``__del__``; with the suite's corpus and traces on the heap that is most of a second. One
+    pass finds them as well (pytest's own pytester sets none)."""
+    try:
+        from _pytest.unraisableexception import gc_collect_iterations_key  # pytest's, not public
+    except ImportError:
+        return
+    config.stash[gc_collect_iterations_key] = 1
 
 
 def _fuzz_profile() -> None:
@@ -106,11 +122,37 @@ def _check_options(config: pytest.Config) -> None:
     except ExpectationsError as e:
         raise pytest.UsageError(f"--dsh-expectations: {e}") from None
     try:
-        config.stash[IUT_KEY] = make_iut(opt("--dsh-impl"), opt("--dsh-timeout"), validate=True)
+        # Validation as run's: only when asked (it was always on here, the pytest path's largest
+        # cost against run's, issue 44).
+        config.stash[IUT_KEY] = make_iut(opt("--dsh-impl"), opt("--dsh-timeout"), validate=opt("--dsh-validate"))
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
     except IUTFailure as e:  # cannot be driven: each case is an error, as run's exit 3
         config.stash[IUT_KEY] = e
+
+
+@pytest.fixture(scope="session")
+def dsh_runner(request: pytest.FixtureRequest):
+    """The session's runner on the implementation under test, shared by the suite's tests
+    (``suite_tests.py``, ``fuzz_tests.py``)."""
+    from .iut import NotAnImplementation
+    from .rules import ORACLE_PROFILES
+    from .runner import Runner
+
+    opt = request.config.getoption
+    if not opt("--dsh-impl"):
+        pytest.skip("no --dsh-impl given")
+    iut = request.config.stash[IUT_KEY]
+    if isinstance(iut, Exception):  # configure found it cannot be driven (_check_options)
+        raise iut
+    try:
+        iut.start()
+    except NotAnImplementation as e:  # found by the worker process that imports it: one usage error
+        pytest.exit(str(e), returncode=pytest.ExitCode.USAGE_ERROR)
+    runner = Runner(iut, set(opt("--dsh-profile") or ORACLE_PROFILES), request.config.stash[EXPECTATIONS_KEY],
+                    give_up_after=opt("--dsh-give-up-after"))
+    yield runner
+    iut.close()
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -k deselects

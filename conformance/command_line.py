@@ -72,7 +72,10 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}{self.nearest(message)} (see {self.chosen().prog} --help)\n")
+        from .terminal import one_line  # light: the user's words shown escaped, on one line
+
+        self.exit(2, f"{self.prog}: error: {one_line(message + self.nearest(message))} "
+                     f"(see {self.chosen().prog} --help)\n")
 
     def nearest(self, message: str) -> str:
         import difflib

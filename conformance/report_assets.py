@@ -158,7 +158,7 @@ JS = """
     });
     return function (tr) {
       if (!q) return true;
-      if (/^p\d+$/.test(q)) return tr.dataset.rule.toLowerCase() === q || rules[tr.dataset.rule] === true;
+      if (/^p\\d+$/.test(q)) return tr.dataset.rule.toLowerCase() === q || rules[tr.dataset.rule] === true;
       var title = tr.querySelector('td.title');
       return (title && title.textContent.toLowerCase().indexOf(q) >= 0) || rules[tr.dataset.rule] === true;
     };

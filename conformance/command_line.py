@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .argtypes import count, fraction, seconds
@@ -49,8 +50,50 @@ def _runs(p: argparse.ArgumentParser, module: str, name: str) -> None:
     p.set_defaults(func=Command(f"dsh_conformance.{module}", name))
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose refusal of a command line is one line on stderr (exit 2): the
+    error, the nearest option or choice when one is near ("did you mean"), and where the usage
+    is, not the command's 12 lines of usage before it (issue 44). Python 3.14's
+    ``suggest_on_error`` is not there on 3.11: ``difflib`` does it."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.words = list(sys.argv[1:] if args is None else args)  # for the nearest option of a subcommand
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        from .terminal import one_line  # light: the user's words shown escaped, on one line
+
+        self.exit(2, f"{self.prog}: error: {one_line(message + self.nearest(message))} "
+                     f"(see {self.chosen().prog} --help)\n")
+
+    def nearest(self, message: str) -> str:
+        import difflib
+        import re
+
+        if m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
+            near = difflib.get_close_matches(m.group(1), re.findall(r"'([^']*)'", m.group(2)), n=1)
+            return f"; did you mean {near[0]!r}?" if near else ""
+        if m := re.search(r"unrecognized arguments: (.*)", message):
+            options = [o for a in self.chosen()._actions for o in a.option_strings if o.startswith("--")]
+            found = [difflib.get_close_matches(w.split("=", 1)[0], options, n=1) for w in m.group(1).split()
+                     if w.startswith("--")]
+            near = [f[0] for f in found if f]
+            return f"; did you mean {' '.join(near)}?" if near else ""
+        return ""
+
+    def chosen(self) -> argparse.ArgumentParser:
+        """The parser of the subcommand the command line names, else this one."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):  # the stdlib's, no public name
+                name = next((w for w in getattr(self, "words", []) if w in action.choices), None)
+                if name is not None:
+                    sub: argparse.ArgumentParser = action.choices[name]
+                    return sub.chosen() if isinstance(sub, Parser) else sub
+        return self
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="Conformance suite for the DSH tool execution pipeline.")
+    p = Parser(prog=PROG, description="Conformance suite for the DSH tool execution pipeline.")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _run(sub)
@@ -276,6 +319,10 @@ def _kit(sub: Subparsers) -> None:
     js.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
                     "overwritten)")
     _runs(js, "kit_js", "cmd_kit")
+    py = kits.add_parser("py", help="write a Python starter port on dsh_conformance.kit (core_pipeline.py) into DIR")
+    py.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
+                    "overwritten)")
+    _runs(py, "kit_py", "cmd_kit")
     agree = kits.add_parser("agree", help="run the starter example on the Python kit and on the JS kit over the "
                             "corpus and generated draws; exit 1 when any answer differs")
     agree.add_argument("--seeds", default="1-5", help="seeds of the generated draws, N or N-M (default 1-5)")

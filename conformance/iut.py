@@ -11,7 +11,7 @@ same timeout.
 Every failure of the IUT itself is an ``IUTFailure`` whose ``kind`` becomes the case's
 outcome (``timeout``, ``error``, ``invalid``).
 
-What is guaranteed, whatever the IUT does (the README's "Reliability" section):
+What is guaranteed, whatever the IUT does (docs/reference/reliability.md):
 
 - no wait is unbounded: the handshake has ``start_timeout``, every run ``timeout`` (writing
   the scenario to a process that does not read counts into it), a process that closes its
@@ -34,6 +34,7 @@ import os
 import queue
 import select
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -171,6 +172,18 @@ class ProcessIUT:
 
     # ---------------------------------------------------------------- process
 
+    def _not_started(self, why: str) -> str:
+        """Why the command did not start, naming the program when it is what is missing: "node"
+        not on PATH reads otherwise as a missing adapter file (issue 44)."""
+        program = self.argv[0] if self.argv else ""
+        if program and os.sep not in program:
+            path = {**os.environ, **(self.env or {})}.get("PATH", os.defpath)
+            if shutil.which(program, path=path) is None:
+                return f"the program {program!r} is not on PATH ({why})"
+        elif program and not Path(self.cwd or ".", program).exists():
+            return f"no such program: {program} ({why})"
+        return why
+
     def start(self) -> Started:
         self.generation += 1
         self.pending.clear()
@@ -191,7 +204,8 @@ class ProcessIUT:
             if REAPED:
                 os.close(status_r)
                 os.close(status_w)
-            raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {getattr(e, 'strerror', None) or e}") from None
+            raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: "
+                             f"{self._not_started(getattr(e, 'strerror', None) or str(e))}") from None
         _LIVE.add(self)
         if REAPED:
             os.close(status_w)
@@ -199,7 +213,7 @@ class ProcessIUT:
             if not started.startswith("ok "):
                 self.close(graceful=False)
                 why = started.removeprefix("error: ") or "its reaper exited"
-                raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {why}")
+                raise IUTFailure("start", f"cannot start {shlex.join(self.argv)}: {self._not_started(why)}")
             self.pid = int(started[3:])
         else:
             self.pid = self.proc.pid

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 SUITE = Path(__file__).with_name("suite_tests.py")
+FUZZ = Path(__file__).with_name("fuzz_tests.py")  # test_property, with --dsh-fuzz only
 XDIST_FRAMES = 1000  # room for the frames an xdist worker's loop holds under each test
 
 
@@ -44,6 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="seconds an IUT may take per scenario (default 30)")
     group.addoption("--dsh-give-up-after", type=argtypes.count(0), default=5,
                     help="declare the IUT broken after N consecutive timeouts or crashes (default 5; 0: never)")
+    group.addoption("--dsh-validate", action="store_true", help="check every IUT message against the protocol "
+                    "schemas, as run --validate does (default: as run does without it)")
     group.addoption("--dsh-fuzz", action="store_true", help="also collect the generated property as a hypothesis "
                     "test (test_property), for HypoFuzz: hypothesis fuzz -- --dsh-impl CMD --dsh-fuzz")
     group.addoption("--dsh-failures", default="dsh-failures",
@@ -69,10 +72,23 @@ def pytest_configure(config: pytest.Config) -> None:
             sys.setrecursionlimit(sys.getrecursionlimit() + XDIST_FRAMES)
         if config.getoption("--dsh-fuzz"):
             _fuzz_profile()
+        _one_collection(config)
+        suite = [str(SUITE)] + ([str(FUZZ)] if config.getoption("--dsh-fuzz") else [])
         if config.args_source == pytest.Config.ArgsSource.ARGS:
-            config.args.append(str(SUITE))  # paths the user named, and the suite
+            config.args.extend(suite)  # paths the user named, and the suite
         else:
-            config.args[:] = [str(SUITE)]  # not the testpaths of the project it is run from
+            config.args[:] = suite  # not the testpaths of the project it is run from
+
+
+def _one_collection(config: pytest.Config) -> None:
+    """pytest collects garbage five times as it ends, to surface exceptions raised in
+    ``__del__``; with the suite's corpus and traces on the heap that is most of a second. One
+    pass finds them as well (pytest's own pytester sets none)."""
+    try:
+        from _pytest.unraisableexception import gc_collect_iterations_key  # pytest's, not public
+    except ImportError:
+        return
+    config.stash[gc_collect_iterations_key] = 1
 
 
 def _fuzz_profile() -> None:
@@ -106,11 +122,59 @@ def _check_options(config: pytest.Config) -> None:
     except ExpectationsError as e:
         raise pytest.UsageError(f"--dsh-expectations: {e}") from None
     try:
-        config.stash[IUT_KEY] = make_iut(opt("--dsh-impl"), opt("--dsh-timeout"), validate=True)
+        # Validation as run's: only when asked (it was always on here, the pytest path's largest
+        # cost against run's, issue 44).
+        config.stash[IUT_KEY] = make_iut(opt("--dsh-impl"), opt("--dsh-timeout"), validate=opt("--dsh-validate"))
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
     except IUTFailure as e:  # cannot be driven: each case is an error, as run's exit 3
         config.stash[IUT_KEY] = e
+
+
+@pytest.fixture(scope="session")
+def dsh_runner(request: pytest.FixtureRequest):
+    """The session's runner on the implementation under test, shared by the suite's tests
+    (``suite_tests.py``, ``fuzz_tests.py``)."""
+    from .iut import IUTFailure, NotAnImplementation
+    from .rules import ORACLE_PROFILES
+    from .runner import EXIT_BROKEN, Runner
+    from .terminal import one_line, visible
+
+    opt = request.config.getoption
+    if not opt("--dsh-impl"):
+        pytest.skip("no --dsh-impl given")
+    iut = request.config.stash[IUT_KEY]
+    try:
+        if isinstance(iut, Exception):  # configure found it cannot be driven (_check_options)
+            raise iut
+        iut.start()
+    except NotAnImplementation as e:  # found by the worker process that imports it: one usage error
+        pytest.exit(str(e), returncode=pytest.ExitCode.USAGE_ERROR)
+    except IUTFailure as e:
+        # As run says it, in one line with its exit 3: the session stops here, not with the
+        # same start failure (and its traceback) raised again for each of its tests.
+        pytest.exit(visible(one_line(f"the implementation is broken: {e.message}")), returncode=EXIT_BROKEN)
+    runner = Runner(iut, set(opt("--dsh-profile") or ORACLE_PROFILES), request.config.stash[EXPECTATIONS_KEY],
+                    give_up_after=opt("--dsh-give-up-after"))
+    yield runner
+    iut.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -k deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each corpus case carries the rule ids it cites as keywords and as its ``rules`` marker,
+    so that pytest's ``-k P125`` (and ``-m``-style reports) select the cases citing P125, as
+    ``run -k P125`` does. pytest matches a keyword by substring: ``-k P1`` also takes the
+    cases citing P10..P19 and P100..P128 (``run -k P1`` does not)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        module = getattr(item, "module", None)  # the suite's file, whatever name pytest imported it by
+        if callspec is None or getattr(item, "originalname", None) != "test_case" or module is None or \
+                Path(module.__file__) != SUITE:
+            continue
+        rules = list(callspec.params["item"][1].get("rules", []))
+        item.extra_keyword_matches.update(rules)
+        item.add_marker(pytest.mark.rules(*rules))
 
 
 _HOME: list = []  # the session's hypothesis home, while it lasts

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import shlex
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -33,6 +34,7 @@ from . import __version__
 from dsh_conformance.kit import jsontext
 
 from .outputs import Ledger, OutputWriteError, Written, write_atomic
+from .portable import BUILTIN_CORPUS
 from .protocol import PROTOCOL_VERSION
 from .rules import INDEX
 
@@ -422,6 +424,25 @@ def _short(text: str, limit: int = 80) -> str:
 _KINDS: dict[str, TypeAdapter[Any]] = {"header": TypeAdapter(Header), "case": TypeAdapter(CaseRecord),
                                        "footer": TypeAdapter(Footer)}
 _RECORD_DEPTH = MAX_MESSAGE_DEPTH + 8  # a case record holds the trace items of its divergence
+
+
+def replay_line(header: Header, rec: CaseRecord) -> str:
+    """The command that replays one case of a run: the console's FAIL blocks and the HTML
+    report's details show it. A built-in corpus case by its id, another corpus's by its
+    path, a generated or replayed case by its saved file."""
+    options = header.options
+    if rec.source == "corpus" and header.corpus == BUILTIN_CORPUS:
+        ref = rec.id
+    elif rec.source == "corpus" and header.corpus and rec.case_file:
+        ref = f"{header.corpus}/{rec.case_file}"
+    else:
+        ref = rec.case_file or f"{rec.id}.json"
+    words = ["dsh-conformance", "replay", ref, "--impl", options.get("impl", "IMPL")]
+    if "expectations" in options:
+        words += ["--expectations", options["expectations"]]
+    for p in options.get("profiles", "").split():
+        words += ["--profile", p]
+    return shlex.join(words)
 
 
 INCONCLUSIVE = "inconclusive"  # a rule whose every case failed first on another rule

@@ -2,7 +2,8 @@
 
 The script opens a cell's detail view (a ``<template>`` per failing cell, cloned into one
 ``<dialog>``; also from the page's ``#d-<report>-<rule>[-c<case>]`` fragment), moves to a
-listed case or divergence, and filters the matrix by outcome and profile. It uses
+listed case or divergence, and filters the matrix by outcome, profile and a search for a rule or
+a case (the index by case with it). It uses
 nothing but the DOM, so the page works from ``file://`` and without a network.
 """
 
@@ -16,8 +17,8 @@ header.page h1{margin:0 0 4px;font-size:22px}
 header.page p{margin:2px 0;color:var(--muted)}
 main{padding:16px 24px}
 code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.summaries{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:16px}
-.summary{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 16px}
+.summaries{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(360px,100%),1fr));gap:16px}
+.summary{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 16px;min-width:0}
 .summary h2{margin:0 0 8px;font-size:18px}
 .summary .columns{display:flex;flex-wrap:wrap;gap:8px 36px;align-items:flex-start}
 .summary dl.facts{margin-top:4px}
@@ -34,9 +35,9 @@ td.score{font-variant-numeric:tabular-nums;font-weight:600}
 .meter{display:inline-block;width:140px;height:8px;background:var(--fail-bg);border-radius:4px;overflow:hidden;
 vertical-align:middle}
 .meter span{display:block;height:100%;background:#43a047}
-dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:8px 0}
+dl.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 12px;margin:8px 0}
 dl.facts dt{color:var(--muted)}
-dl.facts dd{margin:0;word-break:break-word}
+dl.facts dd{margin:0;overflow-wrap:break-word;min-width:0;overflow-x:auto}
 .filters{margin:8px 0 12px;display:flex;gap:16px;align-items:center;flex-wrap:wrap}
 #f-count{color:var(--muted)}
 table.matrix{border-collapse:collapse;background:#fff;width:100%}
@@ -85,11 +86,24 @@ table.sbs tr:target td{outline:2px solid #1565c0}
 .none{color:var(--muted);font-style:italic}
 table.kv{border-collapse:collapse;font-size:90%}
 table.kv th,table.kv td{padding:1px 8px 1px 0;text-align:left;border:0}
+th{overflow-wrap:normal;word-break:normal;hyphens:manual}
 p.failing-rules button.rule-link{font:inherit;font-size:90%;margin:1px;padding:1px 6px;cursor:pointer}
 p.legend{color:var(--muted);font-size:90%;margin:4px 0}
 table.case-index button{font:inherit;font-size:90%;margin:1px;padding:1px 6px;cursor:pointer}
 pre.cmd{background:#263238;color:#eceff1;padding:6px 10px;border-radius:4px;white-space:pre-wrap}
 details.scenario pre{max-height:420px;overflow:auto;background:#f5f5f5;padding:6px}
+#f-search{font:inherit}
+@media (max-width:640px){
+header.page,main{padding-left:10px;padding-right:10px}
+.summary{padding:10px}
+.meter{width:56px}
+.wide{overflow-x:auto;max-width:100%}
+table.matrix th,table.matrix td{padding:3px 4px}
+dialog#detail{width:100vw;max-width:100vw;height:100vh;max-height:100vh;border-radius:0}
+dialog .body{padding:4px 8px 12px}
+table.kv,table.kv tbody,table.kv tr,table.kv th,table.kv td{display:block}
+table.kv td{padding-left:12px}
+}
 """
 
 JS = """
@@ -131,6 +145,24 @@ JS = """
   });
   dialog.addEventListener('close', function () { setHash(location.pathname + location.search); });
   var fo = document.getElementById('f-outcome'), fp = document.getElementById('f-profile');
+  var fs = document.getElementById('f-search');
+  // The search box: a rule id (P1 is P1, not P11), words of a rule's title, or part of the id
+  // of a case that did not pass, which shows that case's row of the index and its rules.
+  function searched() {
+    var q = fs.value.trim().toLowerCase(), rules = null;
+    if (q) rules = {};
+    document.querySelectorAll('#cases tr[data-case]').forEach(function (tr) {
+      var ok = !q || tr.dataset.case.toLowerCase().indexOf(q) >= 0;
+      tr.classList.toggle('hidden', !ok);
+      if (ok && q) tr.querySelectorAll('[data-detail]').forEach(function (b) { rules[b.textContent.trim()] = true; });
+    });
+    return function (tr) {
+      if (!q) return true;
+      if (/^p\\d+$/.test(q)) return tr.dataset.rule.toLowerCase() === q || rules[tr.dataset.rule] === true;
+      var title = tr.querySelector('td.title');
+      return (title && title.textContent.toLowerCase().indexOf(q) >= 0) || rules[tr.dataset.rule] === true;
+    };
+  }
   var GROUPS = {failing: ['fail', 'error', 'timeout', 'invalid'], expected: ['expected-fail', 'expected-error'],
                 unscored: ['skip', 'not-scored', 'no-case']};
   function wanted(tr) {
@@ -141,14 +173,14 @@ JS = """
     return outcomes.indexOf(v) >= 0;
   }
   function filter() {
-    var shown = 0;
+    var shown = 0, found = searched();
     document.querySelectorAll('table.matrix tbody').forEach(function (tb) {
       var any = false, section = null, sectionAny = false;
       function closeSection() { if (section) section.classList.toggle('hidden', !sectionAny); }
       tb.querySelectorAll('tr').forEach(function (tr) {
         if (tr.classList.contains('section')) { closeSection(); section = tr; sectionAny = false; return; }
         if (!tr.classList.contains('rule')) return;
-        var ok = (fp.value === 'all' || tr.dataset.profile === fp.value) && wanted(tr);
+        var ok = (fp.value === 'all' || tr.dataset.profile === fp.value) && wanted(tr) && found(tr);
         tr.classList.toggle('hidden', !ok);
         if (ok) { any = true; sectionAny = true; shown++; }
       });
@@ -157,7 +189,7 @@ JS = """
     });
     document.getElementById('f-count').textContent = shown + ' rules shown';
   }
-  fo.addEventListener('change', filter); fp.addEventListener('change', filter);
+  fo.addEventListener('change', filter); fp.addEventListener('change', filter); fs.addEventListener('input', filter);
   filter();
   if (location.hash.indexOf('#d-') === 0) {
     var h = location.hash.slice(1), m = h.match(/^(d-\\d+-P\\d+)(-c\\d+.*)?$/);

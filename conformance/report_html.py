@@ -29,7 +29,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,8 +44,7 @@ from dsh_conformance.kit.trace import parse_trace
 
 from . import __version__, skips, value_diff
 from .evidence import document_digest, trace_digest
-from .portable import BUILTIN_CORPUS
-from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, rule_outcomes
+from .report import BROKEN, INCONCLUSIVE, CaseRecord, Outcome, Report, replay_line, rule_outcomes
 from .report_formats import matrix
 from .report_assets import CSS, JS
 from .rule_text import section_of, statements
@@ -136,19 +134,7 @@ def case_view(report: Report, rec: CaseRecord) -> CaseView:
 
 
 def replay_command(report: Report, rec: CaseRecord) -> str:
-    options = report.header.options
-    if rec.source == "corpus" and report.header.corpus == BUILTIN_CORPUS:
-        ref = rec.id
-    elif rec.source == "corpus" and report.header.corpus and rec.case_file:
-        ref = f"{report.header.corpus}/{rec.case_file}"
-    else:
-        ref = rec.case_file or f"{rec.id}.json"
-    words = ["dsh-conformance", "replay", ref, "--impl", options.get("impl", "IMPL")]
-    if "expectations" in options:
-        words += ["--expectations", options["expectations"]]
-    for p in options.get("profiles", "").split():
-        words += ["--profile", p]
-    return shlex.join(words)
+    return replay_line(report.header, rec)
 
 
 def _item(lane: str, v: Any) -> str:
@@ -450,9 +436,9 @@ def _case_index(reports: list[Report], rows: list[dict[str, Any]]) -> str:
                         f'<td><span class="badge {esc(rec.outcome.value)}">{esc(rec.outcome.value)}</span></td>'
                         f"<td>{links}</td></tr>")
     head = "<th>implementation</th>" if len(reports) > 1 else ""
-    return ('<section id="cases"><h2>Cases that did not pass</h2><table class="case-index">'
+    return ('<section id="cases"><h2>Cases that did not pass</h2><div class="wide"><table class="case-index">'
             f"<thead><tr>{head}<th>case</th><th>outcome</th><th>blamed on (opens the detail view)</th></tr></thead>"
-            f'<tbody>{"".join(body)}</tbody></table></section>')
+            f'<tbody>{"".join(body)}</tbody></table></div></section>')
 
 
 def _statements(md: MarkdownIt) -> str:
@@ -487,6 +473,15 @@ def filter_options(rows: list[dict[str, Any]], several: bool) -> list[tuple[str,
             *((o, o.replace("-", " ") if o == "no-case" else o) for o in RULE_OUTCOMES if o in present)]
 
 
+def page_title(reports: list[Report], title: str) -> str:
+    """The tab's and the bookmark's name: the implementations and their versions (issue 44),
+    then the page's title unless it names them already."""
+    names = [r.name for r in reports]
+    if all(n in title for n in names):
+        return title
+    return f"{', '.join(names)}: {title}" if names else title
+
+
 def render_html(reports: list[Report], title: str = "Compliance matrix", base: Path | None = None,
                 note: str | None = None) -> str:
     """The self-contained page, as UTF-8 text (a lone surrogate shown as its escape)."""
@@ -505,15 +500,17 @@ def render(reports: list[Report], title: str = "Compliance matrix", note: str | 
         f'<option value="{p}">{p}</option>' for p in profiles)
     filters = (f'<form class="filters" onsubmit="return false"><label>Outcome <select id="f-outcome">{options_o}'
                f'</select></label> <label>Profile <select id="f-profile">{options_p}</select></label> '
-               '<span id="f-count"></span></form>'
+               '<label>Search <input type="search" id="f-search" size="24" placeholder="rule id, title words or case id" '
+               'aria-label="search rules and cases"></label> <span id="f-count"></span></form>'
                f'<p class="legend">Each cell: the rule\'s outcome, then its counts ({esc(LEGEND)}).</p>')
     summaries = "".join(_summary(r, i) for i, r in enumerate(reports))
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+            f"<title>{esc(page_title(reports, title))}</title><style>{CSS}</style></head><body>"
             f"<header class=\"page\"><h1>{esc(title)}</h1>{f'<p>{esc(note)}</p>' if note else ''}"
             f'<p class="gen">dsh-conformance report of {len(reports)} run{"s" * (len(reports) != 1)}</p></header>'
-            f'<main><div class="summaries">{summaries}</div><h2>Rules</h2>{filters}{_matrix(reports, rows, md)}'
+            f'<main><div class="summaries">{summaries}</div><h2>Rules</h2>{filters}'
+            f'<div class="wide">{_matrix(reports, rows, md)}</div>'
             f"{_case_index(reports, rows)}{_statements(md)}</main>"
             '<dialog id="detail"><form method="dialog" class="bar"><span class="bar-title"></span>'
             '<button class="close" value="close">Close (Esc)</button></form><div class="body"></div></dialog>'
@@ -521,4 +518,4 @@ def render(reports: list[Report], title: str = "Compliance matrix", note: str | 
             f"<script>{JS}</script></body></html>\n")
 
 
-__all__ = ["render", "case_view", "replay_command"]
+__all__ = ["render", "case_view", "replay_command", "page_title"]

@@ -35,6 +35,7 @@ EXAMPLES = folder("dsh_conformance.examples")  # the starter examples, one on ea
 CASES = SUITE / "cases"  # the built-in corpus
 EXPECTATIONS = SUITE / "expectations"
 ADAPTER = TOOLS / "dsh-adapter"  # the Node adapter's sources (its node_modules only in a clone)
+EXAMPLES = folder("dsh_conformance.examples")  # examples/: the starter ports (`kit py` writes the Python one)
 COVERAGE_EXCEPTIONS = SUITE / "data" / "coverage-exceptions.yaml"  # the branches no draw can reach, with why
 
 

@@ -7,7 +7,10 @@ change did. Two reports are compared:
   ``pass`` > not judged (``skip``, ``not-scored``, ``not-run``, a rule's ``inconclusive`` or
   ``no case``) > known failures (``expected-fail``, ``expected-error``) > failures
   (``fail``, ``error``, ``timeout``, ``invalid``); a move down is a regression, a move up an
-  improvement, a move within a rank (``fail`` to ``error``) a change. A failing case that
+  improvement, a move within a rank (``fail`` to ``error``) a change. A move between not
+  judged and a known failure is a change too: ``not-scored -> expected-fail`` is a release
+  that gained a feature and fails there as its expectations say, not a regression (nothing
+  passed before; issue 44), and the way back is no improvement. A failing case that
   only the new run has is a regression too (a generated counterexample, say);
 - the cases whose normalized trace changed where the outcome did not (the ``trace_digest``
   of each case record: two passing runs whose traces differ, or an expected failure that
@@ -44,13 +47,17 @@ from .rules import rules
 from .terminal import json_visible, one_line, visible
 
 NO_CASE = "no case"
-RANK = {"pass": 3, "skip": 2, "not-scored": 2, "not-run": 2, INCONCLUSIVE: 2, NO_CASE: 2,
-        "expected-fail": 1, "expected-error": 1, "fail": 0, "error": 0, "timeout": 0, "invalid": 0}
+UNJUDGED, KNOWN = 2, 1  # the ranks of not judged and of a known failure
+RANK = {"pass": 3, "skip": UNJUDGED, "not-scored": UNJUDGED, "not-run": UNJUDGED, INCONCLUSIVE: UNJUDGED,
+        NO_CASE: UNJUDGED, "expected-fail": KNOWN, "expected-error": KNOWN, "fail": 0, "error": 0, "timeout": 0,
+        "invalid": 0}
 
 
 def kind(old: str, new: str) -> str:
     """``regression``, ``improvement`` or ``change`` for an outcome moving from old to new."""
     a, b = RANK.get(old, 2), RANK.get(new, 2)
+    if {a, b} == {KNOWN, UNJUDGED}:  # newly judged as expected, or no longer judged: neither better nor worse
+        return "change"
     return "regression" if b < a else "improvement" if b > a else "change"
 
 

@@ -143,7 +143,7 @@ class Runner:
     # ------------------------------------------------------------------ one case
 
     def decide(self, case_id: str, doc: dict[str, Any], source: str, case_file: str | None = None,
-               scenario: Scenario | None = None, expected: Trace | None = None) -> CaseRecord:
+               scenario: Scenario | None = None, expected: "Trace | KeptReference | None" = None) -> CaseRecord:
         """Run one scenario document against the IUT and decide its outcome (not recorded).
         Raises ScenarioRunError when the oracle cannot run the scenario to an end."""
         case = self._prepare(case_id, doc, source, case_file, scenario, expected)

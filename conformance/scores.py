@@ -20,10 +20,11 @@ A report's **score** per profile: how many of the profile's scored rules pass.
 
 A rule is *scored* when the run decided it: its outcome (``report.rule_outcomes``) is a
 pass, a failure (expected or not) or a broken case. Rules without a case, skipped, not
-scored (a profile the implementation does not support) or inconclusive (every case citing
-them failed first on another rule) are left out. An expected failure or error does not
-pass, nor does a rule whose cases were not run (the run stopped early): it was meant to be
-decided.
+scored (a profile the implementation does not support), inconclusive (every case citing
+them failed first on another rule) or not run (the run stopped early, ``--max-fail``, before
+it decided them) are left out, as a ``-k`` selection leaves out the rules it does not run:
+a stopped run's score is of what it decided, and its exit code and STOPPED line say that it
+stopped (issue 44). An expected failure or error does not pass.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ LEGEND = f"{CITING}: cases that cite the rule; {BLAMED}: cases that did not pass
 BLAMABLE = frozenset({Outcome.FAIL, Outcome.XFAIL, Outcome.XERROR, *BROKEN})  # outcomes a case is blamed for
 
 SCORED = frozenset({Outcome.PASS.value, Outcome.FAIL.value, Outcome.XFAIL.value, Outcome.ERROR.value,
-                    Outcome.TIMEOUT.value, Outcome.INVALID.value, Outcome.XERROR.value, Outcome.NOT_RUN.value})
+                    Outcome.TIMEOUT.value, Outcome.INVALID.value, Outcome.XERROR.value})
 assert INCONCLUSIVE not in SCORED
 
 

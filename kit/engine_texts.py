@@ -39,3 +39,17 @@ def nullish_read(what: str, key: str) -> str:
 
 def getter_only(key: str) -> str:
     return f"Cannot set property {key} of #<Object> which has only a getter"
+
+
+def nullish_set(what: str, key: str) -> str:
+    """Assigning ``key`` of ``null`` or ``undefined`` (``what``), or of another non-object."""
+    return f"Cannot set properties of {what} (setting '{key}')"
+
+
+NULLISH_DELETE = "Cannot convert undefined or null to object"  # deleting a property of null or undefined
+DEFINE_ON_NON_OBJECT = "Object.defineProperty called on non-object"  # defining one on a primitive or nullish
+
+
+def primitive_create(key: str, kind: str, shown: str) -> str:
+    """Assigning ``key`` of a primitive (``kind`` ``string``, ``symbol``, ...; ``shown`` its text)."""
+    return f"Cannot create property '{key}' on {kind} '{shown}'"

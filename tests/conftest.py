@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from .hang_guards import install
+
+install()  # a test's subprocess timeouts are hang guards (tests/hang_guards.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).parent / "fakes" / "fake_iut.py"  # deliberately wrong IUTs
 SHARED = ROOT.parent / "shared"

@@ -1,4 +1,4 @@
-"""``dsh-conformance bench``: every figure of issue 13 printed side by side with its target,
+"""``dsh-conformance bench``: every figure of issue 13 printed, its target a ratio of the same run (issue 44),
 the scaling table, and how a CPU profile of the Node adapter is put down to whose code.
 Figures are printed, never asserted: a shared machine decides them (no timed assertion)."""
 
@@ -46,13 +46,18 @@ def test_every_figure_with_its_target(cases, capsys):
     for name in FIGURES:
         line = _line(out, name)
         assert re.search(r"[0-9][0-9,.]* (/s|us|x|s)\b", line), line
-    assert re.search(r">= 1,000 /s +(met|NOT MET)", _line(out, "oracle in-process: corpus scenarios"))
-    assert re.search(r"<= 100 us +(met|NOT MET)", _line(out, "plain call, direct (1,000 a scenario)"))
     assert re.search(r"<= 1.50 x +(met|NOT MET)", _line(out, "protocol path / in-process path, same implementation"))
     assert "no target" in _line(out, "protocol path / bare oracle (not like for like)")
-    assert re.search(r"<= 10.0 s +(met|NOT MET)", _line(out, "dsh-conformance run (make run)"))
-    for option in ("--help", "--version"):  # issue 25: the entry point, start to end
-        assert re.search(r" [0-9.]+ s +<= 0.30 s +(met|NOT MET)", _line(out, f"dsh-conformance {option}, start to end"))
+    # Issue 44: a target is a ratio of two figures of the same run; an absolute figure (a
+    # rate, a time) is information, whatever the machine's speed that day.
+    targeted = [line for line in out.splitlines() if re.search(r"(met|NOT MET)\s*(\(|$)", line)]
+    assert targeted and all(re.search(r" x +(<=|>=) [0-9.]+ x ", line) for line in targeted), targeted
+    for name in ("oracle in-process: corpus scenarios", "plain call, direct (1,000 a scenario)",
+                 "dsh-conformance run (make run)", "dsh-conformance --help, start to end"):
+        assert "met" not in _line(out, name).replace("measured", ""), name
+    # The pytest path against run for the same cases (issue 44, item 3).
+    assert re.search(r"<= 1.50 x +(met|NOT MET)", _line(out, "pytest / run, CPU for the same cases"))
+    assert re.search(r"[0-9.]+ s .*CPU [0-9.]+ s", _line(out, "pytest --dsh-impl oracle -k guard, start to end"))
 
 
 def test_scaling_table(cases, capsys):
@@ -107,7 +112,10 @@ def test_a_figure_says_whether_its_target_is_met():
 def test_the_adapter_figures(cases, capsys):
     assert main(["bench", "--cases", str(cases), "--repeat", "1", "--impl", "dsh", "--skip-run"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r">= 400 /s +(met|NOT MET)", _line(out, "suite, --impl dsh"))
+    assert "met" not in _line(out, "suite, --impl dsh")  # a rate: information, no target (issue 44)
+    assert re.search(r"<= 0.50 x +(met|NOT MET)", _line(out, "suite CPU / implementation CPU, a case"))
+    assert re.search(r">= 3.00 x +(met|NOT MET)", _line(out, "the package's time / the oracle's, a scenario"))
+    assert re.search(r">= 0.80 x +(met|NOT MET)", _line(out, "--jobs 2 / the rate the cores allow"))
     for name in ("adapter fed directly: median per scenario", "the package's time per scenario (profile)",
                  "the adapter's own time per scenario (profile)"):
         assert re.search(r"[0-9.]+ ms", _line(out, name)), name
@@ -131,8 +139,8 @@ def test_a_generated_run_is_timed_with_the_target_it_has(cases, capsys):
     # Against the oracle and with a few examples the row has no target, and says whose it is.
     assert main(["bench", "--cases", str(cases), "--repeat", "1", "--skip-run", "--generated", "3"]) == 0
     line = _line(capsys.readouterr().out, "generated run, 3 examples, seed 2, --impl oracle")
-    assert re.search(r"[0-9.]+ s ", line) and "the target is for 1,000 examples with --impl dsh" in line
-    assert "NOT MET" not in line and " met" not in line
+    assert re.search(r"[0-9.]+ s", line)
+    assert "NOT MET" not in line and " met" not in line  # a time: information, no target
 
 
 def test_the_long_commands_are_asked_for():

@@ -27,6 +27,7 @@ import pytest
 from dsh_conformance.report import read_report, report_schemas
 
 from .conftest import FAKE, ROOT, corpus_subset
+from .hang_guards import hang_guard
 
 FAKES = FAKE.parent
 # Sorted as the runner runs them: run 1, 2, 3, 4.
@@ -126,7 +127,7 @@ def alive(tag: str) -> list[str]:
 
 
 def assert_none_alive(tag: str) -> None:
-    deadline = time.monotonic() + 10  # SIGKILL is delivered asynchronously
+    deadline = time.monotonic() + hang_guard(10)  # SIGKILL is delivered asynchronously
     while (left := alive(tag)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, f"processes of the run still alive: {left}"
@@ -247,7 +248,7 @@ def test_ctrl_c_ends_the_run_and_its_children(tmp_path: Path) -> None:
                              "--report", str(report)], env=env, cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        deadline = time.monotonic() + WALL
+        deadline = time.monotonic() + hang_guard(WALL)
         while not report.exists():  # the header is written once the IUT has answered the handshake
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
@@ -367,7 +368,7 @@ def test_two_signals_in_a_row(tmp_path: Path) -> None:
     proc, tag = _start_run(tmp_path, ["run", "--impl", f"{sys.executable} {FAKE} ignore-term", "--cases", str(cases),
                                       "--examples", "0", "--report", str(tmp_path / "r.jsonl")],
                            {"FAKE_SLOW_SECONDS": "3600"})
-    deadline = time.monotonic() + WALL
+    deadline = time.monotonic() + hang_guard(WALL)
     while not (tmp_path / "r.jsonl").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.05)
@@ -382,7 +383,7 @@ def test_two_signals_in_a_row(tmp_path: Path) -> None:
 def _wait_for(tag: str, count: int, proc: subprocess.Popen[str]) -> None:
     """Until ``count`` processes of the run are alive (the suite, the reaper, the IUT, its two
     descendants that left its group and session, ...)."""
-    deadline = time.monotonic() + WALL
+    deadline = time.monotonic() + hang_guard(WALL)
     while len(alive(tag)) < count:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)
@@ -552,4 +553,4 @@ def test_a_second_signal_during_a_hung_clean_up_ends_the_process() -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 143 and "not ended" not in done.stdout, done.stdout + done.stderr
     assert done.stderr.startswith("dsh-conformance: terminated again: stopped at once"), done.stderr
-    assert time.monotonic() - t0 < 50  # a hang guard, not a timing assertion
+    assert time.monotonic() - t0 < hang_guard(50)  # a hang guard, not a timing assertion

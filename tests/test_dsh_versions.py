@@ -24,6 +24,7 @@ from dsh_conformance.package_sets import NotPublished, lockstep_version, resolve
 
 from .conftest import FAKE, corpus_subset
 from .dsh_trees import assemble_tree, patch
+from .hang_guards import hang_guard
 
 pytestmark = pytest.mark.rules("P1")
 
@@ -159,7 +160,7 @@ def test_runs_on_one_tree_at_once_take_turns_and_both_finish(tree, tmp_path):
                 for out, err in logs]
         # Release only once both have said they wait: a fixed pause loses the race on a busy
         # machine, where starting Python may take longer than the pause.
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + hang_guard(240)
         while not all(waiting in err.read_text() for _, err in logs):
             assert all(p.poll() is None for p in runs), [err.read_text()[-2000:] for _, err in logs]
             assert time.monotonic() < deadline, [err.read_text()[-2000:] for _, err in logs]

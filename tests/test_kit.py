@@ -58,12 +58,12 @@ def test_the_example_passes_the_core_profile_as_a_py_module(tmp_path: Path) -> N
 
 def test_the_example_over_stdio_and_its_own_lines() -> None:
     """The same port as a command line (``kit.serve_stdio``); its lines outside the pipeline
-    logic are few, and the README says how many."""
+    logic are few, and the docs say how many (docs/reference/testing-an-implementation.md)."""
     done = _suite("run", "--impl", f"{sys.executable} {EXAMPLE}", "--profiles", "core", "--examples", "0")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     count = own_lines(EXAMPLE.read_text(encoding="utf-8"))
     assert count <= OWN_LINES_LIMIT
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "reference" / "testing-an-implementation.md").read_text(encoding="utf-8")
     assert f"{count} lines of its own outside its pipeline logic" in readme
 
 

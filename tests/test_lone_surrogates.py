@@ -22,6 +22,7 @@ from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsvalue import json_text
 
 from .conftest import FAKE, ROOT
+from .hang_guards import hang_guard
 
 CASE = CASES / "lone-surrogates-lossless-direct.json"
 LOOP_CASE = CASES / "lone-surrogates-lossless-loop.json"
@@ -61,14 +62,14 @@ def test_protocol_carries_them_both_ways(case):
     # The oracle's server computes its trace from the scenario it received: equal traces
     # mean the scenario arrived intact and the trace came back intact.
     doc = json.loads(case.read_text(encoding="utf-8"))
-    with ProcessIUT([sys.executable, "-m", "dsh_conformance.oracle", "serve"], timeout=30) as iut:
+    with ProcessIUT([sys.executable, "-m", "dsh_conformance.oracle", "serve"], timeout=hang_guard(30)) as iut:
         answer = iut.run(1, doc)
     assert answer.trace.dumps() == run_scenario(load_scenario(case)).dumps()
 
 
 def test_raw_wtf8_from_an_implementation_reads_back(tmp_path):
     doc = json.loads(CASE.read_text(encoding="utf-8"))
-    with ProcessIUT([sys.executable, str(FAKE), "wtf8-out"], timeout=30) as iut:
+    with ProcessIUT([sys.executable, str(FAKE), "wtf8-out"], timeout=hang_guard(30)) as iut:
         answer = iut.run(1, doc)
     assert answer.trace.dumps() == run_scenario(load_scenario(CASE)).dumps()
 

@@ -20,6 +20,7 @@ from dsh_conformance.outputs import OutputError, OutputLock, write_atomic
 from dsh_conformance.report import read_report
 
 from .conftest import FAKE, ROOT, corpus_subset
+from .hang_guards import hang_guard
 
 CASES = ["finalize-content-only", "guard-denies-with-number", "loop-contexts-after-batch", "pre-deny-skips-body"]
 
@@ -37,7 +38,7 @@ def _slow_run(cases: Path, report: Path, seconds: str) -> subprocess.Popen[str]:
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + hang_guard(180)
     while not path.exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.05)

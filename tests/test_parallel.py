@@ -20,6 +20,7 @@ import pytest
 from dsh_conformance.report import read_report
 
 from .conftest import FAKE, corpus_subset
+from .hang_guards import hang_guard
 
 pytestmark = pytest.mark.rules("P1", "P11", "P46")
 
@@ -205,7 +206,7 @@ def test_an_interrupted_wide_run_ends_its_workers_and_keeps_its_report(tmp_path)
                           f"{sys.executable} {FAKE} plain {marker}", "--no-corpus", "--examples", "400", "--jobs", "2",
                           "-q", "--report", str(report), "--failures", str(tmp_path / "f")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + hang_guard(240)
     while time.monotonic() < deadline and not (report.exists() and subprocess.run(
             ["pgrep", "-f", str(marker)], capture_output=True).stdout.count(b"\n") >= 2):
         time.sleep(0.2)
@@ -242,7 +243,7 @@ def test_a_worker_killed_mid_run_is_exit_3_with_a_complete_report(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "dsh_conformance.cli", "run", "--impl", "oracle-inprocess",
                           "--no-corpus", "--examples", "400", "--jobs", "2", "-q", "--report", str(report),
                           "--failures", str(tmp_path / "f")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + hang_guard(240)
     workers: list[str] = []
     while time.monotonic() < deadline and not (report.exists() and len(workers) >= 2):
         workers = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from .hang_guards import hang_guard
+
 pytestmark = pytest.mark.rules("P46")
 
 PYTHON = sys.executable
@@ -70,7 +72,7 @@ def test_remote_workers_recipe_on_loopback(tmp_path):
     server = subprocess.Popen([PYTHON, "-m", "execnet.script.socketserver", f"127.0.0.1:{port}"], cwd=host,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + hang_guard(30)
         while time.monotonic() < deadline:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:

@@ -17,6 +17,8 @@ from dsh_conformance.rules import rules
 from dsh_conformance.situations import OPTIONAL_FEATURES, situations
 from dsh_conformance.strategies.draws import draw_examples
 
+from .hang_guards import hang_guard
+
 FAKES = Path(__file__).parent / "fakes"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +137,7 @@ def test_a_corpus_case_needing_an_undeclared_feature_is_not_sent(tmp_path):
     def started():
         return {**serve.started(), "profiles": ["core", "reference"], "features": []}
 
-    iut = InProcessIUT(started, serve.answer, timeout=10)
+    iut = InProcessIUT(started, serve.answer, timeout=hang_guard(10))
     iut.start()
     try:
         runner = Runner(iut, {"core", "reference"})

@@ -22,7 +22,7 @@ import gc, os, time
 def pytest_unconfigure(config):
     if not hasattr(config, "workerinput"):
         return
-    end = time.monotonic() + float(os.environ["LINGER"])
+    end = time.monotonic() + float(os.environ["LINGER"])  # not a limit: how long the worker lingers
     try:
         while time.monotonic() < end:  # a worker's slow last seconds, the collector busy
             junk = [[] for _ in range(2000)]

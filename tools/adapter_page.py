@@ -17,6 +17,8 @@ from dsh_conformance import contract
 from dsh_conformance.oracle import parse_trace, run_scenario
 from dsh_conformance.kit.trace import is_portable
 
+from . import port_questions
+
 PAGE = "writing-an-adapter.md"
 EXAMPLE = "pre-deny-skips-body"
 
@@ -180,4 +182,4 @@ With `--validate` the suite checks every message against the schemas before comp
 reports the first error's JSON path in the answer (`$.trace.observations[5].what: ...`).
 `dsh-conformance replay <case> --impl "<command>" --all` lists every divergence of one case,
 each with its place, rules and reason. The exit codes are in the README.
-"""
+""" + port_questions.render()

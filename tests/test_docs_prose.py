@@ -402,6 +402,12 @@ def test_upstream_pages_make_claims_and_pass(shared):
     ("`tools/execute` 先于 `tools/post-execute`；`tools/result` 晚于 `finalizeContent`。", "zh",
      {("around", "post"), ("finalize", "final")}),
     ("文件系统守卫、`tools/execute` 和 `tools/result` 都会运行。", "zh", set()),
+    # 在 B 之前 with its own verb: the later clause's stage is not its subject (upstream's subsystems/tools).
+    ("随后在 `tools/result` 之前立即物化并冻结已接受的结果，因此可用于后续持久化的 `tool/result` 追加。", "zh",
+     {("final", "toolResult")}),  # the sequence (随后) only, never `tool/result` before `tools/result`
+    ("在 `tools/result` 之前，`finalizeContent` 运行。", "zh", {("finalize", "final")}),
+    ("`tools/pre-execute` → 已注册的单调 guard → `tools/execute`。", "zh",
+     {("pre", "guards"), ("guards", "around"), ("pre", "around")}),
     ("Guards run before approval.", "en", {("guards", "approval")}),
     ("守卫在审批之前运行。", "zh", {("guards", "approval")}),
     ("Filesystem guards run before approval policy and `tools/execute`.", "en", set()),

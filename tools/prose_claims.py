@@ -338,7 +338,10 @@ def _clause_claims(masked: str, c: _Clause, following: list[str], preceding: lis
                 in_sequence |= mk.kind == "zh-after"  # "之后，B": then
                 continue
             obj = before_marker[-1:]
-            subject = before_marker[:-1] or right or following
+            # "在 B 之前，A …": the subject is the next clause only when the clause ends at the
+            # marker; "在 B 之前立即物化…" has its own verb, and a later clause is not its subject.
+            rest = masked[mk.end:c.end].strip(" \t\n，,；;：:。" + HIDDEN)
+            subject = before_marker[:-1] or right or (following if not rest else [])
             claims |= _pairs(subject, obj) if mk.kind == "zh-before" else _pairs(obj, subject)
         elif mk.kind == "once":
             if right and following:

@@ -14,6 +14,8 @@ from dsh_conformance.tools.md_structure import parse
 from dsh_conformance.tools.pairing import render_record
 from dsh_conformance.tools.pipeline_page import PAGE, generate
 
+from .upstream_findings import is_upstream_finding
+
 ACKNOWLEDGED = [
     "node 'owned' calls `hook/invoked` tool-owned, but the catalogs say hook-bridge writes it",
     "node 'owned' calls `hook/result` tool-owned, but the catalogs say hook-bridge writes it",
@@ -65,11 +67,14 @@ def test_our_docs_pass(capsys):
     assert capsys.readouterr().out.endswith("docs check: 0 error(s), 3 warning(s) in " + str(CATALOGS.parent / "docs") + "\n")
 
 
-def test_upstreams_tree_passes_with_explained_warnings(shared, capsys):
+def test_upstreams_tree_gives_its_real_findings_as_errors(shared, capsys):
+    # What our page keeps on purpose (a warning there) is a real error on upstream's own page.
     root = shared / "upstream/b150a551b8"
-    _assert_acknowledged_warnings_only(check_tree(root, CATALOGS))
-    assert main(["docs", "check", "--root", str(root)]) == 0
-    assert "0 error(s), 3 warning(s)" in capsys.readouterr().out
+    findings = check_tree(root, CATALOGS)
+    assert [f.severity for f in findings] == ["error"] * 3
+    assert all(is_upstream_finding(f) and "a known upstream error (flow model)" in f.message for f in findings)
+    assert main(["docs", "check", "--root", str(root)]) == 1
+    assert "3 error(s), 0 warning(s)" in capsys.readouterr().out
 
 
 def test_upstreams_catalogs_are_read(shared):

@@ -21,6 +21,7 @@ with where an installed suite keeps it.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +29,12 @@ from pathlib import Path
 from .flow_model import FlowModel
 from .md_structure import Structure, parse
 from .pairing import blob_hash, pair_paths, parse_record
-from .prose_claims import Claim, Lang, Lexicon, OrderGraph, Sentence, closure, list_claims, sentence_claims
+from .prose_claims import (ARROW, Claim, Lang, Lexicon, OrderGraph, Sentence, closure, code_key, list_claims,
+                           sentence_claims)
 
 GENERATED_MARK = "dsh-conformance docs generate"
+CHAIN_FENCES = frozenset({"", "text", "txt", "plain", "plaintext"})  # code blocks whose arrow chains are prose
+BARE_NAME = re.compile(r"(?<![\w`/.-])([A-Za-z][\w.-]*(?:/[\w.-]+)+|[A-Za-z][\w.]*\(\))(?=\*?(?![\w/`-]))")
 RECORD_COMMAND = "dsh-conformance docs record"
 INSTALLED_FLOW = 'importlib.resources.files("dsh_conformance.catalogs")'
 QUOTE_MAX = 120
@@ -87,6 +91,20 @@ def read_page(path: Path, text: str, lexicon: Lexicon) -> _Page:
             text_ = " / ".join(i.split("\n")[0] for i in ol.items)
             sentence = Sentence(0, 0, f"ordered list: {text_}", tuple(mentions), frozenset(claims))
             units.append(_Unit(sum(h < ol.line for h in heads), ol.line, [(ol.line, sentence)]))
+    for fence in s.fences:
+        if fence.info.split(" ")[0] not in CHAIN_FENCES:
+            continue
+        for i, line_text in enumerate(fence.body.split("\n")):
+            if not ARROW.search(line_text):
+                continue
+            # A plain-text chain ("tool/call* -> tools/pre-execute -> ..."): its bare names
+            # are read as code spans.
+            source = BARE_NAME.sub(lambda m: f"`{m.group(1)}`" if code_key(m.group(1)) in lexicon.names
+                                   else m.group(0), line_text)
+            line = fence.line + 1 + i
+            found = [(line, sen) for sen in sentence_claims(source, lexicon, lang) if sen.claims]
+            if found:
+                units.append(_Unit(sum(h < fence.line for h in heads), line, found))
     units.sort(key=lambda u: u.line)
     generated = text.startswith("<!--") and GENERATED_MARK in text.split("-->", 1)[0]
     return _Page(path, lang, units, generated)

@@ -1,0 +1,265 @@
+"""Claims about the pipeline other than stage order, read from every page of a docs tree in
+both languages and checked against the catalogs and the spec's rules.
+
+The claims are data (tools/data/pipeline-claims.yaml): what a sentence must contain for a
+claim to be made (a subject, an object, the claim's words), the rule it is held to and a
+wording to suggest. Four kinds:
+
+- *statements* about a subject: a count that must equal a fact computed from the flow model
+  and the catalog index ("sub-calls go through both waterfalls": P120 makes it three), or a
+  claim a rule contradicts ("sub-call contexts are dropped": P126);
+- *roles*: a clause that names exactly one stage and then a role another stage has
+  ("`tools/result` to replace the content": P99);
+- *ownership*: a sentence calling events tool-owned names only session events a tool body
+  writes (P71);
+- *kinds*: the word beside a name ("`X` waterfall", "`X` session event") agrees with the
+  catalog index.
+
+A negation before the claim in its clause ("are never dropped") makes no claim. Each
+finding carries the page, the line, the sentence, the rule or catalog entry and a suggested
+wording (:class:`ClaimFinding`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dsh_conformance.resources import TOOLS
+
+from .catalog_index import INDEX_FILE, CatalogIndex
+from .flow_model import Code, FlowModel
+from .md_structure import parse
+from .prose_claims import CLAUSE_END, CODE_SPAN, NEGATION, Lang, Lexicon, code_key, mask, sentence_claims, spans
+
+CLAIMS_FILE = TOOLS / "data" / "pipeline-claims.yaml"
+NUMBERS = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5}
+
+
+class ClaimsError(ValueError):
+    """tools/data/pipeline-claims.yaml does not load or names what the flow model lacks."""
+
+
+@dataclass(frozen=True)
+class ClaimFinding:
+    file: Path
+    line: int
+    message: str
+
+
+def load_claims(model: FlowModel, path: Path = CLAIMS_FILE) -> dict[str, Any]:
+    """The claims file, its patterns compiled in place (``{lang: pattern}`` dicts)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ClaimsError(f"{path}: cannot read: {e}") from None
+    nodes = {n.id for n in model.nodes}
+
+    def compile_(entry: Any, where: str) -> dict[str, re.Pattern[str]]:
+        if not isinstance(entry, dict) or not set(entry) <= {"en", "zh"}:
+            raise ClaimsError(f"{path}: {where}: expected `en` and `zh` patterns")
+        try:
+            return {lang: re.compile(str(p), re.IGNORECASE) for lang, p in entry.items()}
+        except re.error as e:
+            raise ClaimsError(f"{path}: {where}: {e}") from None
+
+    for s in data.get("statements", []):
+        for key in ("subject", "object", "claim"):
+            if key in s:
+                s[key] = compile_(s[key], f"{s.get('id')}.{key}")
+    for r in data.get("roles", []):
+        if r.get("node") not in nodes:
+            raise ClaimsError(f"{path}: role of {r.get('node')!r}: not a node of the flow model")
+        r["not"] = compile_(r["not"], f"roles.{r['node']}.not")
+    if "ownership" in data:
+        data["ownership"]["claim"] = compile_(data["ownership"]["claim"], "ownership.claim")
+    for k in data.get("kinds", []):
+        k["said"] = compile_(k["said"], f"kinds.{k.get('must')}.said")
+    return data
+
+
+# ================================================================== facts from the catalogs
+
+def pipeline_waterfalls(model: FlowModel, index: CatalogIndex) -> list[str]:
+    """The waterfalls every call passes: the flow model's stages whose label names a live
+    event the catalog index gives mode waterfall and has the registry dispatch (a body's
+    `fs/*` intents are the body's own, P71)."""
+    out = []
+    for node in model.drawn_nodes:
+        for line in node.label:
+            for seg in line:
+                live = index.live_event(seg.code) if isinstance(seg, Code) else None
+                if live is not None and live.mode == "waterfall" and live.dispatchedBy == "registry" \
+                        and seg.code not in out:  # type: ignore[union-attr]
+                    out.append(seg.code)  # type: ignore[union-attr]
+    return out
+
+
+# ================================================================== reading a page
+
+@dataclass(frozen=True)
+class _Sentence:
+    line: int
+    source: str  # the paragraph's source
+    masked: str
+    start: int
+    end: int
+    mentions: tuple  # prose_claims.Mention
+
+    @property
+    def text(self) -> str:
+        return self.source[self.start:self.end]
+
+    def quote(self) -> str:
+        flat = " ".join(self.text.split())
+        return f"“{flat if len(flat) <= 160 else flat[:159] + '…'}”"
+
+    def negated(self, at: int) -> bool:
+        """A negation before ``at`` (an offset in the paragraph) in its clause."""
+        for a, b in spans(self.masked, CLAUSE_END, self.start, self.end):
+            if a <= at < b:
+                return NEGATION.search(self.masked, a, at) is not None
+        return False
+
+
+def _sentences(text: str, lexicon: Lexicon, lang: Lang) -> list[_Sentence]:
+    out = []
+    for para in parse(text).paragraphs:
+        masked = mask(para.source)
+        for s in sentence_claims(para.source, lexicon, lang):
+            line = para.line + para.source[: s.start].count("\n")
+            out.append(_Sentence(line, para.source, masked, s.start, s.end, s.mentions))
+    return out
+
+
+# ================================================================== the checks
+
+@dataclass
+class ClaimChecker:
+    model: FlowModel
+    index: CatalogIndex
+    lexicon: Lexicon
+    claims: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self.facts = {"pipeline-waterfalls": pipeline_waterfalls(self.model, self.index)}
+
+    def check_page(self, path: Path, text: str) -> list[ClaimFinding]:
+        lang: Lang = "zh" if path.name.endswith(".zh.md") else "en"
+        out: list[ClaimFinding] = []
+        for s in _sentences(text, self.lexicon, lang):
+            out += [ClaimFinding(path, s.line, m) for m in self._sentence(s, lang)]
+        return out
+
+    def _sentence(self, s: _Sentence, lang: Lang) -> list[str]:
+        found: list[str] = []
+        for st in self.claims.get("statements", []):
+            found += self._statement(s, st, lang)
+        found += self._roles(s, lang)
+        found += self._ownership(s, lang)
+        found += self._kinds(s, lang)
+        return found
+
+    def _search(self, s: _Sentence, entry: dict[str, re.Pattern[str]] | None, lang: Lang) -> bool:
+        pattern = entry.get(lang) if entry else None
+        return pattern is not None and pattern.search(s.source, s.start, s.end) is not None
+
+    def _statement(self, s: _Sentence, st: dict[str, Any], lang: Lang) -> list[str]:
+        claim = st["claim"].get(lang)
+        if claim is None or not self._search(s, st["subject"], lang):
+            return []
+        if "object" in st and not self._search(s, st["object"], lang):
+            return []
+        out = []
+        for m in claim.finditer(s.source, s.start, s.end):
+            if s.negated(m.start()):
+                continue
+            suggest = st["suggest"][lang]
+            if st["kind"] == "count":
+                names = self.facts[st["expect"]]
+                said = m.group("n").lower()
+                n = NUMBERS.get(said, int(said) if said.isdigit() else -1)
+                if n == len(names):
+                    continue
+                fact = st["fact"].format(expect=len(names), names=", ".join(f"`{x}`" for x in names))
+                out.append(f"{s.quote()} says {m.group(0)!r}, but {fact} ({st['rule']}; the waterfalls are the flow "
+                           f"model's stages whose events {INDEX_FILE} gives mode waterfall); suggested wording: "
+                           f"“{suggest.format(expect=len(names))}”")
+            else:
+                out.append(f"{s.quote()} says {m.group(0)!r}, but {st['fact']} ({st['rule']}); suggested wording: "
+                           f"“{suggest}”")
+        return out
+
+    def _roles(self, s: _Sentence, lang: Lang) -> list[str]:
+        out = []
+        roles = {r["node"]: r for r in self.claims.get("roles", [])}
+        for a, b in spans(s.masked, CLAUSE_END, s.start, s.end):
+            inside = [m for m in s.mentions if a <= m.start < b]
+            if len({m.node for m in inside}) != 1 or inside[0].node not in roles:
+                continue
+            role = roles[inside[0].node]
+            pattern = role["not"].get(lang)
+            m = pattern.search(s.masked, inside[-1].end, b) if pattern is not None else None
+            if m is None or NEGATION.search(s.masked, a, m.start()):
+                continue
+            out.append(f"{s.quote()} gives {inside[0].text} the role {m.group(0)!r}, but {role['does']} "
+                       f"({role['rule']}); suggested wording: “{role['suggest'][lang]}”")
+        return out
+
+    def _ownership(self, s: _Sentence, lang: Lang) -> list[str]:
+        own = self.claims.get("ownership")
+        pattern = own["claim"].get(lang) if own else None
+        m = pattern.search(s.source, s.start, s.end) if pattern is not None else None
+        if m is None or s.negated(m.start()):
+            return []
+        out = []
+        for code in CODE_SPAN.finditer(s.source, s.start, s.end):
+            name = code_key(code.group(2))
+            ev, live = self.index.session_event(name), self.index.live_event(name)
+            if live is not None:
+                out.append(f"{s.quote()} calls `{name}` tool-owned with session events, but {INDEX_FILE} has it as "
+                           f"a live {live.mode} event dispatched by {live.dispatchedBy}, not a session event "
+                           f"({own['rule']}); suggested wording: list it apart, as a live event")
+            elif ev is not None and ev.writtenBy not in own["writers"]:
+                out.append(f"{s.quote()} calls `{name}` tool-owned, but {INDEX_FILE} says {ev.writtenBy} writes it "
+                           f"({', '.join(ev.rules) or own['rule']}); suggested wording: name its writer, "
+                           f"“`{name}` (appended by {ev.writtenBy})”")
+        return out
+
+    def _kinds(self, s: _Sentence, lang: Lang) -> list[str]:
+        out = []
+        for k in self.claims.get("kinds", []):
+            pattern = k["said"].get(lang)
+            for m in pattern.finditer(s.source, s.start, s.end) if pattern is not None else []:
+                name = code_key(m.group("name") or (m.groupdict().get("name2") or ""))
+                if name.endswith("/*") or not self.index.kinds_of(name):
+                    continue  # a scope, or a name the catalogs do not hold: not judged here
+                live, ev = self.index.live_event(name), self.index.session_event(name)
+                must = k["must"]
+                ok = (live is not None and live.mode == must) if must in ("waterfall", "emit") else ev is not None
+                if ok:
+                    continue
+                is_ = (f"a live {live.mode} event" if live is not None else "a session-log event" if ev is not None
+                       else f"a {', '.join(self.index.kinds_of(name))}")
+                rules = (live.rules if live is not None else ev.rules if ev is not None else []) or [k["rule"]]
+                word = {"waterfall": "waterfall", "emit": "notification (emit)", "session-event": "session event"}[must]
+                fix = (f"`{name}` {live.mode if live.mode == 'waterfall' else 'synchronous notification'}"
+                       if live is not None else f"`{name}` session event" if ev is not None else f"`{name}`")
+                out.append(f"{s.quote()} calls `{name}` a {word}, but {INDEX_FILE} has it as {is_} "
+                           f"({', '.join(rules)}); suggested wording: “{fix}”")
+        return out
+
+
+def check_claims(pages: list[Path], checker: ClaimChecker) -> list[ClaimFinding]:
+    out: list[ClaimFinding] = []
+    for path in pages:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # reported by the pair checks
+        out += checker.check_page(path, text)
+    return out

@@ -103,7 +103,7 @@ def test_the_edits_exit_1_from_the_command(tree, capsys):
     assert main(["docs", "check", "--root", str(tree)]) == 1
     out = capsys.readouterr().out
     # One edit, one error: the hand-edited generated files' staleness is shown as its consequence.
-    assert out.count(": error: ") == 1 and "docs check: 1 error(s), 5 warning(s)" in out, out
+    assert out.count(": error: ") == 1 and "docs check: 1 error(s), 6 warning(s)" in out, out
     assert f"{tree / 'docs' / PAGE}.md:1: warning: stale;" in out
 
 
@@ -271,7 +271,7 @@ def test_upstream_stage_chain_swapped(shared, tmp_path, capsys):
     assert "`tools/post-execute` (post) before `tools/execute` (around) (the flow model runs them the other way: " \
            "S42 `around --> post`)" in errors[0]
     assert main(["docs", "check", "--root", str(root)]) == 1
-    assert "4 error(s)" in capsys.readouterr().out  # with upstream's three real findings
+    assert "5 error(s)" in capsys.readouterr().out  # with upstream's four real findings
 
 
 def test_upstream_pair_hint_names_the_record_command(shared, tmp_path, monkeypatch):

@@ -16,6 +16,9 @@ UPSTREAM_FINDINGS: list[tuple[str, int, str]] = [
     (f"{PAGE}.md", 20, "node 'owned' calls `hook/result` tool-owned, but the catalogs say hook-bridge writes it"),
     # spec section 4: fs/observed is a live emit event, not a session-log event.
     (f"{PAGE}.md", 20, "node 'owned' groups `fs/observed` with session events, but it is a live event with mode emit"),
+    # P124: "binding rejections" is the rejection of a program's tool binding, not "binding force".
+    (f"{PAGE}.zh.md", 62, "“…的 `run_code` 传输及其序列化子调用都送入流水线；子调用携带父级 token、记录 `tool/code-dispatch`、将拒绝"
+                          "呈现为具有约束力的驳回"),
 ]
 
 

@@ -37,6 +37,7 @@ from typing import Literal
 
 from .catalog_index import INDEX_FILE, CatalogError, CatalogIndex, load_index
 from .docs_prose import ProseChecker, check_prose, shown
+from .glossary import GlossaryError, check_glossary, load_glossary
 from .flow_model import FLOW_FILE, FlowModel, FlowModelError, load_flow_model
 from .md_structure import Fence, Item, Structure, hard_wrapped, parse
 from .mermaid_flow import label_text, render_mermaid
@@ -97,7 +98,8 @@ def check_tree(root: Path, catalogs: Path) -> list[Finding]:
         index = load_index(catalogs)
         lexicon = load_lexicon(model)
         claims = load_claims(model)
-    except (FlowModelError, CatalogError, LexiconError, ClaimsError) as e:
+        glossary = load_glossary()
+    except (FlowModelError, CatalogError, LexiconError, ClaimsError, GlossaryError) as e:
         raise BadInput(str(e)) from None
     docs = docs_dir(root)
     sources = _pair_sources(docs)
@@ -116,6 +118,12 @@ def check_tree(root: Path, catalogs: Path) -> list[Finding]:
     _add_prose_errors(r, check_prose(pages, sources, checker))
     for f in check_claims(pages, ClaimChecker(model, index, lexicon, claims)):
         r.error(f.file, f.line, f.message)
+    for g in check_glossary(sources, glossary):
+        # Our generated page keeps upstream's Chinese word for word (its prose source says so).
+        if is_ours(g.file.with_name(g.file.name.removesuffix(".zh.md") + ".md")):
+            r.warning(g.file, g.line, g.message + " — kept: our page reproduces upstream's text")
+        else:
+            r.error(g.file, g.line, g.message)
     return sorted(r.findings, key=lambda f: (str(f.file), f.line, f.severity, f.message))
 
 

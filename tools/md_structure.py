@@ -11,6 +11,7 @@ text runs of each paragraph.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -94,7 +95,10 @@ def _inline(tok: Token) -> Paragraph:
     return Paragraph(_line(tok), tok.content, tuple(code), tuple(text), tuple(links))
 
 
+@lru_cache(maxsize=1024)
 def parse(text: str) -> Structure:
+    """The page's structure; cached, because every check of ``docs check`` reads every page
+    (callers must not change what it returns)."""
     s = Structure()
     tokens = _MD.parse(text)
     list_stack: list[tuple[Token, list[int]]] = []

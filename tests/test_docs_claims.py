@@ -1,0 +1,191 @@
+"""`docs check` holds every page of a docs tree to the pipeline, in both languages: counts,
+drop/keep statements, stage roles, event ownership, the kind a name is called, orders in
+plain-text code blocks, and the spec's terms in Chinese. Upstream's whole docs tree gives its
+real findings only (no false alarm); edits planted into upstream's own pages are each caught
+with the rule they contradict and a suggested wording."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dsh_conformance.tools.catalog_index import load_index
+from dsh_conformance.tools.catalogs import CATALOGS
+from dsh_conformance.tools.docs_check import check_tree
+from dsh_conformance.tools.flow_model import load_flow_model
+from dsh_conformance.tools.glossary import check_pair, load_glossary
+from dsh_conformance.tools.pipeline_claims import ClaimChecker, load_claims, pipeline_waterfalls
+from dsh_conformance.tools.prose_claims import load_lexicon
+
+from .upstream_findings import UPSTREAM_FINDINGS, is_upstream_finding
+
+MODEL = load_flow_model()
+INDEX = load_index(CATALOGS)
+CHECKER = ClaimChecker(MODEL, INDEX, load_lexicon(MODEL), load_claims(MODEL))
+FULL = "upstream/b150a551b8-full/docs"
+
+
+def _claims(text: str, name: str = "page.md") -> list[str]:
+    return [f.message for f in CHECKER.check_page(Path(name), text + "\n")]
+
+
+# ================================================================== the engine, on small pages
+
+def test_the_waterfalls_a_call_passes_come_from_the_catalogs():
+    assert pipeline_waterfalls(MODEL, INDEX) == ["tools/pre-execute", "tools/execute", "tools/post-execute"]
+
+
+@pytest.mark.parametrize("text, name, rule", [
+    ("Sub-calls go through BOTH waterfalls.", "page.md", "P120"),
+    ("Each sub-call passes the two pipeline waterfalls.", "page.md", "P120"),
+    ("子调用会经过两个 waterfall。", "page.zh.md", "P120"),
+    ("Sub-call contexts are deliberately dropped.", "page.md", "P126"),
+    ("The `additionalContexts` of a sub-call are discarded.", "page.md", "P126"),
+    ("子调用的上下文会被丢弃。", "page.zh.md", "P126"),
+    ("Sub-calls log their own `tool/result`.", "page.md", "P120"),
+    ("Use `tools/result` to replace the final content.", "page.md", "P99"),
+    ("用 `tools/result` 替换最终内容。", "page.zh.md", "P99"),
+    ("A registered monotonic guard may ask the user.", "page.md", "P46"),
+    ("Use `tools/post-execute` to wrap dispatch with a deadline.", "page.md", "P78"),
+])
+def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
+    found = _claims(text, name)
+    assert len(found) == 1, found
+    assert f"({rule}" in found[0] and "suggested wording: “" in found[0]
+
+
+@pytest.mark.parametrize("text, name", [
+    ("Sub-calls go through all three waterfalls.", "page.md"),
+    ("Sub-call contexts are never dropped: they ride on the `run_code` result.", "page.md"),
+    ("子调用的上下文不会被丢弃。", "page.zh.md"),
+    ("The filesystem's `fs/*` waterfalls are two.", "page.md"),
+    ("Use `tools/post-execute` to replace the content, and `tools/result` to observe the outcome.", "page.md"),
+    ("`tools/result` cannot replace the outcome.", "page.md"),
+    ("Sub-calls omit `additionalContexts` to preserve call/result adjacency.", "page.md"),
+    ("The `tools/pre-execute` waterfall and the `tools/result` synchronous notification.", "page.md"),
+    ("Log-only `todo/write` and `tool/code-dispatch` are tool-owned session events.", "page.md"),
+])
+def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
+    assert _claims(text, name) == []
+
+
+@pytest.mark.parametrize("text, said", [
+    ("The `tools/result` waterfall observes the outcome.", "calls `tools/result` a waterfall"),
+    ("The `tools/execute` synchronous notification.", "calls `tools/execute` a notification (emit)"),
+    ("The `fs/observed` session event records a read.", "calls `fs/observed` a session event"),
+    ("Tool-owned events: `todo/write`, `hook/invoked`.", "calls `hook/invoked` tool-owned, but"),
+    ("Tool-owned session events include `fs/observed`.", "calls `fs/observed` tool-owned with session events"),
+])
+def test_kinds_and_ownership_come_from_the_catalog_index(text, said):
+    found = _claims(text)
+    assert len(found) == 1 and said in found[0], found
+
+
+def test_a_mistranslated_term_is_flagged_and_an_accepted_one_is_not():
+    terms = load_glossary()
+    en = "# T\n\nEnglish | [中文](t.zh.md)\n\nSub-calls return denials as binding rejections.\n"
+    bad = "# T\n\n[English](t.md) | 中文\n\n子调用将拒绝呈现为具有约束力的驳回。\n"
+    good = "# T\n\n[English](t.md) | 中文\n\n子调用将拒绝呈现为绑定拒绝。\n"
+    found = check_pair(Path("t.md"), Path("t.zh.md"), en, bad, terms)
+    assert len(found) == 1 and found[0].line == 5
+    assert "renders it '具有约束力的驳回'" in found[0].message and "(P124)" in found[0].message
+    assert "suggested wording: 绑定拒绝" in found[0].message
+    assert check_pair(Path("t.md"), Path("t.zh.md"), en, good, terms) == []
+
+
+# ================================================================== upstream's whole tree
+
+def _upstream(shared: Path) -> Path:
+    source = shared / FULL
+    if not source.is_dir():
+        pytest.skip(f"{FULL} is not in ../shared")
+    return source
+
+
+def test_upstreams_whole_tree_gives_only_its_real_findings(shared):
+    root = _upstream(shared).parent
+    findings = check_tree(root, CATALOGS)
+    errors = [f for f in findings if f.severity == "error"]
+    assert [f for f in errors if not is_upstream_finding(f)] == []  # no false alarm on 330 files
+    assert len(errors) == len(UPSTREAM_FINDINGS)  # each real finding once
+    assert [f for f in findings if f.severity == "warning"] == []
+
+
+# (file, old, new): each edit is planted into upstream's own page; they touch separate claims,
+# so one run of the check over one edited copy shows them all.
+PLANTED: dict[str, list[tuple[str, str, str]]] = {
+    # P120: three waterfalls, not both.
+    "both-waterfalls": [("tool-execution-pipeline.md", "sub-calls carry the parent token",
+                         "sub-calls go through BOTH waterfalls, carry the parent token")],
+    # P126: sub-call contexts ride on the parent result.
+    "dropped": [("tool-execution-pipeline.md", "and omit `additionalContexts` to preserve call/result adjacency",
+                 "and their contexts are deliberately dropped to preserve call/result adjacency")],
+    "dropped-zh": [("tool-execution-pipeline.zh.md", "并省略 `additionalContexts`", "并丢弃子调用的上下文")],
+    # A reversed order around outer normalization (the stage has prose names now).
+    "normalization": [("tool-execution-pipeline.md", "and normalizes a snapshot failure before the visible "
+                       "definition's snapshotted `finalizeContent` callback enforces its synchronous content-only "
+                       "invariant", "before the visible definition's snapshotted `finalizeContent` callback "
+                       "enforces its synchronous content-only invariant; outer normalization then runs")],
+    # Claims in pages other than the pipeline page: a stage role in the extension cookbook ...
+    "role": [("cookbook/extension-cookbook.md", "`tools/result` for contained observation of the immutable final "
+              "outcome", "`tools/result` to replace the immutable final outcome")],
+    # ... an arrow chain inside a code block, both languages alike (code blocks are verbatim) ...
+    "code-block": [(name, "tool/call* -> tools/pre-execute -> tools/execute",
+                    "tool/call* -> tools/execute -> tools/pre-execute") for name in ("architecture.md",
+                                                                                    "architecture.zh.md")],
+    # ... when tools/result fires, in the Cordis tutorial ...
+    "tutorial": [("cordis-tutorial/07-into-the-harness.md", "is emitted as part of result materialization, before "
+                  "`execute`'s promise resolves to the caller", "is emitted after `tool/result` is appended")],
+    # ... an order claim in subsystems/tools, in Chinese ...
+    "order-zh": [("subsystems/tools.zh.md", "→ `tools/execute`（环绕分派包装层）→ `tools/post-execute`（检查/替换结果）",
+                  "→ `tools/post-execute`（检查/替换结果）→ `tools/execute`（环绕分派包装层）")],
+    # ... and what a name is, on the approval page.
+    "kind": [("subsystems/approval.md", "It appends `approval/asked`, obtains",
+              "It appends the `approval/request` session event, obtains")],
+    # A mistranslated term in another pair.
+    "term": [("subsystems/tools.zh.md", "已注册的单调 guard", "已注册的单调递增 guard")],
+}
+CAUGHT = {
+    "both-waterfalls": ("tool-execution-pipeline.md:60", "says 'BOTH waterfalls', but a sub-call passes the whole "
+                        "pipeline, all 3 waterfalls (`tools/pre-execute`, `tools/execute`, `tools/post-execute`) (P120;"),
+    "dropped": ("tool-execution-pipeline.md:60", "says 'dropped', but a sub-call's contexts are deferred on the "
+                "`run_code` record"),
+    "dropped-zh": ("tool-execution-pipeline.zh.md:62", "says '丢弃', but a sub-call's contexts are deferred"),
+    "normalization": ("tool-execution-pipeline.md:60", "says finalize before outer normalization (normalized) (the "
+                      "flow model runs them the other way: S46 `normalized --> finalize`)"),
+    "role": ("cookbook/extension-cookbook.md:33", "gives `tools/result` the role 'replace', but `tools/result` only "
+             "observes the frozen, authoritative outcome (P99); suggested wording:"),
+    "code-block": ("architecture.md:77", "says `tools/execute` (around) before `tools/pre-execute` (pre)"),
+    "tutorial": ("cordis-tutorial/07-into-the-harness.md:94", "says `tool/result` (toolResult) before `tools/result` "
+                 "(final)"),
+    "order-zh": ("subsystems/tools.zh.md:172", "says `tools/post-execute` (post) before `tools/execute` (around)"),
+    "kind": ("subsystems/approval.md:86", "calls `approval/request` a session event, but pipeline.catalog.json has "
+             "it as a live waterfall event (P43); suggested wording: “`approval/request` waterfall”"),
+    "term": ("subsystems/tools.zh.md:172", "says 'monotonic guards', and this paragraph renders it '单调递增 guard'; "
+             "in the spec (P48)"),
+}
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> list[str]:
+    from .conftest import SHARED
+
+    source = _upstream(SHARED)
+    root = tmp_path_factory.mktemp("planted")
+    shutil.copytree(source, root / "docs")
+    for edits in PLANTED.values():
+        for name, old, new in edits:
+            path = root / "docs" / name
+            text = path.read_bytes().decode("utf-8")
+            assert old in text, old
+            path.write_bytes(text.replace(old, new, 1).encode("utf-8"))
+    return [str(f).replace(str(root), "ROOT") for f in check_tree(root, CATALOGS)
+            if f.severity == "error" and not is_upstream_finding(f)]
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+def test_an_edit_planted_in_upstreams_pages_is_caught(planted, kind):
+    where, said = CAUGHT[kind]
+    assert any(e.startswith(f"ROOT/docs/{where}: error: ") and said in e for e in planted), planted

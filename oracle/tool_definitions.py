@@ -63,6 +63,20 @@ RESULT_MEMBERS: tuple[Member, ...] = (
     Member("concludesTurn", "true", True, None, "the execution asked to conclude the turn (P67)"),
 )
 
+# The variants of the listeners' decisions (rc.8's PreToolDecision and PostToolDecision), by
+# their `kind`: the page says "return `ask` from `tools/pre-execute`".
+PRE_DECISIONS: tuple[Member, ...] = (
+    Member("allow", "{kind: 'allow'}", False, None, "the call goes on to the guards (P31)"),
+    Member("deny", "{kind: 'deny', reason: string}", False, None, "the body is skipped; a denial result (P32)"),
+    Member("ask", "{kind: 'ask', reason?: string}", False, None, "ctx.approval is asked once (P36)"),
+)
+POST_DECISIONS: tuple[Member, ...] = (
+    Member("accept", "{kind: 'accept', content?, value?, additionalContexts?}", False, None,
+           "the result is kept or replaced (P80, P81)"),
+    Member("block", "{kind: 'block', feedback: ContentBlock[], additionalContexts?}", False, None,
+           "the result becomes a failure with the feedback (P83)"),
+)
+
 RUN_CODE = ToolSchema(
     name="run_code",
     description=("Code Mode's reserved transport: runs a program whose tool calls go through the "

@@ -147,8 +147,8 @@ def test_event_renamed_to_an_unknown_one(tree):
     _rerecord(tree)
     errors = _errors(check_tree(tree, CATALOGS))
     en = tree / "docs" / f"{PAGE}.md"
-    assert f"{en}:21: error: unknown name `tools/after-execute`: not in the flow model's name table " \
-           "(nor is it in pipeline.catalog.json)" in errors
+    assert f"{en}:21: error: unknown name `tools/after-execute`: not in the name table (generated from " \
+           "pipeline.catalog.json, rc.8's public surface as the catalogs hold it)" in errors
     assert any(e.startswith(f"{en}:21: error: node 'post': label '<code>tools/after-execute</code> waterfall") for e in errors)
 
 
@@ -157,8 +157,8 @@ def test_renamed_prose_name(tree):
     _rerecord(tree)
     errors = _errors(check_tree(tree, CATALOGS))
     en = tree / "docs" / f"{PAGE}.md"
-    assert f"{en}:60: error: unknown name `tool/code-dispatched`: not in the flow model's name table " \
-           "(nor is it in pipeline.catalog.json)" in errors
+    assert f"{en}:60: error: unknown name `tool/code-dispatched`: not in the name table (generated from " \
+           "pipeline.catalog.json, rc.8's public surface as the catalogs hold it)" in errors
 
 
 def test_mermaid_block_differs_between_the_languages(tree):

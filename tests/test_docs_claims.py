@@ -189,3 +189,74 @@ def planted(tmp_path_factory) -> list[str]:
 def test_an_edit_planted_in_upstreams_pages_is_caught(planted, kind):
     where, said = CAUGHT[kind]
     assert any(e.startswith(f"ROOT/docs/{where}: error: ") and said in e for e in planted), planted
+
+
+# ================================================================== the name table
+
+def test_the_name_table_is_the_catalogs():
+    from dsh_conformance.tools.name_table import name_table
+
+    table = name_table(INDEX)
+    assert table.kind_of("ctx.tools.execute").kind == "service-method"
+    assert table.kind_of("ask", "PreToolDecision").kind == "type-member"
+    assert table.kind_of("fs/observed").kind == "live-event"  # not a session event (spec section 4)
+    assert table.kind_of("finalizeContent").of == "ToolDefinition"
+    assert {e.kind for e in table.entries} == {"session-event", "live-event", "service", "service-method", "tool",
+                                               "type", "type-member", "package", "event-scope"}
+
+
+SURFACE = Path(__file__).resolve().parent.parent / "tools/dsh-adapter/node_modules/@deepseek-ai/dsh-tools/lib/types"
+
+
+def test_every_name_of_the_packages_pipeline_surface_is_in_the_name_table():
+    """Read from rc.8's declarations (after `make adapter`): the registry's events, its public
+    methods, a definition's and a result's members, and the decisions' variants."""
+    import re
+
+    from dsh_conformance.tools.name_table import name_table
+
+    index_d = SURFACE / "index.d.ts"
+    if not index_d.is_file():
+        pytest.skip("the adapter's node_modules are not installed (make adapter)")
+    text = index_d.read_text(encoding="utf-8")
+
+    def block(head: str) -> str:
+        start = text.index(head)
+        return text[start: text.index("\n}", start)]
+
+    table = name_table(INDEX)
+    events = re.findall(r"^\s+'([\w/-]+)'\(", block("interface Events"), re.M)
+    runtime = block("export declare class ToolRuntime")
+    methods = {m for m in re.findall(r"^    (\w+)\(", runtime, re.M) if m != "constructor"}
+    definition = set(re.findall(r"^    (?:readonly )?(\w+)\??[(:]", block("export interface ToolDefinition "), re.M))
+    definition |= {"name", "description", "parameters"}  # from ToolSchema, which it extends
+    result = set(re.findall(r"^    readonly (\w+)\??:", block("export interface ToolExecutionSuccess"), re.M))
+    result |= set(re.findall(r"^    readonly (\w+)\??:", block("export interface ToolExecutionFailure"), re.M))
+    pre = set(re.findall(r"kind: '(\w+)'", block("export type PreToolDecision")))
+    post = set(re.findall(r"kind: '(\w+)'", block("export type PostToolDecision")))
+    assert events and methods and definition and result and pre and post  # the reading is not vacuous
+    missing = [e for e in events if table.kind_of(e) is None]
+    missing += [f"ctx.tools.{m}" for m in sorted(methods) if table.kind_of(f"ctx.tools.{m}") is None]
+    missing += [f"ToolDefinition.{m}" for m in sorted(definition) if table.kind_of(m, "ToolDefinition") is None]
+    missing += [f"ToolExecutionResult.{m}" for m in sorted(result)
+                if table.kind_of(m, "ToolExecutionResult") is None]
+    missing += [f"PreToolDecision.{k}" for k in sorted(pre) if table.kind_of(k, "PreToolDecision") is None]
+    missing += [f"PostToolDecision.{k}" for k in sorted(post) if table.kind_of(k, "PostToolDecision") is None]
+    assert missing == []
+
+
+@pytest.mark.parametrize("old, new", [
+    ("`ctx.approval` resolves asks", "`ctx.approval` resolves an `ask` returned through `ctx.tools.execute()`"),
+    ("`ctx.approval` resolves asks", "`ctx.tools.execute()` resolves asks"),
+])
+def test_real_rc8_names_on_the_pipeline_page_are_no_error(tmp_path, old, new):
+    from dsh_conformance.tools.pipeline_page import PAGE, generate
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for path, text in generate(docs).items():
+        path.write_bytes(text.encode("utf-8"))
+    page = docs / f"{PAGE}.md"
+    page.write_bytes(page.read_bytes().replace(old.encode(), new.encode(), 1))
+    errors = [str(f) for f in check_tree(tmp_path, CATALOGS) if f.severity == "error"]
+    assert not [e for e in errors if "unknown name" in e or "the name table" in e], errors

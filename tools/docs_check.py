@@ -39,6 +39,7 @@ from .catalog_index import INDEX_FILE, CatalogError, CatalogIndex, load_index
 from .docs_prose import ProseChecker, check_prose, shown
 from .glossary import GlossaryError, check_glossary, load_glossary
 from .flow_model import FLOW_FILE, FlowModel, FlowModelError, load_flow_model
+from .name_table import name_table
 from .md_structure import Fence, Item, Structure, hard_wrapped, parse
 from .mermaid_flow import label_text, render_mermaid
 from .mermaid_parse import Flowchart, PageEdge, parse_flowchart
@@ -509,6 +510,7 @@ def _near(e: PageEdge, model: FlowModel) -> str:
 CODE_TAG = re.compile(r"<code>(.*?)</code>")
 SLASH_TOKEN = re.compile(r"(?<![\w/.-])([a-z][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)+)(?![\w/])")
 MEMBER_TOKEN = re.compile(r"(?<![\w.])(?:([A-Z][A-Za-z0-9]*)\.)?([a-z]+[A-Z][A-Za-z0-9]*|[a-z]+(?=\(\)))(?:\([^)]*\))?")
+SERVICE_CALL = re.compile(r"^(ctx\.[A-Za-z_][\w.]*)\(.*\)$")
 CODE_MEMBER = re.compile(r"^(?:([A-Z][A-Za-z0-9]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\(.*\)$")
 
 
@@ -520,6 +522,8 @@ def _plain_names(text: str) -> list[tuple[str, str | None]]:
 
 
 def _code_name(span: str) -> tuple[str, str | None]:
+    if m := SERVICE_CALL.match(span):
+        return m.group(1), None  # `ctx.tools.execute()`: a service method
     if m := CODE_MEMBER.match(span):
         return m.group(2), m.group(1)
     return span, None
@@ -529,18 +533,16 @@ def _resolve(r: _Report, page: Path, line: int, name: str, owner: str | None, mo
              index: CatalogIndex, tree: TreeCatalogs) -> None:
     if name in model.notNames:
         return
-    entry = model.kind_of(name)
-    if entry is None:
-        kinds = index.kinds_of(name)
-        known = f"the catalogs know it as {', '.join(kinds)}" if kinds else f"nor is it in {INDEX_FILE}"
-        r.error(page, line, f"unknown name `{name}`: not in the flow model's name table ({known})")
+    table = name_table(index)
+    entries = table.entries_of(name)
+    if not entries:
+        r.error(page, line, f"unknown name `{name}`: not in the name table (generated from {INDEX_FILE}, "
+                            "rc.8's public surface as the catalogs hold it)")
         return
-    if owner is not None and entry.of is not None and owner != entry.of:
-        r.error(page, line, f"`{owner}.{name}`: the name table has `{name}` as a member of {entry.of}")
-    kinds = index.kinds_of(name, entry.of)
-    if entry.kind not in kinds:
-        known = f"knows it only as {', '.join(kinds)}" if kinds else "does not know it"
-        r.error(page, line, f"`{name}` is a {entry.kind} in the name table, but {INDEX_FILE} {known}")
+    entry = entries[0] if owner is None else next((e for e in entries if e.of == owner), None)
+    if entry is None:
+        types = ", ".join(sorted({e.of or e.kind for e in entries}))
+        r.error(page, line, f"`{owner}.{name}`: the name table has `{name}` as a member of {types}")
         return
     _resolve_in_tree(r, page, line, name, entry.kind, index, tree)
 
@@ -624,7 +626,7 @@ def _check_labels(r: _Report, block: Block, chart: Flowchart, model: FlowModel, 
             for name, owner in _plain_names(CODE_TAG.sub(" ", text)):
                 _resolve(r, block.page, line, name, owner, model, index, tree)
             for code in codes:
-                if model.kind_of(code) is None:
+                if not name_table(index).entries_of(code):
                     continue  # reported as unknown above
                 live = index.live_event(code)
                 if re.search(r"\bwaterfall\b", text) and (live is None or live.mode != "waterfall"):
@@ -637,7 +639,7 @@ def _check_labels(r: _Report, block: Block, chart: Flowchart, model: FlowModel, 
                                               f"{_describe(code, index)}")
         if re.search(r"session events", n.label, re.IGNORECASE):
             for code in all_codes:
-                if model.kind_of(code) is not None and index.session_event(code) is None:
+                if name_table(index).entries_of(code) and index.session_event(code) is None:
                     _wording(r, block.page, line, n.id, "session-event-group", code,
                              f"node {n.id!r} groups `{code}` with session events, but it is {_describe(code, index)}",
                              model)

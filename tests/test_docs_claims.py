@@ -260,3 +260,88 @@ def test_real_rc8_names_on_the_pipeline_page_are_no_error(tmp_path, old, new):
     page.write_bytes(page.read_bytes().replace(old.encode(), new.encode(), 1))
     errors = [str(f) for f in check_tree(tmp_path, CATALOGS) if f.severity == "error"]
     assert not [e for e in errors if "unknown name" in e or "the name table" in e], errors
+
+
+# ================================================================== --as-of: the pairing rules of a tree's day
+
+OLD_CONTRACT = """# Bilingual documentation
+
+A pair is three sibling files; the record holds each side's git blob hash. The Chinese file
+links back with `[English](foo.md) | 中文`. Heading depths and verbatim code blocks match.
+The gate is `pnpm run verify-translation-pairing`.
+"""
+NEW_CONTRACT = OLD_CONTRACT + """An authored English file reciprocates with its Chinese link. Every relative link uses its
+source side's target locale.
+"""
+GUIDE_EN = "# Guide\n\nSee [the other page](other.md). `tools/result` runs before `tools/post-execute`.\n"
+GUIDE_ZH = "# 指南\n\n[English](guide.md) | 中文\n\n见[另一页](other.md)。`tools/result` 在 `tools/post-execute` 之前运行。\n"
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                           "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def history(tmp_path) -> tuple[Path, str, str]:
+    """A repository whose docs break two pairing rules its tooling adds only in the second
+    commit, and state a wrong order in both commits."""
+    from dsh_conformance.tools.pairing import render_record
+    from dsh_conformance.tools.pipeline_page import generate
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    docs = repo / "docs"
+    (docs / "i18n").mkdir(parents=True)
+    for path, text in generate(docs).items():
+        path.write_bytes(text.encode("utf-8"))
+    for name, text in (("other.md", "# Other\n\nEnglish | [中文](other.zh.md)\n\nText.\n"),
+                       ("other.zh.md", "# 其他\n\n[English](other.md) | 中文\n\n文本。\n"),
+                       ("guide.md", GUIDE_EN), ("guide.zh.md", GUIDE_ZH)):
+        (docs / name).write_bytes(text.encode("utf-8"))
+    for stem in ("other", "guide"):
+        (docs / f"{stem}.i18n.yaml").write_text(render_record("# r", f"{stem}.md", (docs / f"{stem}.md").read_bytes(),
+                                                              f"{stem}.zh.md", (docs / f"{stem}.zh.md").read_bytes()))
+    (docs / "i18n/README.md").write_text(OLD_CONTRACT)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "old")
+    old = _git(repo, "rev-parse", "HEAD")
+    (docs / "i18n/README.md").write_text(NEW_CONTRACT)
+    _git(repo, "commit", "-qam", "new pairing rules")
+    return repo, old, _git(repo, "rev-parse", "HEAD")
+
+
+def _as_of(repo: Path, commit: str, capsys) -> tuple[int, str]:
+    from dsh_conformance.cli import main
+
+    code = main(["docs", "check", "--root", str(repo), "--as-of", commit, "--max-per-file", "0"])
+    return code, capsys.readouterr().out
+
+
+def test_an_older_tree_is_judged_by_the_pairing_rules_of_its_day(history, capsys):
+    repo, old, new = history
+    code, out = _as_of(repo, old, capsys)
+    assert code == 1
+    assert "not in force: link-locale, regions, structure-links, structure-lists, structure-tables, switcher-en" in out
+    assert "missing language switcher" not in out and "wrong locale" not in out
+    # The pipeline facts are still held to the catalogs, in both languages.
+    assert f"{repo}@{old[:10]}/docs/guide.md:3: error: “`tools/result` runs before `tools/post-execute`.” says" in out
+    assert f"{repo}@{old[:10]}/docs/guide.zh.md:5: error:" in out
+    code, out = _as_of(repo, new, capsys)
+    assert code == 1
+    assert f"{repo}@{new[:10]}/docs/guide.md:1: error: missing language switcher — no link back to guide.zh.md" in out
+    assert f"{repo}@{new[:10]}/docs/guide.zh.md:5: error: link target \"other.md\" uses the wrong locale" in out
+
+
+def test_as_of_needs_a_commit_of_a_repository(history, tmp_path, capsys):
+    from dsh_conformance.cli import main
+
+    repo, _, _ = history
+    assert main(["docs", "check", "--root", str(repo), "--as-of", "no-such-commit"]) == 2
+    assert "no-such-commit" in capsys.readouterr().err
+    assert main(["docs", "check", "--root", str(tmp_path), "--as-of", "HEAD"]) == 2

@@ -31,6 +31,8 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -44,6 +46,7 @@ from .md_structure import Fence, Item, Structure, hard_wrapped, parse
 from .mermaid_flow import label_text, render_mermaid
 from .mermaid_parse import Flowchart, PageEdge, parse_flowchart
 from .pairing import blob_hash, parse_record
+from .pairing_rules import PairingRules
 from .pipeline_claims import ClaimChecker, ClaimsError, check_claims, load_claims
 from .pipeline_page import PROSE_FILE
 from .prose_claims import LexiconError, load_lexicon
@@ -72,14 +75,32 @@ class BadInput(ValueError):
 
 
 class _Report:
-    def __init__(self) -> None:
+    """The findings; a pairing check runs ``under`` its rule (tools/data/pairing-rules.yaml) and
+    reports nothing when the tree's rules (``--as-of``) do not hold that rule."""
+
+    def __init__(self, in_force: frozenset[str] | None = None) -> None:
         self.findings: list[Finding] = []
+        self.in_force = in_force
+        self.rule: str | None = None
+
+    @contextmanager
+    def under(self, rule: str) -> Iterator[None]:
+        before, self.rule = self.rule, rule
+        try:
+            yield
+        finally:
+            self.rule = before
+
+    def _on(self) -> bool:
+        return self.rule is None or self.in_force is None or self.rule in self.in_force
 
     def error(self, file: Path, line: int, message: str) -> None:
-        self.findings.append(Finding("error", file, line, message))
+        if self._on():
+            self.findings.append(Finding("error", file, line, message))
 
     def warning(self, file: Path, line: int, message: str) -> None:
-        self.findings.append(Finding("warning", file, line, message))
+        if self._on():
+            self.findings.append(Finding("warning", file, line, message))
 
 
 # ================================================================== entry point
@@ -89,7 +110,9 @@ def docs_dir(root: Path) -> Path:
     return root / "docs" if (root / "docs").is_dir() else root
 
 
-def check_tree(root: Path, catalogs: Path) -> list[Finding]:
+def check_tree(root: Path, catalogs: Path, pairing: PairingRules | None = None) -> list[Finding]:
+    """Every check of the tree; the pairs by ``pairing`` (the rules a tree's own tooling
+    enforced at a commit, ``--as-of``), else by every rule of today."""
     if not root.is_dir():
         raise BadInput(f"{root}: no such directory")
     if not catalogs.is_dir():
@@ -107,7 +130,7 @@ def check_tree(root: Path, catalogs: Path) -> list[Finding]:
     page = docs / f"{model.page}.md"
     if not sources and not page.is_file():
         raise BadInput(f"{docs}: no bilingual pair (*.zh.md, *.i18n.yaml) and no {page.name} to check")
-    r = _Report()
+    r = _Report(pairing.in_force if pairing is not None else None)
     for source in sources:
         _check_pair(r, docs, source, sources)
     if page.is_file():
@@ -182,20 +205,24 @@ def _check_pair(r: _Report, docs: Path, en: Path, sources: list[Path]) -> None:
     missing = [p.name for p in (en, zh, record) if not p.is_file()]
     if missing:
         anchor = next(p for p in (record, zh, en) if p.is_file())
-        r.error(anchor, 1, f"incomplete pair — missing {', '.join(missing)}")
+        with r.under("pair-complete"):
+            r.error(anchor, 1, f"incomplete pair — missing {', '.join(missing)}")
     if not en.is_file() or not zh.is_file():
         return
     en_text, zh_text = _read(r, en), _read(r, zh)
     if record.is_file():
-        _check_record(r, record, en, zh)
+        with r.under("record"):
+            _check_record(r, record, en, zh)
     if en_text is None or zh_text is None:
         return
     a, b = parse(en_text), parse(zh_text)
     _check_switchers(r, en, zh, en_text, a, b)
     _check_structure(r, docs, en, zh, a, b)
-    _check_link_locale(r, docs, en, a, zh=False, sources=sources)
-    _check_link_locale(r, docs, zh, b, zh=True, sources=sources)
-    _check_regions(r, en, zh, en_text, zh_text)
+    with r.under("link-locale"):
+        _check_link_locale(r, docs, en, a, zh=False, sources=sources)
+        _check_link_locale(r, docs, zh, b, zh=True, sources=sources)
+    with r.under("regions"):
+        _check_regions(r, en, zh, en_text, zh_text)
 
 
 def _check_record(r: _Report, record: Path, en: Path, zh: Path) -> None:
@@ -238,18 +265,20 @@ def _check_switchers(r: _Report, en: Path, zh: Path, en_text: str, a: Structure,
     zh_first = b.first_paragraph_after_h1()
     if zh_first is None or not _switcher_ok(zh_first.source, ZH_SWITCHER, en.name):
         line = b.headings[0].line if b.headings else 1
-        r.error(zh, line, f"missing language switcher — no link to {en.name}: the first paragraph after the "
-                          f"title must be `{ZH_SWITCHER.format(name=en.name)}`")
+        with r.under("switcher-zh"):
+            r.error(zh, line, f"missing language switcher — no link to {en.name}: the first paragraph after the "
+                              f"title must be `{ZH_SWITCHER.format(name=en.name)}`")
     en_first = a.first_paragraph_after_h1()
     has_switcher = en_first is not None and _switcher_ok(en_first.source, EN_SWITCHER, zh.name)
-    if _is_generated(en_text):
-        if has_switcher:
-            r.warning(en, en_first.line if en_first else 1,
-                      "a generated English page carries a language switcher; it must equal its generator's output")
-    elif not has_switcher:
-        line = a.headings[0].line if a.headings else 1
-        r.error(en, line, f"missing language switcher — no link back to {zh.name}: the first paragraph after "
-                          f"the title must be `{EN_SWITCHER.format(name=zh.name)}`")
+    with r.under("switcher-en"):
+        if _is_generated(en_text):
+            if has_switcher:
+                r.warning(en, en_first.line if en_first else 1,
+                          "a generated English page carries a language switcher; it must equal its generator's output")
+        elif not has_switcher:
+            line = a.headings[0].line if a.headings else 1
+            r.error(en, line, f"missing language switcher — no link back to {zh.name}: the first paragraph after "
+                              f"the title must be `{EN_SWITCHER.format(name=zh.name)}`")
 
 
 def _is_external(target: str) -> bool:
@@ -317,21 +346,24 @@ def _fence_difference(en: Path, zh: Path, xs: list[Fence], ys: list[Fence]) -> t
 
 def _check_structure(r: _Report, docs: Path, en: Path, zh: Path, a: Structure, b: Structure) -> None:
     checks = [
-        ("heading (depth)", a.headings, b.headings, "{}"),
-        ("table (row x column count)", a.tables, b.tables, "{}"),
-        ("list (kind, start, item count)", a.lists, b.lists, "{}"),
+        ("structure-headings", "heading (depth)", a.headings, b.headings, "{}"),
+        ("structure-tables", "table (row x column count)", a.tables, b.tables, "{}"),
+        ("structure-lists", "list (kind, start, item count)", a.lists, b.lists, "{}"),
     ]
-    for kind, xs, ys, show in checks:
+    for rule, kind, xs, ys, show in checks:
         if d := _first_difference(kind, en, zh, xs, ys, show):
-            r.error(en, *d)
+            with r.under(rule):
+                r.error(en, *d)
     if d := _fence_difference(en, zh, a.fences, b.fences):
-        r.error(en, *d)
+        with r.under("structure-code"):
+            r.error(en, *d)
     xs = [Item(i.line, _semantic_target(docs, en, i.text))
           for i in _links_without_switcher(a, EN_SWITCHER.format(name=zh.name))]
     ys = [Item(i.line, _semantic_target(docs, zh, i.text))
           for i in _links_without_switcher(b, ZH_SWITCHER.format(name=en.name))]
     if d := _first_difference("link target", en, zh, xs, ys, "`{}`"):
-        r.error(en, *d)
+        with r.under("structure-links"):
+            r.error(en, *d)
 
 
 def _check_link_locale(r: _Report, docs: Path, page: Path, s: Structure, zh: bool, sources: list[Path]) -> None:

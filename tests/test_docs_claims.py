@@ -49,6 +49,16 @@ def test_the_waterfalls_a_call_passes_come_from_the_catalogs():
     ("用 `tools/result` 替换最终内容。", "page.zh.md", "P99"),
     ("A registered monotonic guard may ask the user.", "page.md", "P46"),
     ("Use `tools/post-execute` to wrap dispatch with a deadline.", "page.md", "P78"),
+    # Variants a maintainer writes, not only the listed examples.
+    ("The two waterfalls may transform a call.", "page.md", "P1"),
+    ("这两个 waterfall 可以改写一次调用。", "page.zh.md", "P1"),
+    ("Sub-calls bypass the monotonic guards.", "page.md", "P120"),
+    ("子调用会跳过审批。", "page.zh.md", "P120"),
+    ("Sub-call contexts are injected on their own.", "page.md", "P126"),
+    ("A sub-call's `additionalContexts` are handed to the program.", "page.md", "P126"),
+    ("`tools/result` listeners can change the outcome.", "page.md", "P99"),
+    ("Use `tools/pre-execute` to wrap dispatch with a timeout.", "page.md", "P31"),
+    ("`tools/execute` wrappers may ask the user.", "page.md", "P54"),
 ])
 def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
     found = _claims(text, name)
@@ -66,6 +76,10 @@ def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
     ("Sub-calls omit `additionalContexts` to preserve call/result adjacency.", "page.md"),
     ("The `tools/pre-execute` waterfall and the `tools/result` synchronous notification.", "page.md"),
     ("Log-only `todo/write` and `tool/code-dispatch` are tool-owned session events.", "page.md"),
+    ("The three waterfalls may transform a call.", "page.md"),
+    ("Sub-calls cannot bypass the monotonic guards.", "page.md"),
+    ("Sub-call contexts are never injected on their own.", "page.md"),
+    ("`tools/pre-execute` is a waterfall; `tools/result` is a synchronous notification.", "page.md"),
 ])
 def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
     assert _claims(text, name) == []
@@ -75,11 +89,14 @@ def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
     ("The `tools/result` waterfall observes the outcome.", "calls `tools/result` a waterfall"),
     ("The `tools/execute` synchronous notification.", "calls `tools/execute` a notification (emit)"),
     ("The `fs/observed` session event records a read.", "calls `fs/observed` a session event"),
+    ("`tools/result` is a waterfall.", "calls `tools/result` a waterfall"),
+    ("`tools/result` 是一个 waterfall。", "calls `tools/result` a waterfall"),
+    ("`approval/request` is a session event.", "calls `approval/request` a session event"),
     ("Tool-owned events: `todo/write`, `hook/invoked`.", "calls `hook/invoked` tool-owned, but"),
     ("Tool-owned session events include `fs/observed`.", "calls `fs/observed` tool-owned with session events"),
 ])
 def test_kinds_and_ownership_come_from_the_catalog_index(text, said):
-    found = _claims(text)
+    found = _claims(text, "page.zh.md" if any("\u4e00" <= c <= "\u9fff" for c in text) else "page.md")
     assert len(found) == 1 and said in found[0], found
 
 

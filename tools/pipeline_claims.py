@@ -157,8 +157,9 @@ class ClaimChecker:
 
     def _sentence(self, s: _Sentence, lang: Lang) -> list[str]:
         found: list[str] = []
+        said: set[tuple[int, int]] = set()  # one finding per stretch of text: the first statement's
         for st in self.claims.get("statements", []):
-            found += self._statement(s, st, lang)
+            found += self._statement(s, st, lang, said)
         found += self._roles(s, lang)
         found += self._ownership(s, lang)
         found += self._kinds(s, lang)
@@ -168,7 +169,7 @@ class ClaimChecker:
         pattern = entry.get(lang) if entry else None
         return pattern is not None and pattern.search(s.source, s.start, s.end) is not None
 
-    def _statement(self, s: _Sentence, st: dict[str, Any], lang: Lang) -> list[str]:
+    def _statement(self, s: _Sentence, st: dict[str, Any], lang: Lang, said: set[tuple[int, int]]) -> list[str]:
         claim = st["claim"].get(lang)
         if claim is None or not self._search(s, st["subject"], lang):
             return []
@@ -176,13 +177,14 @@ class ClaimChecker:
             return []
         out = []
         for m in claim.finditer(s.source, s.start, s.end):
-            if s.negated(m.start()):
+            if s.negated(m.start()) or m.span() in said:
                 continue
+            said.add(m.span())
             suggest = st["suggest"][lang]
             if st["kind"] == "count":
                 names = self.facts[st["expect"]]
-                said = m.group("n").lower()
-                n = NUMBERS.get(said, int(said) if said.isdigit() else -1)
+                word = m.group("n").lower()
+                n = NUMBERS.get(word, int(word) if word.isdigit() else -1)
                 if n == len(names):
                     continue
                 fact = st["fact"].format(expect=len(names), names=", ".join(f"`{x}`" for x in names))

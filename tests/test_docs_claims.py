@@ -161,6 +161,11 @@ PLANTED: dict[str, list[tuple[str, str, str]]] = {
     # ... and what a name is, on the approval page.
     "kind": [("subsystems/approval.md", "It appends `approval/asked`, obtains",
               "It appends the `approval/request` session event, obtains")],
+    # Names and modes on the developer events pages (the event matrix, a subsystem page, the
+    # persistence catalog).
+    "matrix-mode": [("event-producer-consumer.md", "| `tools/result` | `emit` |", "| `tools/result` | `waterfall` |")],
+    "subsystem-mode": [("subsystems/tools.md", "#### `tools/result` — emit", "#### `tools/result` — waterfall")],
+    "badge": [("persistence-catalog.md", "#### `tool/call` — log-only", "#### `tool/call` — surface")],
     # A mistranslated term in another pair.
     "term": [("subsystems/tools.zh.md", "已注册的单调 guard", "已注册的单调递增 guard")],
 }
@@ -180,6 +185,11 @@ CAUGHT = {
     "order-zh": ("subsystems/tools.zh.md:172", "says `tools/post-execute` (post) before `tools/execute` (around)"),
     "kind": ("subsystems/approval.md:86", "calls `approval/request` a session event, but pipeline.catalog.json has "
              "it as a live waterfall event (P43); suggested wording: “`approval/request` waterfall”"),
+    "matrix-mode": ("event-producer-consumer.md:61", "`tools/result` is listed with mode waterfall, but "
+                    "pipeline.catalog.json gives mode emit (P98, P99, P100)"),
+    "subsystem-mode": ("subsystems/tools.md:702", "`tools/result` is listed with mode waterfall"),
+    "badge": ("persistence-catalog.md:791", "`tool/call` is marked surface, but pipeline.catalog.json marks it "
+              "log-only"),
     "term": ("subsystems/tools.zh.md:172", "says 'monotonic guards', and this paragraph renders it '单调递增 guard'; "
              "in the spec (P48)"),
 }

@@ -50,7 +50,7 @@ from .pairing_rules import PairingRules
 from .pipeline_claims import ClaimChecker, ClaimsError, check_claims, load_claims
 from .pipeline_page import PROSE_FILE
 from .prose_claims import LexiconError, load_lexicon
-from .tree_catalogs import TreeCatalogs, read_tree_catalogs
+from .tree_catalogs import TreeCatalogs, catalog_entries, read_tree_catalogs
 
 Severity = Literal["error", "warning"]
 SKIPPED_DIRS = frozenset({"node_modules", "vendor", "lib", "tmp", "coverage", ".git"})
@@ -133,6 +133,7 @@ def check_tree(root: Path, catalogs: Path, pairing: PairingRules | None = None) 
     r = _Report(pairing.in_force if pairing is not None else None)
     for source in sources:
         _check_pair(r, docs, source, sources)
+    _check_tree_catalogs(r, docs, index)
     if page.is_file():
         _check_pipeline_page(r, page, model, index, read_tree_catalogs(docs))
     else:
@@ -577,6 +578,28 @@ def _resolve(r: _Report, page: Path, line: int, name: str, owner: str | None, mo
         r.error(page, line, f"`{owner}.{name}`: the name table has `{name}` as a member of {types}")
         return
     _resolve_in_tree(r, page, line, name, entry.kind, index, tree)
+
+
+def _check_tree_catalogs(r: _Report, docs: Path, index: CatalogIndex) -> None:
+    """The tree's own event catalogs (the persistence catalog, the event matrix, the subsystem
+    pages' generated regions) give each pipeline event the mode or badge of the catalog index."""
+    for name, kind, said, where in catalog_entries(docs):
+        live, ev = index.live_event(name), index.session_event(name)
+        if live is None and ev is None:
+            continue  # not a pipeline name: the catalogs do not judge it
+        if kind == "live-event" and live is None:
+            r.error(where.file, where.line, f"`{name}` is listed as a live event ({said}), but {INDEX_FILE} has it as "
+                                            f"a session-log event ({', '.join(ev.rules)})")  # type: ignore[union-attr]
+        elif kind == "live-event" and live is not None and said != live.mode:
+            r.error(where.file, where.line, f"`{name}` is listed with mode {said}, but {INDEX_FILE} gives mode "
+                                            f"{live.mode} ({', '.join(live.rules)}); suggested wording: "
+                                            f"`{name}` — {live.mode}")
+        elif kind == "session-event" and ev is None:
+            r.error(where.file, where.line, f"`{name}` is listed as a session-log event, but {INDEX_FILE} has it as "
+                                            f"a live {live.mode} event ({', '.join(live.rules)})")  # type: ignore[union-attr]
+        elif kind == "session-event" and ev is not None and said != ev.badge:
+            r.error(where.file, where.line, f"`{name}` is marked {said}, but {INDEX_FILE} marks it {ev.badge} "
+                                            f"({', '.join(ev.rules)}); suggested wording: `{name}` — {ev.badge}")
 
 
 def _resolve_in_tree(r: _Report, page: Path, line: int, name: str, kind: str, index: CatalogIndex,

@@ -148,6 +148,9 @@ PLANTED: dict[str, list[tuple[str, str, str]]] = {
     # Claims in pages other than the pipeline page: a stage role in the extension cookbook ...
     "role": [("cookbook/extension-cookbook.md", "`tools/result` for contained observation of the immutable final "
               "outcome", "`tools/result` to replace the immutable final outcome")],
+    # ... and in a table row of the same cookbook ...
+    "role-table": [("cookbook/extension-cookbook.md", "observe immutable authoritative outcomes with `tools/result`;",
+                    "use `tools/result` to rewrite authoritative outcomes;")],
     # ... an arrow chain inside a code block, both languages alike (code blocks are verbatim) ...
     "code-block": [(name, "tool/call* -> tools/pre-execute -> tools/execute",
                     "tool/call* -> tools/execute -> tools/pre-execute") for name in ("architecture.md",
@@ -179,6 +182,7 @@ CAUGHT = {
                       "flow model runs them the other way: S46 `normalized --> finalize`)"),
     "role": ("cookbook/extension-cookbook.md:33", "gives `tools/result` the role 'replace', but `tools/result` only "
              "observes the frozen, authoritative outcome (P99); suggested wording:"),
+    "role-table": ("cookbook/extension-cookbook.md:115", "gives `tools/result` the role 'rewrite'"),
     "code-block": ("architecture.md:77", "says `tools/execute` (around) before `tools/pre-execute` (pre)"),
     "tutorial": ("cordis-tutorial/07-into-the-harness.md:94", "says `tool/result` (toolResult) before `tools/result` "
                  "(final)"),

@@ -128,7 +128,8 @@ class _Sentence:
 
 def _sentences(text: str, lexicon: Lexicon, lang: Lang) -> list[_Sentence]:
     out = []
-    for para in parse(text).paragraphs:
+    structure = parse(text)
+    for para in [*structure.paragraphs, *structure.cells]:  # a table's cells state roles too
         masked = mask(para.source)
         for s in sentence_claims(para.source, lexicon, lang):
             line = para.line + para.source[: s.start].count("\n")

@@ -79,6 +79,10 @@ def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
     ("The three waterfalls may transform a call.", "page.md"),
     ("Sub-calls cannot bypass the monotonic guards.", "page.md"),
     ("Sub-call contexts are never injected on their own.", "page.md"),
+    # Words inside code spans and link targets are names, not claims.
+    ("Sub-call contexts: see `fault:sub-call-contexts-dropped` and [it](sub-calls-dropped.md).", "page.md"),
+    # A table listing faults states no rule: cells are read for stage roles only.
+    ("| Fault | Rule |\n| --- | --- |\n| A sub-call's contexts are dropped | P126 |", "page.md"),
     ("`tools/pre-execute` is a waterfall; `tools/result` is a synchronous notification.", "page.md"),
 ])
 def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):

@@ -34,7 +34,7 @@ from dsh_conformance.resources import TOOLS
 from .catalog_index import INDEX_FILE, CatalogIndex
 from .flow_model import Code, FlowModel
 from .md_structure import parse
-from .prose_claims import CLAUSE_END, CODE_SPAN, NEGATION, Lang, Lexicon, code_key, mask, sentence_claims, spans
+from .prose_claims import CLAUSE_END, CODE_SPAN, HIDDEN, NEGATION, Lang, Lexicon, code_key, mask, sentence_claims, spans
 
 CLAIMS_FILE = TOOLS / "data" / "pipeline-claims.yaml"
 NUMBERS = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5}
@@ -109,6 +109,12 @@ class _Sentence:
     start: int
     end: int
     mentions: tuple  # prose_claims.Mention
+    cell: bool = False  # a table cell: roles only
+
+    def visible(self, at: int) -> bool:
+        """Whether offset ``at`` is prose (not inside a code span, link target or tag), or
+        opens a code span the pattern names on purpose (`` `tool/result` ``)."""
+        return self.masked[at] != HIDDEN or self.source[at] == "`"
 
     @property
     def text(self) -> str:
@@ -129,11 +135,14 @@ class _Sentence:
 def _sentences(text: str, lexicon: Lexicon, lang: Lang) -> list[_Sentence]:
     out = []
     structure = parse(text)
-    for para in [*structure.paragraphs, *structure.cells]:  # a table's cells state roles too
-        masked = mask(para.source)
-        for s in sentence_claims(para.source, lexicon, lang):
-            line = para.line + para.source[: s.start].count("\n")
-            out.append(_Sentence(line, para.source, masked, s.start, s.end, s.mentions))
+    # A table's cells are read for stage roles only: a table may list faults or cases by what
+    # they break ("A sub-call's contexts are dropped"), a use-case table states roles.
+    for paras, cell in ((structure.paragraphs, False), (structure.cells, True)):
+        for para in paras:
+            masked = mask(para.source)
+            for s in sentence_claims(para.source, lexicon, lang):
+                line = para.line + para.source[: s.start].count("\n")
+                out.append(_Sentence(line, para.source, masked, s.start, s.end, s.mentions, cell))
     return out
 
 
@@ -157,6 +166,8 @@ class ClaimChecker:
         return out
 
     def _sentence(self, s: _Sentence, lang: Lang) -> list[str]:
+        if s.cell:
+            return self._roles(s, lang)
         found: list[str] = []
         said: set[tuple[int, int]] = set()  # one finding per stretch of text: the first statement's
         for st in self.claims.get("statements", []):
@@ -178,7 +189,7 @@ class ClaimChecker:
             return []
         out = []
         for m in claim.finditer(s.source, s.start, s.end):
-            if s.negated(m.start()) or m.span() in said:
+            if s.negated(m.start()) or m.span() in said or not s.visible(m.start()):
                 continue
             said.add(m.span())
             suggest = st["suggest"][lang]
@@ -217,7 +228,7 @@ class ClaimChecker:
         own = self.claims.get("ownership")
         pattern = own["claim"].get(lang) if own else None
         m = pattern.search(s.source, s.start, s.end) if pattern is not None else None
-        if m is None or s.negated(m.start()):
+        if m is None or s.negated(m.start()) or not s.visible(m.start()):
             return []
         out = []
         for code in CODE_SPAN.finditer(s.source, s.start, s.end):

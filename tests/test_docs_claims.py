@@ -83,6 +83,8 @@ def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
     ("Sub-call contexts: see `fault:sub-call-contexts-dropped` and [it](sub-calls-dropped.md).", "page.md"),
     # A table listing faults states no rule: cells are read for stage roles only.
     ("| Fault | Rule |\n| --- | --- |\n| A sub-call's contexts are dropped | P126 |", "page.md"),
+    # Paths and globs are not event names; scopes beyond the pipeline's are not judged.
+    ("See `tools/data/glossary.yaml`, the `fs/*-intent` waterfalls and `approval/policy`.", "page.md"),
     ("`tools/pre-execute` is a waterfall; `tools/result` is a synchronous notification.", "page.md"),
 ])
 def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
@@ -96,6 +98,8 @@ def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
     ("`tools/result` is a waterfall.", "calls `tools/result` a waterfall"),
     ("`tools/result` 是一个 waterfall。", "calls `tools/result` a waterfall"),
     ("`approval/request` is a session event.", "calls `approval/request` a session event"),
+    ("Listeners of `tools/pre-exec` decide.", "names `tools/pre-exec`, which is not in the name table"),
+    ("| Event | Role |\n| --- | --- |\n| `tool/results` | the outcome |", "suggested wording: “`tool/result`”"),
     ("Tool-owned events: `todo/write`, `hook/invoked`.", "calls `hook/invoked` tool-owned, but"),
     ("Tool-owned session events include `fs/observed`.", "calls `fs/observed` tool-owned with session events"),
 ])
@@ -173,6 +177,8 @@ PLANTED: dict[str, list[tuple[str, str, str]]] = {
     "matrix-mode": [("event-producer-consumer.md", "| `tools/result` | `emit` |", "| `tools/result` | `waterfall` |")],
     "subsystem-mode": [("subsystems/tools.md", "#### `tools/result` — emit", "#### `tools/result` — waterfall")],
     "badge": [("persistence-catalog.md", "#### `tool/call` — log-only", "#### `tool/call` — surface")],
+    # A misspelt event name on the approval page.
+    "name": [("subsystems/approval.md", "`ctx.approval` dispatch servic", "`tools/pre-executed` dispatch servic")],
     # A mistranslated term in another pair.
     "term": [("subsystems/tools.zh.md", "已注册的单调 guard", "已注册的单调递增 guard")],
 }
@@ -198,6 +204,9 @@ CAUGHT = {
     "subsystem-mode": ("subsystems/tools.md:702", "`tools/result` is listed with mode waterfall"),
     "badge": ("persistence-catalog.md:791", "`tool/call` is marked surface, but pipeline.catalog.json marks it "
               "log-only"),
+    "name": ("subsystems/approval.md:5", "names `tools/pre-executed`, which is not in the name table (generated "
+             "from pipeline.catalog.json, which holds every rc.8 event of the scopes tools/, tool/, fs/, hook/, todo/); "
+             "suggested wording: “`tools/pre-execute`”"),
     "term": ("subsystems/tools.zh.md:172", "says 'monotonic guards', and this paragraph renders it '单调递增 guard'; "
              "in the spec (P48)"),
 }

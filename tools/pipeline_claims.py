@@ -22,6 +22,7 @@ wording (:class:`ClaimFinding`).
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +35,11 @@ from dsh_conformance.resources import TOOLS
 from .catalog_index import INDEX_FILE, CatalogIndex
 from .flow_model import Code, FlowModel
 from .md_structure import parse
+from .name_table import name_table
 from .prose_claims import CLAUSE_END, CODE_SPAN, HIDDEN, NEGATION, Lang, Lexicon, code_key, mask, sentence_claims, spans
 
 CLAIMS_FILE = TOOLS / "data" / "pipeline-claims.yaml"
+EVENT_SHAPE = re.compile(r"[a-z]+/(?:[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?|\*)")
 NUMBERS = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5}
 
 
@@ -163,6 +166,10 @@ class ClaimChecker:
         out: list[ClaimFinding] = []
         for s in _sentences(text, self.lexicon, lang):
             out += [ClaimFinding(path, s.line, m) for m in self._sentence(s, lang)]
+        structure = parse(text)
+        for para in [*structure.paragraphs, *structure.cells]:  # names: the whole paragraph or cell
+            whole = _Sentence(para.line, para.source, mask(para.source), 0, len(para.source), ())
+            out += [ClaimFinding(path, para.line + para.source[:at].count("\n"), m) for at, m in self._names(whole)]
         return out
 
     def _sentence(self, s: _Sentence, lang: Lang) -> list[str]:
@@ -176,6 +183,27 @@ class ClaimChecker:
         found += self._ownership(s, lang)
         found += self._kinds(s, lang)
         return found
+
+    def _names(self, s: _Sentence) -> list[tuple[int, str]]:
+        spec = self.claims.get("names")
+        if not spec:
+            return []
+        table = name_table(self.index)
+        out = []
+        for code in CODE_SPAN.finditer(s.source, s.start, s.end):
+            name = code.group(2).strip()
+            # Event-shaped only: `scope/name`, `scope/name/part` or `scope/*` (not a path such as
+            # `tools/data/x.yaml`, nor a glob such as `fs/*-intent`).
+            if not any(name.startswith(p) for p in spec["scopes"]) or not EVENT_SHAPE.fullmatch(name):
+                continue
+            if table.entries_of(name):
+                continue
+            known = sorted({e.name for e in table.entries if "/" in e.name})
+            near = difflib.get_close_matches(name, known, n=1)
+            out.append((code.start(), f"{s.quote()} names `{name}`, which is not in the name table (generated from {INDEX_FILE}, "
+                       f"which holds every rc.8 event of the scopes {', '.join(spec['scopes'])})"
+                       + (f"; suggested wording: “`{near[0]}`”" if near else "")))
+        return out
 
     def _search(self, s: _Sentence, entry: dict[str, re.Pattern[str]] | None, lang: Lang) -> bool:
         pattern = entry.get(lang) if entry else None

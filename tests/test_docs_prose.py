@@ -77,7 +77,8 @@ def test_a_changed_meaning_is_caught_after_re_recording(tree):
     assert _errors(tree) == [
         f"{EN}:60: error: “`ctx.approval` resolves asks after monotonic guards, and owner policy that must not be "
         "reordered remains a registered g…” says monotonic guards (guards) before `ctx.approval` (approval) (the flow "
-        "model runs them the other way: S33 `approval -->|allowed-once| guards`): fix the sentence, "
+        "model runs them the other way: S33 `approval -->|allowed-once| guards`): fix the sentence (suggested "
+        "wording: “`ctx.approval` before monotonic guards”, the order of P2, P40, P44), "
         f"{FLOW_HINT}; only its pair {PAGE}.zh.md:62 says approval before guards "
         f"({GENERATE_HINT} once the sentence is fixed)"]
 

@@ -150,6 +150,11 @@ def _focus(sentence: Sentence, claims: list[Claim]) -> int:
     return min((i for i in spots if i >= 0), default=0)
 
 
+def _plain(text: str) -> str:
+    """A name as the sentence said it, without the node id the message adds: "X (around)" is "X"."""
+    return re.sub(r" \([A-Za-z]+\)", "", text)
+
+
 def _claims_text(claims: list[Claim], names: dict[str, str], limit: int = 3) -> str:
     parts = [f"{names.get(c.before, c.before)} before {names.get(c.after, c.after)}" for c in claims[:limit]]
     more = f" (+{len(claims) - limit} more)" if len(claims) > limit else ""
@@ -189,8 +194,13 @@ class ProseChecker:
                 said = "; ".join(f"{_claims_text([c], names)} ({self.graph.why_not(c)})" for c in bad[:3])
                 more = f"; and {len(bad) - 3} more such claim(s)" if len(bad) > 3 else ""
                 unit.contradicted.append(len(self.errors))
+                first = bad[0]
+                rules = sorted({r for e in self.graph.path(first.after, first.before) or [] for r in e.rules},
+                               key=lambda r: int(r[1:]) if r[1:].isdigit() else 0)
+                wording = f"{names.get(first.after, first.after)} before {names.get(first.before, first.before)}"
                 self.errors.append(ProseError(page.path, line, (
-                    f"{_quote(sentence.text, _focus(sentence, bad[:1]))} says {said}{more}: fix the sentence, "
+                    f"{_quote(sentence.text, _focus(sentence, bad[:1]))} says {said}{more}: fix the sentence "
+                    f"(suggested wording: “{_plain(wording)}”, the order of {', '.join(rules) or 'the flow model'}), "
                     f"{_flow_hint(self.flow_file)}")))
 
     def check_pair(self, en: _Page, zh: _Page, stale: set[Path]) -> None:

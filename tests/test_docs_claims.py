@@ -276,14 +276,19 @@ def test_every_name_of_the_packages_pipeline_surface_is_in_the_name_table():
     definition |= {"name", "description", "parameters"}  # from ToolSchema, which it extends
     result = set(re.findall(r"^    readonly (\w+)\??:", block("export interface ToolExecutionSuccess"), re.M))
     result |= set(re.findall(r"^    readonly (\w+)\??:", block("export interface ToolExecutionFailure"), re.M))
+    execution = set(re.findall(r"^    readonly (\w+)\??:", block("export interface ToolExecutionInput"), re.M))
+    execution |= set(re.findall(r"^    readonly (\w+)\??:", block("export interface ToolExecution "), re.M))
+    run_context = set(re.findall(r"^    (\w+)\(", block("export interface ToolRunContext"), re.M))
     pre = set(re.findall(r"kind: '(\w+)'", block("export type PreToolDecision")))
     post = set(re.findall(r"kind: '(\w+)'", block("export type PostToolDecision")))
-    assert events and methods and definition and result and pre and post  # the reading is not vacuous
+    assert events and methods and definition and result and execution and run_context and pre and post  # not vacuous
     missing = [e for e in events if table.kind_of(e) is None]
     missing += [f"ctx.tools.{m}" for m in sorted(methods) if table.kind_of(f"ctx.tools.{m}") is None]
     missing += [f"ToolDefinition.{m}" for m in sorted(definition) if table.kind_of(m, "ToolDefinition") is None]
     missing += [f"ToolExecutionResult.{m}" for m in sorted(result)
                 if table.kind_of(m, "ToolExecutionResult") is None]
+    missing += [f"ToolExecution.{m}" for m in sorted(execution) if table.kind_of(m, "ToolExecution") is None]
+    missing += [f"ToolRunContext.{m}" for m in sorted(run_context) if table.kind_of(m, "ToolRunContext") is None]
     missing += [f"PreToolDecision.{k}" for k in sorted(pre) if table.kind_of(k, "PreToolDecision") is None]
     missing += [f"PostToolDecision.{k}" for k in sorted(post) if table.kind_of(k, "PostToolDecision") is None]
     assert missing == []
@@ -292,6 +297,8 @@ def test_every_name_of_the_packages_pipeline_surface_is_in_the_name_table():
 @pytest.mark.parametrize("old, new", [
     ("`ctx.approval` resolves asks", "`ctx.approval` resolves an `ask` returned through `ctx.tools.execute()`"),
     ("`ctx.approval` resolves asks", "`ctx.tools.execute()` resolves asks"),
+    ("`ctx.approval` resolves asks", "`ctx.approval` resolves asks on `exec.signal`, `ctx.tools.guard()` and "
+     "`ToolRunContext.concludeTurn()`"),
 ])
 def test_real_rc8_names_on_the_pipeline_page_are_no_error(tmp_path, old, new):
     from dsh_conformance.tools.pipeline_page import PAGE, generate

@@ -150,6 +150,8 @@ def build_index() -> CatalogIndex:
                                                   for m in members])
                for type_name, members in (("ToolDefinition", tool_definitions.MEMBERS),
                                           ("ToolExecutionResult", tool_definitions.RESULT_MEMBERS),
+                                          ("ToolExecution", tool_definitions.EXECUTION_MEMBERS),
+                                          ("ToolRunContext", tool_definitions.RUN_CONTEXT_MEMBERS),
                                           ("PreToolDecision", tool_definitions.PRE_DECISIONS),
                                           ("PostToolDecision", tool_definitions.POST_DECISIONS))],
         packages=[PackageEntry(name=p.name, package=p.package, dispatches=list(p.dispatches), summary=p.summary)

@@ -543,6 +543,7 @@ def _near(e: PageEdge, model: FlowModel) -> str:
 CODE_TAG = re.compile(r"<code>(.*?)</code>")
 SLASH_TOKEN = re.compile(r"(?<![\w/.-])([a-z][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)+)(?![\w/])")
 MEMBER_TOKEN = re.compile(r"(?<![\w.])(?:([A-Z][A-Za-z0-9]*)\.)?([a-z]+[A-Z][A-Za-z0-9]*|[a-z]+(?=\(\)))(?:\([^)]*\))?")
+VALUE_MEMBER = re.compile(r"^(?!ctx\.)[a-z][A-Za-z0-9]*\.([A-Za-z_][A-Za-z0-9_]*)(?:\(.*\))?$")
 SERVICE_CALL = re.compile(r"^(ctx\.[A-Za-z_][\w.]*)\(.*\)$")
 CODE_MEMBER = re.compile(r"^(?:([A-Z][A-Za-z0-9]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\(.*\)$")
 
@@ -557,6 +558,8 @@ def _plain_names(text: str) -> list[tuple[str, str | None]]:
 def _code_name(span: str) -> tuple[str, str | None]:
     if m := SERVICE_CALL.match(span):
         return m.group(1), None  # `ctx.tools.execute()`: a service method
+    if m := VALUE_MEMBER.match(span):
+        return m.group(1), None  # `exec.signal`, `result.additionalContexts`: a member of some type
     if m := CODE_MEMBER.match(span):
         return m.group(2), m.group(1)
     return span, None

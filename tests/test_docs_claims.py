@@ -153,6 +153,9 @@ PLANTED: dict[str, list[tuple[str, str, str]]] = {
                        "definition's snapshotted `finalizeContent` callback enforces its synchronous content-only "
                        "invariant", "before the visible definition's snapshotted `finalizeContent` callback "
                        "enforces its synchronous content-only invariant; outer normalization then runs")],
+    "normalization-zh": [("tool-execution-pipeline.zh.md", "如果快照失败，则会先将失败规范化，之后再由可见定义中已随快照固定的 "
+                          "`finalizeContent` 回调强制执行其同步且仅限内容的不变式", "可见定义中已随快照固定的 `finalizeContent` "
+                          "回调先强制执行其同步且仅限内容的不变式，之后再将快照失败规范化")],
     # Claims in pages other than the pipeline page: a stage role in the extension cookbook ...
     "role": [("cookbook/extension-cookbook.md", "`tools/result` for contained observation of the immutable final "
               "outcome", "`tools/result` to replace the immutable final outcome")],
@@ -190,6 +193,8 @@ CAUGHT = {
     "dropped-zh": ("tool-execution-pipeline.zh.md:62", "says '丢弃', but a sub-call's contexts are deferred"),
     "normalization": ("tool-execution-pipeline.md:60", "says finalize before outer normalization (normalized) (the "
                       "flow model runs them the other way: S46 `normalized --> finalize`)"),
+    "normalization-zh": ("tool-execution-pipeline.zh.md:62", "says `finalizeContent` (finalize) before 将快照失败规范化 "
+                         "(normalized) (the flow model runs them the other way: S46 `normalized --> finalize`)"),
     "role": ("cookbook/extension-cookbook.md:33", "gives `tools/result` the role 'replace', but `tools/result` only "
              "observes the frozen, authoritative outcome (P99); suggested wording:"),
     "role-table": ("cookbook/extension-cookbook.md:115", "gives `tools/result` the role 'rewrite'"),

@@ -58,7 +58,7 @@ def test_the_waterfalls_a_call_passes_come_from_the_catalogs():
     ("A sub-call's `additionalContexts` are handed to the program.", "page.md", "P126"),
     ("`tools/result` listeners can change the outcome.", "page.md", "P99"),
     ("Use `tools/pre-execute` to wrap dispatch with a timeout.", "page.md", "P31"),
-    ("`tools/execute` wrappers may ask the user.", "page.md", "P54"),
+    ("`tools/execute` wrappers may approve the call.", "page.md", "P54"),
 ])
 def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
     found = _claims(text, name)
@@ -73,6 +73,12 @@ def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
     ("The filesystem's `fs/*` waterfalls are two.", "page.md"),
     ("Use `tools/post-execute` to replace the content, and `tools/result` to observe the outcome.", "page.md"),
     ("`tools/result` cannot replace the outcome.", "page.md"),
+    # Upstream's pages of June and July 2026 (the mirror's history, `--as-of`).
+    ("`tools/result` to observe the immutable normalized outcome without changing it.", "page.md"),
+    ("The stale guard + literal match + atomic rewrite is the unit that must stay together.", "page.md"),
+    ("An orphan-fixture guard test fails on a golden not referenced by any scenario.", "page.md"),
+    ("`tools/result` observes the immutable outcome after transforms, lossless-JSON validation and finalization.",
+     "page.md"),
     ("Sub-calls omit `additionalContexts` to preserve call/result adjacency.", "page.md"),
     ("The `tools/pre-execute` waterfall and the `tools/result` synchronous notification.", "page.md"),
     ("Log-only `todo/write` and `tool/code-dispatch` are tool-owned session events.", "page.md"),

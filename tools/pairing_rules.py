@@ -91,8 +91,11 @@ def tree_at(repo: Path, commit: str, into: Path) -> tuple[Path, str]:
         return done.stdout
 
     full = git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}").decode().strip()
-    top = Path(git("rev-parse", "--show-toplevel").decode().strip())
-    prefix = Path(repo).resolve().relative_to(top.resolve()).as_posix() if repo.resolve() != top.resolve() else ""
+    if git("rev-parse", "--is-bare-repository").decode().strip() == "true":
+        prefix = ""  # a bare repository (a mirror): its tree is the repository's root
+    else:
+        top = Path(git("rev-parse", "--show-toplevel").decode().strip())
+        prefix = repo.resolve().relative_to(top.resolve()).as_posix() if repo.resolve() != top.resolve() else ""
     wanted = [p for p in ("docs", "scripts") if git("ls-tree", "--name-only", full, "--", f"{prefix}/{p}"
                                                      if prefix else p).strip()]
     if "docs" not in wanted:

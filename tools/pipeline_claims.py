@@ -40,6 +40,7 @@ from .prose_claims import CLAUSE_END, CODE_SPAN, HIDDEN, NEGATION, Lang, Lexicon
 
 CLAIMS_FILE = TOOLS / "data" / "pipeline-claims.yaml"
 EVENT_SHAPE = re.compile(r"[a-z]+/(?:[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?|\*)")
+ORDER_WORD = re.compile(r"\b(?:after|before|once|following|until|prior to)\b|之后|之前|以后|以前|经过", re.I)
 NUMBERS = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5}
 
 
@@ -131,8 +132,16 @@ class _Sentence:
         """A negation before ``at`` (an offset in the paragraph) in its clause."""
         for a, b in spans(self.masked, CLAUSE_END, self.start, self.end):
             if a <= at < b:
-                return NEGATION.search(self.masked, a, at) is not None
+                return _negation(self.masked, a, at)
         return False
+
+
+WITHOUT = re.compile(r"\bwithout\b|而不|无需|不必|不会", re.I)
+
+
+def _negation(masked: str, start: int, at: int) -> bool:
+    """A negation in ``masked[start:at]``: the order check's words, and "without"."""
+    return NEGATION.search(masked, start, at) is not None or WITHOUT.search(masked, start, at) is not None
 
 
 def _sentences(text: str, lexicon: Lexicon, lang: Lang) -> list[_Sentence]:
@@ -244,10 +253,14 @@ class ClaimChecker:
             if len({m.node for m in inside}) != 1 or inside[0].node not in roles:
                 continue
             role = roles[inside[0].node]
+            if "mention" in role and not re.search(role["mention"], inside[0].text, re.I):
+                continue
             pattern = role["not"].get(lang)
             m = pattern.search(s.masked, inside[-1].end, b) if pattern is not None else None
-            if m is None or NEGATION.search(s.masked, a, m.start()):
+            if m is None or _negation(s.masked, a, m.start()):
                 continue
+            if ORDER_WORD.search(s.masked, inside[-1].end, m.start()):
+                continue  # "`tools/result` observes the outcome after transforms": an order, not a role
             out.append(f"{s.quote()} gives {inside[0].text} the role {m.group(0)!r}, but {role['does']} "
                        f"({role['rule']}); suggested wording: “{role['suggest'][lang]}”")
         return out

@@ -91,6 +91,7 @@ def test_a_claim_the_rules_contradict_is_an_error(text, name, rule):
     ("| Fault | Rule |\n| --- | --- |\n| A sub-call's contexts are dropped | P126 |", "page.md"),
     # Paths and globs are not event names; scopes beyond the pipeline's are not judged.
     ("See `tools/data/glossary.yaml`, the `fs/*-intent` waterfalls and `approval/policy`.", "page.md"),
+    ("`rawName` is used only on the wire (`tools/call`); `dsh-acp` consumes `tools/progress` generically.", "page.md"),
     ("`tools/pre-execute` is a waterfall; `tools/result` is a synchronous notification.", "page.md"),
 ])
 def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
@@ -105,7 +106,9 @@ def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
     ("`tools/result` 是一个 waterfall。", "calls `tools/result` a waterfall"),
     ("`approval/request` is a session event.", "calls `approval/request` a session event"),
     ("Listeners of `tools/pre-exec` decide.", "names `tools/pre-exec`, which is not in the name table"),
-    ("| Event | Role |\n| --- | --- |\n| `tool/results` | the outcome |", "suggested wording: “`tool/result`”"),
+    ("| Event | Role |\n| --- | --- |\n| `tool/results` event | the outcome |", "suggested wording: “`tool/result`”"),
+    ("Listeners on `fs/observer` see a read.", "names `fs/observer`"),
+    ("`hook/invoke` 事件记录一次调用。", "names `hook/invoke`"),
     ("Tool-owned events: `todo/write`, `hook/invoked`.", "calls `hook/invoked` tool-owned, but"),
     ("Tool-owned session events include `fs/observed`.", "calls `fs/observed` tool-owned with session events"),
 ])
@@ -187,7 +190,8 @@ PLANTED: dict[str, list[tuple[str, str, str]]] = {
     "subsystem-mode": [("subsystems/tools.md", "#### `tools/result` — emit", "#### `tools/result` — waterfall")],
     "badge": [("persistence-catalog.md", "#### `tool/call` — log-only", "#### `tool/call` — surface")],
     # A misspelt event name on the approval page.
-    "name": [("subsystems/approval.md", "`ctx.approval` dispatch servic", "`tools/pre-executed` dispatch servic")],
+    "name": [("subsystems/approval.md", "`ctx.approval` dispatch servic", "`tools/pre-executed` listeners, a dispatch "
+                                                                          "servic")],
     # A mistranslated term in another pair.
     "term": [("subsystems/tools.zh.md", "已注册的单调 guard", "已注册的单调递增 guard")],
 }

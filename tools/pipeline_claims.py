@@ -40,6 +40,11 @@ from .prose_claims import CLAUSE_END, CODE_SPAN, HIDDEN, NEGATION, Lang, Lexicon
 
 CLAIMS_FILE = TOOLS / "data" / "pipeline-claims.yaml"
 EVENT_SHAPE = re.compile(r"[a-z]+/(?:[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?|\*)")
+EVENT_BEFORE = re.compile(r"(?:\bctx\.(?:on|emit|waterfall|serial)\(['\"]?|\b(?:on|emits?|emitted|dispatch(?:es|ed)?|appends?|"
+                          r"appended|listens? (?:to|on)|listeners? (?:of|on)|the event|session event|waterfall)\s+|"
+                          r"(?:监听|派发|发出|追加)\s*)$", re.I)
+EVENT_AFTER = re.compile(r"\s*(?:\(|（)?(?:(?:events?|waterfalls?|listeners?|notifications?|session(?:-log)? events?|emits?|"
+                         r"fires|is (?:emitted|dispatched|appended))\b|事件|监听|瀑布)", re.I)
 ORDER_WORD = re.compile(r"\b(?:after|before|once|following|until|prior to)\b|之后|之前|以后|以前|经过", re.I)
 NUMBERS = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5}
 
@@ -206,6 +211,11 @@ class ClaimChecker:
             if not any(name.startswith(p) for p in spec["scopes"]) or not EVENT_SHAPE.fullmatch(name):
                 continue
             if table.entries_of(name):
+                continue
+            # Said as an event ("`X` listeners", "on `X`", "`X` 事件"): a wire method or a
+            # proposal's name in passing (`tools/call` of MCP) is not judged.
+            before, after = s.source[max(0, code.start() - 40):code.start()], s.source[code.end():code.end() + 30]
+            if not (EVENT_BEFORE.search(before) or EVENT_AFTER.match(after)):
                 continue
             known = sorted({e.name for e in table.entries if "/" in e.name})
             near = difflib.get_close_matches(name, known, n=1)

@@ -105,6 +105,10 @@ def test_what_agrees_with_the_rules_is_no_claim_against_them(text, name):
     ("`tools/result` is a waterfall.", "calls `tools/result` a waterfall"),
     ("`tools/result` 是一个 waterfall。", "calls `tools/result` a waterfall"),
     ("`approval/request` is a session event.", "calls `approval/request` a session event"),
+    ("`turn/*`, `tool/call`, `tools/result` and `compaction/*` are durable session-event types.",
+     "calls `tools/result` a session event"),
+    ("`turn/*`、`tool/call`、`tools/result` 和 `compaction/*` 是持久化的会话事件类型。", "calls `tools/result` a session event"),
+    ("`tool/call` and `fs/observed` are session events.", "calls `fs/observed` a session event"),
     ("Listeners of `tools/pre-exec` decide.", "names `tools/pre-exec`, which is not in the name table"),
     ("| Event | Role |\n| --- | --- |\n| `tool/results` event | the outcome |", "suggested wording: “`tool/result`”"),
     ("Listeners on `fs/observer` see a read.", "names `fs/observer`"),
@@ -189,6 +193,9 @@ PLANTED: dict[str, list[tuple[str, str, str]]] = {
     "matrix-mode": [("event-producer-consumer.md", "| `tools/result` | `emit` |", "| `tools/result` | `waterfall` |")],
     "subsystem-mode": [("subsystems/tools.md", "#### `tools/result` — emit", "#### `tools/result` — waterfall")],
     "badge": [("persistence-catalog.md", "#### `tool/call` — log-only", "#### `tool/call` — surface")],
+    # What a name is, on the developer events page.
+    "events-page": [("user/develop/framework/events.md", "`step/*`, `tool/call`, `tool/result`, and `compaction/*` are",
+                     "`step/*`, `tool/call`, `tools/result`, and `compaction/*` are")],
     # A misspelt event name on the approval page.
     "name": [("subsystems/approval.md", "`ctx.approval` dispatch servic", "`tools/pre-executed` listeners, a dispatch "
                                                                           "servic")],
@@ -219,6 +226,8 @@ CAUGHT = {
     "subsystem-mode": ("subsystems/tools.md:702", "`tools/result` is listed with mode waterfall"),
     "badge": ("persistence-catalog.md:791", "`tool/call` is marked surface, but pipeline.catalog.json marks it "
               "log-only"),
+    "events-page": ("user/develop/framework/events.md:106", "calls `tools/result` a session event, but "
+                    "pipeline.catalog.json has it as a live emit event (P98, P99, P100)"),
     "name": ("subsystems/approval.md:5", "names `tools/pre-executed`, which is not in the name table (generated "
              "from pipeline.catalog.json, which holds every rc.8 event of the scopes tools/, tool/, fs/, hook/, todo/); "
              "suggested wording: “`tools/pre-execute`”"),
@@ -411,3 +420,31 @@ def test_as_of_needs_a_commit_of_a_repository(history, tmp_path, capsys):
     assert main(["docs", "check", "--root", str(repo), "--as-of", "no-such-commit"]) == 2
     assert "no-such-commit" in capsys.readouterr().err
     assert main(["docs", "check", "--root", str(tmp_path), "--as-of", "HEAD"]) == 2
+
+
+def test_a_trees_gate_scripts_say_which_pairing_rules_it_enforces(tmp_path):
+    # Upstream's gate of July 2026 reported no wrong locale and had no generated regions: its
+    # messages are the evidence, before the contract's wording.
+    from dsh_conformance.tools.pairing_rules import rules_of_tree
+
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "docs/i18n").mkdir(parents=True)
+    (tmp_path / "docs/i18n/README.md").write_text(NEW_CONTRACT)
+    (tmp_path / "scripts/verify-translation-pairing.ts").write_text(
+        "fail(`incomplete pair — missing ${m}`); fail('malformed consistency record'); fail(`${s} is out of sync`);\n"
+        "fail(`missing language switcher — no link to ${en}`); fail(`... no link back to ${zh}`);\n")
+    (tmp_path / "scripts/translation-pairing.ts").write_text(
+        "const FIELDS = ['heading (depth)', 'code block', 'table (row x column count)', "
+        "'list (kind, start, item count)', 'link target'];\n")
+    rules = rules_of_tree(tmp_path, "t")
+    assert rules.in_force == {"pair-complete", "record", "switcher-zh", "switcher-en", "structure-headings",
+                              "structure-code", "structure-tables", "structure-lists", "structure-links"}
+    assert "gate scripts" in rules.source
+    (tmp_path / "scripts/translation-links.ts").write_text("fail(`link target uses the wrong locale`);\n")
+    assert "link-locale" in rules_of_tree(tmp_path, "t").in_force
+    # Without scripts, the contract; without either, no pairing gate at all.
+    for p in (tmp_path / "scripts").iterdir():
+        p.unlink()
+    assert rules_of_tree(tmp_path, "t").in_force >= {"switcher-en", "link-locale"}
+    (tmp_path / "docs/i18n/README.md").unlink()
+    assert rules_of_tree(tmp_path, "t").in_force == frozenset()

@@ -42,11 +42,11 @@ class PairingRules:
 def _load(path: Path = RULES_FILE) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if not isinstance(data.get("rules"), dict) or not isinstance(data.get("gate"), list):
-            raise PairingRulesError(f"{path}: expected `gate` and `rules`")
-        return data
     except (OSError, yaml.YAMLError) as e:
         raise PairingRulesError(f"{path}: cannot read: {e}") from None
+    if not isinstance(data.get("rules"), dict) or not isinstance(data.get("scripts"), list):
+        raise PairingRulesError(f"{path}: expected `scripts`, `contract`, `gate` and `rules`")
+    return data
 
 
 def all_rules() -> PairingRules:
@@ -54,22 +54,25 @@ def all_rules() -> PairingRules:
     return PairingRules(frozenset(_load()["rules"]), "every pairing rule (today's)")
 
 
-def _holds(repo_root: Path, evidence: dict) -> bool:
-    path = repo_root / str(evidence["file"])
-    if not path.is_file():
-        return False
-    pattern = evidence.get("contains")
-    return pattern is None or re.search(str(pattern), path.read_text(encoding="utf-8", errors="replace"), re.I) is not None
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
 
 def rules_of_tree(repo_root: Path, label: str) -> PairingRules:
-    """The rules the tree at ``repo_root`` (a repository's root: docs/ and scripts/) enforces."""
+    """The rules the tree at ``repo_root`` (a repository's root: docs/ and scripts/) enforces:
+    read from its gate scripts when it has them, else from its pairing contract."""
     data = _load()
-    if not any(_holds(repo_root, e) for e in data["gate"]):
-        return PairingRules(frozenset(), f"{label}: no pairing gate in the tree's tooling")
+    scripts = [t for p in data["scripts"] if (t := _read(repo_root / str(p))) is not None]
+    if scripts:
+        text, key, source = "\n".join(scripts), "script", "its gate scripts"
+    else:
+        contract = _read(repo_root / str(data["contract"]))
+        if contract is None or not re.search(str(data["gate"]), contract):
+            return PairingRules(frozenset(), f"{label}: no pairing gate in the tree's tooling")
+        text, key, source = contract, "contract", f"its pairing contract ({data['contract']})"
     in_force = frozenset(rule for rule, entry in data["rules"].items()
-                         if any(_holds(repo_root, e) for e in entry.get("evidence", [])))
-    return PairingRules(in_force, f"{label}: the pairing rules its own tooling enforces")
+                         if entry.get(key) and re.search(str(entry[key]), text, re.I))
+    return PairingRules(in_force, f"{label}: the pairing rules {source} enforce")
 
 
 def describe(rules: PairingRules) -> str:

@@ -296,26 +296,37 @@ class ClaimChecker:
         return out
 
     def _kinds(self, s: _Sentence, lang: Lang) -> list[str]:
-        out = []
+        out: list[str] = []
+        seen: set[tuple[str, str]] = set()
         for k in self.claims.get("kinds", []):
             pattern = k["said"].get(lang)
             for m in pattern.finditer(s.source, s.start, s.end) if pattern is not None else []:
-                name = code_key(m.group("name") or (m.groupdict().get("name2") or ""))
-                if name.endswith("/*") or not self.index.kinds_of(name):
-                    continue  # a scope, or a name the catalogs do not hold: not judged here
-                live, ev = self.index.live_event(name), self.index.session_event(name)
-                must = k["must"]
-                ok = (live is not None and live.mode == must) if must in ("waterfall", "emit") else ev is not None
-                if ok:
-                    continue
-                is_ = (f"a live {live.mode} event" if live is not None else "a session-log event" if ev is not None
-                       else f"a {', '.join(self.index.kinds_of(name))}")
-                rules = (live.rules if live is not None else ev.rules if ev is not None else []) or [k["rule"]]
-                word = {"waterfall": "waterfall", "emit": "notification (emit)", "session-event": "session event"}[must]
-                fix = (f"`{name}` {live.mode if live.mode == 'waterfall' else 'synchronous notification'}"
-                       if live is not None else f"`{name}` session event" if ev is not None else f"`{name}`")
-                out.append(f"{s.quote()} calls `{name}` a {word}, but {INDEX_FILE} has it as {is_} "
-                           f"({', '.join(rules)}); suggested wording: “{fix}”")
+                groups = m.groupdict()
+                names = ([c.group(2) for c in CODE_SPAN.finditer(groups["names"])] if groups.get("names")
+                         else [groups.get("name") or groups.get("name2") or ""])
+                fresh = [n for n in map(code_key, names) if (n, k["must"]) not in seen]
+                seen |= {(n, k["must"]) for n in fresh}  # a name two patterns read is one finding
+                out += self._kind(s, k, fresh)
+        return out
+
+    def _kind(self, s: _Sentence, k: dict[str, Any], names: list[str]) -> list[str]:
+        out = []
+        for name in names:
+            if name.endswith("/*") or not self.index.kinds_of(name):
+                continue  # a scope, or a name the catalogs do not hold: not judged here
+            live, ev = self.index.live_event(name), self.index.session_event(name)
+            must = k["must"]
+            ok = (live is not None and live.mode == must) if must in ("waterfall", "emit") else ev is not None
+            if ok:
+                continue
+            is_ = (f"a live {live.mode} event" if live is not None else "a session-log event" if ev is not None
+                   else f"a {', '.join(self.index.kinds_of(name))}")
+            rules = (live.rules if live is not None else ev.rules if ev is not None else []) or [k["rule"]]
+            word = {"waterfall": "waterfall", "emit": "notification (emit)", "session-event": "session event"}[must]
+            fix = (f"`{name}` {live.mode if live.mode == 'waterfall' else 'synchronous notification'}"
+                   if live is not None else f"`{name}` session event" if ev is not None else f"`{name}`")
+            out.append(f"{s.quote()} calls `{name}` a {word}, but {INDEX_FILE} has it as {is_} "
+                       f"({', '.join(rules)}); suggested wording: “{fix}”")
         return out
 
 

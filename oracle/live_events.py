@@ -61,6 +61,8 @@ EVENTS: tuple[LiveEvent, ...] = (
               (RECORD, Argument("result", "ToolExecutionResult", "results.schema.json#/$defs/ToolExecutionResult")),
               "void", None, "registry", ("P98", "P99", "P100"),
               "synchronous notification of the frozen, authoritative outcome"),
+    LiveEvent("tools/change", "emit", (), "void", None, "registry", ("P56",),
+              "the registered, restricted or presented tools changed (what resolves by name may differ)"),
     LiveEvent("tools/code-dispatch-log", "waterfall",
               (Argument("entry", "{exec, agent?, subCallId, name, isError, content}"),),
               "ContentBlock[]", None, "code-mode-bridge", ("P122", "P123"),
@@ -97,4 +99,16 @@ class Service:
 SERVICES: tuple[Service, ...] = (
     Service("ctx.approval", "ApprovalService", ("request(request: ApprovalRequest): Promise<ApprovalOutcome>",),
             "approval/request", ("P36", "P37", "P39", "P40", "P43")),
+    # The registry itself (rc.8's ToolRuntime): its public methods are names the docs use
+    # (`ctx.tools.execute()` runs a call through the pipeline, `ctx.tools.guard()` adds a guard).
+    Service("ctx.tools", "ToolRuntime", (
+        "execute(exec: ToolExecutionInput): Promise<ToolExecutionResult>",
+        "register(definition: ToolDefinition): () => void",
+        "guard(guard: ToolGuard): () => void",
+        "restrict(filter: ToolRestriction): () => void",
+        "presentAs(mode: ToolPresentationMode): () => void",
+        "get(name: string, scope?: ScopeKey): ToolDefinition | undefined",
+        "schemas(scope?: ScopeKey): ToolSchema[]",
+        "executionMode(exec: ToolExecutionInput): ToolExecutionMode",
+    ), "tools/pre-execute", ("P1", "P22", "P45", "P56", "P114")),
 )

@@ -63,6 +63,38 @@ RESULT_MEMBERS: tuple[Member, ...] = (
     Member("concludesTurn", "true", True, None, "the execution asked to conclude the turn (P67)"),
 )
 
+# What listeners, wrappers and bodies see of a call (rc.8's ToolExecution, extended by
+# ToolRunContext for a body): names a page uses ("`exec.signal`", "`concludeTurn()`").
+EXECUTION_MEMBERS: tuple[Member, ...] = (
+    Member("callId", "CallId", False, None, "the call's id (P22)"),
+    Member("rootCallId", "CallId", False, None, "the root model-requested call (P22)"),
+    Member("name", "string", False, None, "the tool's name (P22)"),
+    Member("arguments", "JsonValue", False, None, "the materialized, frozen arguments (P23)"),
+    Member("agent", "Agent", True, None, "the calling agent (P22)"),
+    Member("parent", "ToolExecutionToken", True, None, "the parent's token, for a nested call (P22)"),
+    Member("signal", "AbortSignal", False, None, "the caller's signal; only tools/execute may replace it (P60)"),
+    Member("token", "ToolExecutionToken", False, None, "registry-assigned identity (P22)"),
+)
+RUN_CONTEXT_MEMBERS: tuple[Member, ...] = (
+    Member("deferContext", "(context: UserMessage) => void", False, None,
+           "defers a context onto this execution's own result (P67)"),
+    Member("concludeTurn", "() => void", False, None, "marks a success as concluding the turn (P67, P106)"),
+)
+
+# The variants of the listeners' decisions (rc.8's PreToolDecision and PostToolDecision), by
+# their `kind`: the page says "return `ask` from `tools/pre-execute`".
+PRE_DECISIONS: tuple[Member, ...] = (
+    Member("allow", "{kind: 'allow'}", False, None, "the call goes on to the guards (P31)"),
+    Member("deny", "{kind: 'deny', reason: string}", False, None, "the body is skipped; a denial result (P32)"),
+    Member("ask", "{kind: 'ask', reason?: string}", False, None, "ctx.approval is asked once (P36)"),
+)
+POST_DECISIONS: tuple[Member, ...] = (
+    Member("accept", "{kind: 'accept', content?, value?, additionalContexts?}", False, None,
+           "the result is kept or replaced (P80, P81)"),
+    Member("block", "{kind: 'block', feedback: ContentBlock[], additionalContexts?}", False, None,
+           "the result becomes a failure with the feedback (P83)"),
+)
+
 RUN_CODE = ToolSchema(
     name="run_code",
     description=("Code Mode's reserved transport: runs a program whose tool calls go through the "

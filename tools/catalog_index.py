@@ -149,7 +149,11 @@ def build_index() -> CatalogIndex:
                                                               optional=m.optional, summary=m.summary)
                                                   for m in members])
                for type_name, members in (("ToolDefinition", tool_definitions.MEMBERS),
-                                          ("ToolExecutionResult", tool_definitions.RESULT_MEMBERS))],
+                                          ("ToolExecutionResult", tool_definitions.RESULT_MEMBERS),
+                                          ("ToolExecution", tool_definitions.EXECUTION_MEMBERS),
+                                          ("ToolRunContext", tool_definitions.RUN_CONTEXT_MEMBERS),
+                                          ("PreToolDecision", tool_definitions.PRE_DECISIONS),
+                                          ("PostToolDecision", tool_definitions.POST_DECISIONS))],
         packages=[PackageEntry(name=p.name, package=p.package, dispatches=list(p.dispatches), summary=p.summary)
                   for p in tool_definitions.PACKAGES],
     )

@@ -31,20 +31,26 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from .catalog_index import INDEX_FILE, CatalogError, CatalogIndex, load_index
 from .docs_prose import ProseChecker, check_prose, shown
+from .glossary import GlossaryError, check_glossary, load_glossary
 from .flow_model import FLOW_FILE, FlowModel, FlowModelError, load_flow_model
+from .name_table import name_table
 from .md_structure import Fence, Item, Structure, hard_wrapped, parse
 from .mermaid_flow import label_text, render_mermaid
 from .mermaid_parse import Flowchart, PageEdge, parse_flowchart
 from .pairing import blob_hash, parse_record
+from .pairing_rules import PairingRules
+from .pipeline_claims import ClaimChecker, ClaimsError, check_claims, load_claims
 from .pipeline_page import PROSE_FILE
 from .prose_claims import LexiconError, load_lexicon
-from .tree_catalogs import TreeCatalogs, read_tree_catalogs
+from .tree_catalogs import TreeCatalogs, catalog_entries, read_tree_catalogs
 
 Severity = Literal["error", "warning"]
 SKIPPED_DIRS = frozenset({"node_modules", "vendor", "lib", "tmp", "coverage", ".git"})
@@ -69,14 +75,32 @@ class BadInput(ValueError):
 
 
 class _Report:
-    def __init__(self) -> None:
+    """The findings; a pairing check runs ``under`` its rule (tools/data/pairing-rules.yaml) and
+    reports nothing when the tree's rules (``--as-of``) do not hold that rule."""
+
+    def __init__(self, in_force: frozenset[str] | None = None) -> None:
         self.findings: list[Finding] = []
+        self.in_force = in_force
+        self.rule: str | None = None
+
+    @contextmanager
+    def under(self, rule: str) -> Iterator[None]:
+        before, self.rule = self.rule, rule
+        try:
+            yield
+        finally:
+            self.rule = before
+
+    def _on(self) -> bool:
+        return self.rule is None or self.in_force is None or self.rule in self.in_force
 
     def error(self, file: Path, line: int, message: str) -> None:
-        self.findings.append(Finding("error", file, line, message))
+        if self._on():
+            self.findings.append(Finding("error", file, line, message))
 
     def warning(self, file: Path, line: int, message: str) -> None:
-        self.findings.append(Finding("warning", file, line, message))
+        if self._on():
+            self.findings.append(Finding("warning", file, line, message))
 
 
 # ================================================================== entry point
@@ -86,7 +110,9 @@ def docs_dir(root: Path) -> Path:
     return root / "docs" if (root / "docs").is_dir() else root
 
 
-def check_tree(root: Path, catalogs: Path) -> list[Finding]:
+def check_tree(root: Path, catalogs: Path, pairing: PairingRules | None = None) -> list[Finding]:
+    """Every check of the tree; the pairs by ``pairing`` (the rules a tree's own tooling
+    enforced at a commit, ``--as-of``), else by every rule of today."""
     if not root.is_dir():
         raise BadInput(f"{root}: no such directory")
     if not catalogs.is_dir():
@@ -95,22 +121,34 @@ def check_tree(root: Path, catalogs: Path) -> list[Finding]:
         model = load_flow_model(catalogs / FLOW_FILE.name)
         index = load_index(catalogs)
         lexicon = load_lexicon(model)
-    except (FlowModelError, CatalogError, LexiconError) as e:
+        claims = load_claims(model)
+        glossary = load_glossary()
+    except (FlowModelError, CatalogError, LexiconError, ClaimsError, GlossaryError) as e:
         raise BadInput(str(e)) from None
     docs = docs_dir(root)
     sources = _pair_sources(docs)
     page = docs / f"{model.page}.md"
     if not sources and not page.is_file():
         raise BadInput(f"{docs}: no bilingual pair (*.zh.md, *.i18n.yaml) and no {page.name} to check")
-    r = _Report()
+    r = _Report(pairing.in_force if pairing is not None else None)
     for source in sources:
         _check_pair(r, docs, source, sources)
+    _check_tree_catalogs(r, docs, index)
     if page.is_file():
         _check_pipeline_page(r, page, model, index, read_tree_catalogs(docs))
     else:
         r.error(docs, 0, f"{page.name}: missing; the flow model {model.page}.flow.yaml describes this page")
     checker = ProseChecker(model, lexicon, catalogs / FLOW_FILE.name, PROSE_FILE)
-    _add_prose_errors(r, check_prose(_pages(docs), sources, checker))
+    pages = _pages(docs)
+    _add_prose_errors(r, check_prose(pages, sources, checker))
+    for f in check_claims(pages, ClaimChecker(model, index, lexicon, claims)):
+        r.error(f.file, f.line, f.message)
+    for g in check_glossary(sources, glossary):
+        # Our generated page keeps upstream's Chinese word for word (its prose source says so).
+        if is_ours(g.file.with_name(g.file.name.removesuffix(".zh.md") + ".md")):
+            r.warning(g.file, g.line, g.message + " — kept: our page reproduces upstream's text")
+        else:
+            r.error(g.file, g.line, g.message)
     return sorted(r.findings, key=lambda f: (str(f.file), f.line, f.severity, f.message))
 
 
@@ -168,20 +206,24 @@ def _check_pair(r: _Report, docs: Path, en: Path, sources: list[Path]) -> None:
     missing = [p.name for p in (en, zh, record) if not p.is_file()]
     if missing:
         anchor = next(p for p in (record, zh, en) if p.is_file())
-        r.error(anchor, 1, f"incomplete pair — missing {', '.join(missing)}")
+        with r.under("pair-complete"):
+            r.error(anchor, 1, f"incomplete pair — missing {', '.join(missing)}")
     if not en.is_file() or not zh.is_file():
         return
     en_text, zh_text = _read(r, en), _read(r, zh)
     if record.is_file():
-        _check_record(r, record, en, zh)
+        with r.under("record"):
+            _check_record(r, record, en, zh)
     if en_text is None or zh_text is None:
         return
     a, b = parse(en_text), parse(zh_text)
     _check_switchers(r, en, zh, en_text, a, b)
     _check_structure(r, docs, en, zh, a, b)
-    _check_link_locale(r, docs, en, a, zh=False, sources=sources)
-    _check_link_locale(r, docs, zh, b, zh=True, sources=sources)
-    _check_regions(r, en, zh, en_text, zh_text)
+    with r.under("link-locale"):
+        _check_link_locale(r, docs, en, a, zh=False, sources=sources)
+        _check_link_locale(r, docs, zh, b, zh=True, sources=sources)
+    with r.under("regions"):
+        _check_regions(r, en, zh, en_text, zh_text)
 
 
 def _check_record(r: _Report, record: Path, en: Path, zh: Path) -> None:
@@ -224,18 +266,20 @@ def _check_switchers(r: _Report, en: Path, zh: Path, en_text: str, a: Structure,
     zh_first = b.first_paragraph_after_h1()
     if zh_first is None or not _switcher_ok(zh_first.source, ZH_SWITCHER, en.name):
         line = b.headings[0].line if b.headings else 1
-        r.error(zh, line, f"missing language switcher — no link to {en.name}: the first paragraph after the "
-                          f"title must be `{ZH_SWITCHER.format(name=en.name)}`")
+        with r.under("switcher-zh"):
+            r.error(zh, line, f"missing language switcher — no link to {en.name}: the first paragraph after the "
+                              f"title must be `{ZH_SWITCHER.format(name=en.name)}`")
     en_first = a.first_paragraph_after_h1()
     has_switcher = en_first is not None and _switcher_ok(en_first.source, EN_SWITCHER, zh.name)
-    if _is_generated(en_text):
-        if has_switcher:
-            r.warning(en, en_first.line if en_first else 1,
-                      "a generated English page carries a language switcher; it must equal its generator's output")
-    elif not has_switcher:
-        line = a.headings[0].line if a.headings else 1
-        r.error(en, line, f"missing language switcher — no link back to {zh.name}: the first paragraph after "
-                          f"the title must be `{EN_SWITCHER.format(name=zh.name)}`")
+    with r.under("switcher-en"):
+        if _is_generated(en_text):
+            if has_switcher:
+                r.warning(en, en_first.line if en_first else 1,
+                          "a generated English page carries a language switcher; it must equal its generator's output")
+        elif not has_switcher:
+            line = a.headings[0].line if a.headings else 1
+            r.error(en, line, f"missing language switcher — no link back to {zh.name}: the first paragraph after "
+                              f"the title must be `{EN_SWITCHER.format(name=zh.name)}`")
 
 
 def _is_external(target: str) -> bool:
@@ -303,21 +347,24 @@ def _fence_difference(en: Path, zh: Path, xs: list[Fence], ys: list[Fence]) -> t
 
 def _check_structure(r: _Report, docs: Path, en: Path, zh: Path, a: Structure, b: Structure) -> None:
     checks = [
-        ("heading (depth)", a.headings, b.headings, "{}"),
-        ("table (row x column count)", a.tables, b.tables, "{}"),
-        ("list (kind, start, item count)", a.lists, b.lists, "{}"),
+        ("structure-headings", "heading (depth)", a.headings, b.headings, "{}"),
+        ("structure-tables", "table (row x column count)", a.tables, b.tables, "{}"),
+        ("structure-lists", "list (kind, start, item count)", a.lists, b.lists, "{}"),
     ]
-    for kind, xs, ys, show in checks:
+    for rule, kind, xs, ys, show in checks:
         if d := _first_difference(kind, en, zh, xs, ys, show):
-            r.error(en, *d)
+            with r.under(rule):
+                r.error(en, *d)
     if d := _fence_difference(en, zh, a.fences, b.fences):
-        r.error(en, *d)
+        with r.under("structure-code"):
+            r.error(en, *d)
     xs = [Item(i.line, _semantic_target(docs, en, i.text))
           for i in _links_without_switcher(a, EN_SWITCHER.format(name=zh.name))]
     ys = [Item(i.line, _semantic_target(docs, zh, i.text))
           for i in _links_without_switcher(b, ZH_SWITCHER.format(name=en.name))]
     if d := _first_difference("link target", en, zh, xs, ys, "`{}`"):
-        r.error(en, *d)
+        with r.under("structure-links"):
+            r.error(en, *d)
 
 
 def _check_link_locale(r: _Report, docs: Path, page: Path, s: Structure, zh: bool, sources: list[Path]) -> None:
@@ -496,6 +543,8 @@ def _near(e: PageEdge, model: FlowModel) -> str:
 CODE_TAG = re.compile(r"<code>(.*?)</code>")
 SLASH_TOKEN = re.compile(r"(?<![\w/.-])([a-z][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)+)(?![\w/])")
 MEMBER_TOKEN = re.compile(r"(?<![\w.])(?:([A-Z][A-Za-z0-9]*)\.)?([a-z]+[A-Z][A-Za-z0-9]*|[a-z]+(?=\(\)))(?:\([^)]*\))?")
+VALUE_MEMBER = re.compile(r"^(?!ctx\.)[a-z][A-Za-z0-9]*\.([A-Za-z_][A-Za-z0-9_]*)(?:\(.*\))?$")
+SERVICE_CALL = re.compile(r"^(ctx\.[A-Za-z_][\w.]*)\(.*\)$")
 CODE_MEMBER = re.compile(r"^(?:([A-Z][A-Za-z0-9]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\(.*\)$")
 
 
@@ -507,6 +556,10 @@ def _plain_names(text: str) -> list[tuple[str, str | None]]:
 
 
 def _code_name(span: str) -> tuple[str, str | None]:
+    if m := SERVICE_CALL.match(span):
+        return m.group(1), None  # `ctx.tools.execute()`: a service method
+    if m := VALUE_MEMBER.match(span):
+        return m.group(1), None  # `exec.signal`, `result.additionalContexts`: a member of some type
     if m := CODE_MEMBER.match(span):
         return m.group(2), m.group(1)
     return span, None
@@ -516,20 +569,40 @@ def _resolve(r: _Report, page: Path, line: int, name: str, owner: str | None, mo
              index: CatalogIndex, tree: TreeCatalogs) -> None:
     if name in model.notNames:
         return
-    entry = model.kind_of(name)
-    if entry is None:
-        kinds = index.kinds_of(name)
-        known = f"the catalogs know it as {', '.join(kinds)}" if kinds else f"nor is it in {INDEX_FILE}"
-        r.error(page, line, f"unknown name `{name}`: not in the flow model's name table ({known})")
+    table = name_table(index)
+    entries = table.entries_of(name)
+    if not entries:
+        r.error(page, line, f"unknown name `{name}`: not in the name table (generated from {INDEX_FILE}, "
+                            "rc.8's public surface as the catalogs hold it)")
         return
-    if owner is not None and entry.of is not None and owner != entry.of:
-        r.error(page, line, f"`{owner}.{name}`: the name table has `{name}` as a member of {entry.of}")
-    kinds = index.kinds_of(name, entry.of)
-    if entry.kind not in kinds:
-        known = f"knows it only as {', '.join(kinds)}" if kinds else "does not know it"
-        r.error(page, line, f"`{name}` is a {entry.kind} in the name table, but {INDEX_FILE} {known}")
+    entry = entries[0] if owner is None else next((e for e in entries if e.of == owner), None)
+    if entry is None:
+        types = ", ".join(sorted({e.of or e.kind for e in entries}))
+        r.error(page, line, f"`{owner}.{name}`: the name table has `{name}` as a member of {types}")
         return
     _resolve_in_tree(r, page, line, name, entry.kind, index, tree)
+
+
+def _check_tree_catalogs(r: _Report, docs: Path, index: CatalogIndex) -> None:
+    """The tree's own event catalogs (the persistence catalog, the event matrix, the subsystem
+    pages' generated regions) give each pipeline event the mode or badge of the catalog index."""
+    for name, kind, said, where in catalog_entries(docs):
+        live, ev = index.live_event(name), index.session_event(name)
+        if live is None and ev is None:
+            continue  # not a pipeline name: the catalogs do not judge it
+        if kind == "live-event" and live is None:
+            r.error(where.file, where.line, f"`{name}` is listed as a live event ({said}), but {INDEX_FILE} has it as "
+                                            f"a session-log event ({', '.join(ev.rules)})")  # type: ignore[union-attr]
+        elif kind == "live-event" and live is not None and said != live.mode:
+            r.error(where.file, where.line, f"`{name}` is listed with mode {said}, but {INDEX_FILE} gives mode "
+                                            f"{live.mode} ({', '.join(live.rules)}); suggested wording: "
+                                            f"`{name}` — {live.mode}")
+        elif kind == "session-event" and ev is None:
+            r.error(where.file, where.line, f"`{name}` is listed as a session-log event, but {INDEX_FILE} has it as "
+                                            f"a live {live.mode} event ({', '.join(live.rules)})")  # type: ignore[union-attr]
+        elif kind == "session-event" and ev is not None and said != ev.badge:
+            r.error(where.file, where.line, f"`{name}` is marked {said}, but {INDEX_FILE} marks it {ev.badge} "
+                                            f"({', '.join(ev.rules)}); suggested wording: `{name}` — {ev.badge}")
 
 
 def _resolve_in_tree(r: _Report, page: Path, line: int, name: str, kind: str, index: CatalogIndex,
@@ -575,11 +648,25 @@ def _describe(name: str, index: CatalogIndex) -> str:
     return f"a {', '.join(kinds)}" if kinds else "unknown to the catalogs"
 
 
+def is_ours(page: Path) -> bool:
+    """A page written by our ``docs generate``: it keeps upstream's text on purpose."""
+    try:
+        head = page.read_text(encoding="utf-8", errors="replace")[:400]
+    except OSError:
+        return False
+    return head.startswith("<!--") and "dsh-conformance docs generate" in head.split("-->", 1)[0]
+
+
 def _wording(r: _Report, page: Path, line: int, node: str, check: str, name: str, message: str,
              model: FlowModel) -> None:
+    """A label that contradicts the catalogs. The flow model's acknowledged entries are known
+    upstream errors: a warning on our generated page (which reproduces upstream's text on
+    purpose), a real error on any other tree, upstream's included."""
     ack = next((a for a in model.acknowledged if (a.check, a.node, a.name) == (check, node, name)), None)
-    if ack is not None:
+    if ack is not None and is_ours(page):
         r.warning(page, line, f"{message} — acknowledged in the flow model: {ack.why}")
+    elif ack is not None:
+        r.error(page, line, f"{message} — a known upstream error (flow model): {ack.why}")
     else:
         r.error(page, line, message)
 
@@ -597,7 +684,7 @@ def _check_labels(r: _Report, block: Block, chart: Flowchart, model: FlowModel, 
             for name, owner in _plain_names(CODE_TAG.sub(" ", text)):
                 _resolve(r, block.page, line, name, owner, model, index, tree)
             for code in codes:
-                if model.kind_of(code) is None:
+                if not name_table(index).entries_of(code):
                     continue  # reported as unknown above
                 live = index.live_event(code)
                 if re.search(r"\bwaterfall\b", text) and (live is None or live.mode != "waterfall"):
@@ -610,7 +697,7 @@ def _check_labels(r: _Report, block: Block, chart: Flowchart, model: FlowModel, 
                                               f"{_describe(code, index)}")
         if re.search(r"session events", n.label, re.IGNORECASE):
             for code in all_codes:
-                if model.kind_of(code) is not None and index.session_event(code) is None:
+                if name_table(index).entries_of(code) and index.session_event(code) is None:
                     _wording(r, block.page, line, n.id, "session-event-group", code,
                              f"node {n.id!r} groups `{code}` with session events, but it is {_describe(code, index)}",
                              model)
@@ -631,7 +718,4 @@ def _check_prose(r: _Report, page: Path, line: int, source: str, codes: tuple[st
     for text in texts:
         for name, owner in _plain_names(text):
             _resolve(r, page, line, name, owner, model, index, tree)
-    for m in re.finditer(r"`([^`]+)` waterfalls?\b", source):
-        live = index.live_event(m.group(1))
-        if model.kind_of(m.group(1)) is not None and (live is None or live.mode != "waterfall"):
-            r.error(page, line, f"the prose calls `{m.group(1)}` a waterfall, but it is {_describe(m.group(1), index)}")
+    # What the prose calls a name ("`X` waterfall") is tools/pipeline_claims.py's, on every page.

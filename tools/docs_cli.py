@@ -47,6 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check.add_argument("--catalogs", default=str(CATALOGS), help="the catalogs and flow model (default: catalogs/)")
     check.add_argument("--max-per-file", type=int, default=MAX_PER_FILE, metavar="N",
                        help=f"findings shown per file; the rest are counted (default {MAX_PER_FILE}; 0: all)")
+    check.add_argument("--as-of", metavar="COMMIT", default=None,
+                       help="check the tree as it was at COMMIT (ROOT must be in a git repository): its pairs by the "
+                            "pairing rules its own tooling enforced then, its pipeline facts by the catalogs")
+    check.add_argument("--tree-rules", action="store_true",
+                       help="judge the pairs by the pairing rules the checked tree's own tooling enforces "
+                            "(implied by --as-of)")
     check.set_defaults(func=_check)
     record = actions.add_parser("record", help="re-record a pair: write PAGE.i18n.yaml with both sides' hashes")
     record.add_argument("pages", nargs="+", metavar="PAGE.md", help="a pair's English (or Chinese) side")
@@ -110,10 +116,19 @@ def _check(args: argparse.Namespace) -> int:
     from .pipeline_page import ProseError
 
     root, catalogs = Path(args.root), Path(args.catalogs)
+    if args.as_of is not None:
+        return _check_as_of(args, root, catalogs)
     try:
-        findings = check_tree(root, catalogs)
+        rules = None
+        if args.tree_rules:
+            from .pairing_rules import describe, rules_of_tree
+
+            docs = docs_dir(root)
+            rules = rules_of_tree(docs.parent, str(root))
+            print(f"pairing rules: {describe(rules)}")
+        findings = check_tree(root, catalogs, rules)
         stale = stale_files(docs_dir(root), catalogs)
-    except (BadInput, FlowModelError, ProseError) as e:
+    except (BadInput, FlowModelError, ProseError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     _print_capped(findings, args.max_per_file)
@@ -126,6 +141,34 @@ def _check(args: argparse.Namespace) -> int:
     errors = sum(f.severity == "error" for f in findings) + len(stale) - len(explained)
     warnings = sum(f.severity == "warning" for f in findings) + len(explained)
     print(f"docs check: {errors} error(s), {warnings} warning(s) in {docs_dir(root)}")
+    return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _check_as_of(args: argparse.Namespace, root: Path, catalogs: Path) -> int:
+    """The tree of a commit, by the pairing rules of its day; findings name the files as
+    ``ROOT@COMMIT/...``. Staleness against today's generator is not a rule of that day."""
+    import tempfile
+
+    from .docs_check import BadInput, check_tree, docs_dir
+    from .flow_model import FlowModelError
+    from .pairing_rules import PairingRulesError, describe, rules_of_tree, tree_at
+    from .pipeline_page import ProseError
+
+    with tempfile.TemporaryDirectory(prefix="dsh-docs-as-of-") as tmp:
+        try:
+            there, full = tree_at(root, args.as_of, Path(tmp))
+            rules = rules_of_tree(there, f"{args.as_of} ({full[:10]})")
+            findings = check_tree(there, catalogs, rules)
+        except (BadInput, FlowModelError, ProseError, PairingRulesError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"pairing rules: {describe(rules)}")
+        shown_as = f"{root}@{full[:10]}"
+        lines = [str(f).replace(str(there), shown_as, 1) for f in findings]
+        _print_capped_lines(lines, findings, args.max_per_file)
+        errors = sum(f.severity == "error" for f in findings)
+        warnings = len(findings) - errors
+        print(f"docs check: {errors} error(s), {warnings} warning(s) in {shown_as}/{docs_dir(there).relative_to(there)}")
     return EXIT_ERRORS if errors else EXIT_OK
 
 
@@ -169,16 +212,20 @@ def _record(args: argparse.Namespace) -> int:
 def _print_capped(findings: list, limit: int) -> None:
     """Each file's first ``limit`` findings, then one line counting the rest: a broken page
     (a 10 MB Mermaid block) must not answer with millions of lines."""
+    _print_capped_lines([str(f) for f in findings], findings, limit)
+
+
+def _print_capped_lines(lines: list[str], findings: list, limit: int) -> None:
     shown: dict[object, int] = {}
     hidden: dict[object, list[int]] = {}
-    for f in findings:
+    for line, f in zip(lines, findings):
         n = shown.get(f.file, 0)
         if limit and n >= limit:
             counts = hidden.setdefault(f.file, [0, 0])
             counts[f.severity != "error"] += 1
             continue
         shown[f.file] = n + 1
-        print(f)
+        print(line)
     for file, (errors, warnings) in hidden.items():
         print(f"{file}: ... and {errors} more error(s) and {warnings} more warning(s) not shown "
               f"(--max-per-file {limit}; 0 shows all)")

@@ -21,6 +21,7 @@ with where an installed suite keeps it.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +29,12 @@ from pathlib import Path
 from .flow_model import FlowModel
 from .md_structure import Structure, parse
 from .pairing import blob_hash, pair_paths, parse_record
-from .prose_claims import Claim, Lang, Lexicon, OrderGraph, Sentence, closure, list_claims, sentence_claims
+from .prose_claims import (ARROW, Claim, Lang, Lexicon, OrderGraph, Sentence, closure, code_key, list_claims,
+                           sentence_claims)
 
 GENERATED_MARK = "dsh-conformance docs generate"
+CHAIN_FENCES = frozenset({"", "text", "txt", "plain", "plaintext"})  # code blocks whose arrow chains are prose
+BARE_NAME = re.compile(r"(?<![\w`/.-])([A-Za-z][\w.-]*(?:/[\w.-]+)+|[A-Za-z][\w.]*\(\))(?=\*?(?![\w/`-]))")
 RECORD_COMMAND = "dsh-conformance docs record"
 INSTALLED_FLOW = 'importlib.resources.files("dsh_conformance.catalogs")'
 QUOTE_MAX = 120
@@ -87,6 +91,20 @@ def read_page(path: Path, text: str, lexicon: Lexicon) -> _Page:
             text_ = " / ".join(i.split("\n")[0] for i in ol.items)
             sentence = Sentence(0, 0, f"ordered list: {text_}", tuple(mentions), frozenset(claims))
             units.append(_Unit(sum(h < ol.line for h in heads), ol.line, [(ol.line, sentence)]))
+    for fence in s.fences:
+        if fence.info.split(" ")[0] not in CHAIN_FENCES:
+            continue
+        for i, line_text in enumerate(fence.body.split("\n")):
+            if not ARROW.search(line_text):
+                continue
+            # A plain-text chain ("tool/call* -> tools/pre-execute -> ..."): its bare names
+            # are read as code spans.
+            source = BARE_NAME.sub(lambda m: f"`{m.group(1)}`" if code_key(m.group(1)) in lexicon.names
+                                   else m.group(0), line_text)
+            line = fence.line + 1 + i
+            found = [(line, sen) for sen in sentence_claims(source, lexicon, lang) if sen.claims]
+            if found:
+                units.append(_Unit(sum(h < fence.line for h in heads), line, found))
     units.sort(key=lambda u: u.line)
     generated = text.startswith("<!--") and GENERATED_MARK in text.split("-->", 1)[0]
     return _Page(path, lang, units, generated)
@@ -132,6 +150,11 @@ def _focus(sentence: Sentence, claims: list[Claim]) -> int:
     return min((i for i in spots if i >= 0), default=0)
 
 
+def _plain(text: str) -> str:
+    """A name as the sentence said it, without the node id the message adds: "X (around)" is "X"."""
+    return re.sub(r" \([A-Za-z]+\)", "", text)
+
+
 def _claims_text(claims: list[Claim], names: dict[str, str], limit: int = 3) -> str:
     parts = [f"{names.get(c.before, c.before)} before {names.get(c.after, c.after)}" for c in claims[:limit]]
     more = f" (+{len(claims) - limit} more)" if len(claims) > limit else ""
@@ -171,8 +194,13 @@ class ProseChecker:
                 said = "; ".join(f"{_claims_text([c], names)} ({self.graph.why_not(c)})" for c in bad[:3])
                 more = f"; and {len(bad) - 3} more such claim(s)" if len(bad) > 3 else ""
                 unit.contradicted.append(len(self.errors))
+                first = bad[0]
+                rules = sorted({r for e in self.graph.path(first.after, first.before) or [] for r in e.rules},
+                               key=lambda r: int(r[1:]) if r[1:].isdigit() else 0)
+                wording = f"{names.get(first.after, first.after)} before {names.get(first.before, first.before)}"
                 self.errors.append(ProseError(page.path, line, (
-                    f"{_quote(sentence.text, _focus(sentence, bad[:1]))} says {said}{more}: fix the sentence, "
+                    f"{_quote(sentence.text, _focus(sentence, bad[:1]))} says {said}{more}: fix the sentence "
+                    f"(suggested wording: “{_plain(wording)}”, the order of {', '.join(rules) or 'the flow model'}), "
                     f"{_flow_hint(self.flow_file)}")))
 
     def check_pair(self, en: _Page, zh: _Page, stale: set[Path]) -> None:

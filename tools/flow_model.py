@@ -91,7 +91,8 @@ class FlowModel(_Model):
     direction: Literal["TD", "TB", "LR", "RL", "BT"]
     nodes: list[Node]
     edges: list[Edge]
-    names: list[Name]
+    names: list[Name] = Field(default_factory=list, description=(
+        "deprecated: the docs check's name table is generated from the catalog index (tools/name_table.py)"))
     notNames: list[str] = Field(default_factory=list)
     acknowledged: list[Acknowledged] = Field(default_factory=list)
 

@@ -11,6 +11,7 @@ text runs of each paragraph.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -59,6 +60,7 @@ class Structure:
     lists: list[Item] = field(default_factory=list)  # "ordered:start=N:items=K" or "bullet:items=K"
     links: list[Item] = field(default_factory=list)  # text: the raw target
     paragraphs: list[Paragraph] = field(default_factory=list)
+    cells: list[Paragraph] = field(default_factory=list)  # each table cell's inline source (claims in tables)
     ordered_lists: list[OrderedList] = field(default_factory=list)  # their items' first lines, for order claims
     first_heading: int | None = None  # index into paragraphs: paragraphs before it come first
 
@@ -94,7 +96,10 @@ def _inline(tok: Token) -> Paragraph:
     return Paragraph(_line(tok), tok.content, tuple(code), tuple(text), tuple(links))
 
 
+@lru_cache(maxsize=1024)
 def parse(text: str) -> Structure:
+    """The page's structure; cached, because every check of ``docs check`` reads every page
+    (callers must not change what it returns)."""
     s = Structure()
     tokens = _MD.parse(text)
     list_stack: list[tuple[Token, list[int]]] = []
@@ -105,6 +110,7 @@ def parse(text: str) -> Structure:
     table_line = 0
     in_head_row = False
     in_paragraph = False
+    row_line = 0
     for tok in tokens:
         t = tok.type
         if t == "heading_open":
@@ -115,11 +121,13 @@ def parse(text: str) -> Structure:
         elif t == "table_open":
             table_rows, table_cols, table_line = 0, 0, _line(tok)
         elif t == "tr_open":
+            row_line = _line(tok)
             table_rows += 1
             in_head_row = table_rows == 1
         elif t == "th_open" and in_head_row:
             table_cols += 1
         elif t == "table_close":
+            row_line = 0
             s.tables.append(Item(table_line, f"{table_rows}x{table_cols}"))
         elif t in ("bullet_list_open", "ordered_list_open"):
             # Lists are recorded in document order of their start, as mdast visits them.
@@ -154,6 +162,8 @@ def parse(text: str) -> Structure:
             s.links += [Item(para.line, target) for target in para.links]
             if in_paragraph:
                 s.paragraphs.append(para)
+            elif row_line:  # inside a table: a cell
+                s.cells.append(Paragraph(para.line or row_line, para.source, para.code, para.text, para.links))
     return s
 
 

@@ -99,7 +99,7 @@ class Lexicon:
     def mentions(self, source: str, masked: str, lang: Lang) -> list[Mention]:
         out: list[Mention] = []
         for m in CODE_SPAN.finditer(source):
-            node = self.names.get(_code_key(m.group(2)))
+            node = self.names.get(code_key(m.group(2)))
             if node is not None:
                 out.append(Mention(m.start(), m.end(), node, m.group(0)))
         found = [Mention(m.start(), m.end(), node, m.group(0))
@@ -117,7 +117,7 @@ def _without_overlaps(items: list[_Span]) -> list[_Span]:
     return out
 
 
-def _code_key(span: str) -> str:
+def code_key(span: str) -> str:
     """A code span as a name: ``finalizeContent(exec, result)`` is ``finalizeContent``."""
     span = span.strip()
     return re.sub(r"\(.*\)$", "", span) if re.fullmatch(r"[\w.$]+\(.*\)", span) else span
@@ -186,7 +186,7 @@ SENTENCE_END = {"en": re.compile(r"[.!?;](?=\s|$)|[。！？；]"), "zh": re.com
 CLAUSE_END = re.compile(r"[,，;；:：]")
 
 
-def _spans(masked: str, ends: re.Pattern[str], start: int, stop: int) -> list[tuple[int, int]]:
+def spans(masked: str, ends: re.Pattern[str], start: int, stop: int) -> list[tuple[int, int]]:
     """``masked[start:stop]`` cut after each match of ``ends`` outside parentheses; blank
     pieces dropped."""
     cuts = re.compile(rf"(?P<open>[(（])|(?P<close>[)）])|(?:{ends.pattern})")
@@ -338,7 +338,10 @@ def _clause_claims(masked: str, c: _Clause, following: list[str], preceding: lis
                 in_sequence |= mk.kind == "zh-after"  # "之后，B": then
                 continue
             obj = before_marker[-1:]
-            subject = before_marker[:-1] or right or following
+            # "在 B 之前，A …": the subject is the next clause only when the clause ends at the
+            # marker; "在 B 之前立即物化…" has its own verb, and a later clause is not its subject.
+            rest = masked[mk.end:c.end].strip(" \t\n，,；;：:。" + HIDDEN)
+            subject = before_marker[:-1] or right or (following if not rest else [])
             claims |= _pairs(subject, obj) if mk.kind == "zh-before" else _pairs(obj, subject)
         elif mk.kind == "once":
             if right and following:
@@ -380,11 +383,11 @@ def sentence_claims(source: str, lexicon: Lexicon, lang: Lang) -> list[Sentence]
     markers = _MarkerIndex(masked, lang)
     out: list[Sentence] = []
     previous: list[str] = []  # the mentions of the last sentence that had any
-    for s_start, s_end in _spans(masked, SENTENCE_END[lang], 0, len(masked)):
+    for s_start, s_end in spans(masked, SENTENCE_END[lang], 0, len(masked)):
         in_sentence = _within(mentions, s_start, s_end, starts)
         sentence_starts = [m.start for m in in_sentence]
         clauses = []
-        for c_start, c_end in _spans(masked, CLAUSE_END, s_start, s_end):
+        for c_start, c_end in spans(masked, CLAUSE_END, s_start, s_end):
             clauses.append(_Clause(c_start, c_end, _within(in_sentence, c_start, c_end, sentence_starts),
                                    markers.clause(c_start, c_end)))
         claims: set[Claim] = _arrow_claims(masked, (s_start, s_end), in_sentence)

@@ -81,3 +81,25 @@ def read_tree_catalogs(docs: Path) -> TreeCatalogs:
             elif (m := TOOL.match(line)) and package is not None:
                 out.tools[(package, m.group(1))] = Where(tools, n)
     return out
+
+
+def catalog_entries(docs: Path) -> list[tuple[str, str, str, Where]]:
+    """Every entry of the tree's event catalogs, each occurrence: (name, "session-event" or
+    "live-event", its badge or mode, where). English pages only: the Chinese sides' generated
+    regions are held equal to them by the pair checks."""
+    out: list[tuple[str, str, str, Where]] = []
+    persistence = docs / "persistence-catalog.md"
+    if persistence.is_file():
+        out += [(m.group(1), "session-event", m.group(2), Where(persistence, n))
+                for n, line in enumerate(_lines(persistence), start=1) if (m := SESSION_EVENT.match(line))]
+    files = [docs / "event-producer-consumer.md"] + (sorted((docs / "subsystems").glob("*.md"))
+                                                     if (docs / "subsystems").is_dir() else [])
+    for path in files:
+        if not path.is_file() or path.name.endswith(".zh.md"):
+            continue
+        for n, line in enumerate(_lines(path), start=1):
+            m = LIVE_EVENT_ROW.match(line) or LIVE_EVENT_HEADING.match(line)
+            if m and "/" in m.group(1):
+                out.append((m.group(1), "live-event", m.group(2), Where(path, n)))
+    return out
+

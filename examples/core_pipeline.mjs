@@ -292,13 +292,18 @@ class CorePipeline {
     return out
   }
 
+  // P56: the agent's own definition; else the nearest inherited one (ancestors, then the
+  // global layer), which a restriction anywhere on the chain hides.
   view(agent, name) {
-    for (const a of this.chain(agent)) {
+    const chain = this.chain(agent)
+    const own = chain.length > 0 ? this.tools.get(chain[0])?.get(name) : undefined
+    if (own !== undefined) return own
+    let tool = this.tools.get(null)?.get(name)
+    for (const a of chain.slice(1)) {
       const hit = this.tools.get(a)?.get(name)
-      if (hit !== undefined) return hit
+      if (hit !== undefined) { tool = hit; break }
     }
-    const tool = this.tools.get(null)?.get(name)
-    for (const a of this.chain(agent)) {
+    for (const a of chain) {
       const r = this.agents.get(a)?.restrict
       if (tool !== undefined && r && ((r.allow && !r.allow.includes(name)) || (r.deny && r.deny.includes(name)))) return undefined
     }

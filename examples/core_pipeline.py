@@ -125,11 +125,14 @@ class CorePipeline:
         return out
 
     def view(self, agent: str | None, name: str) -> kit.Tool | None:
-        for a in self.chain(agent):
-            if name in self.tools.get(a, {}):
-                return self.tools[a][name]
-        tool = self.tools.get(None, {}).get(name)
-        for a in self.chain(agent):
+        """P56: the agent's own definition; else the nearest inherited one (ancestors, then the
+        global layer), which a restriction anywhere on the chain hides."""
+        chain = self.chain(agent)
+        if chain and name in self.tools.get(chain[0], {}):
+            return self.tools[chain[0]][name]
+        tool = next((self.tools[a][name] for a in chain[1:] if name in self.tools.get(a, {})),
+                    self.tools.get(None, {}).get(name))
+        for a in chain:
             r = self.agents[a].restrict
             if tool is not None and r is not None and ((r.allow is not None and name not in r.allow)
                                                        or (r.deny is not None and name in r.deny)):

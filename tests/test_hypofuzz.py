@@ -70,7 +70,9 @@ def test_hypofuzz_finds_a_planted_fault_and_saves_a_replayable_case(tmp_path):
     saved = sorted((tmp_path / "dsh-failures").glob("prop-*.json"))
     assert saved, f"nothing saved in {time.monotonic() - t0:.0f} s (exit {code}):\n{out[-3000:]}"
     assert len(saved) == 1, saved  # shrinking's larger failures are not left behind
-    assert "Found a failing input" in out, out[-3000:]
+    # HypoFuzz's own "Found a failing input" line comes after the save, and the run is stopped
+    # as soon as the case is saved: whether the line made it out depends on the machine's load.
+    # The saved case and its replays below are what the test is about.
     against_fault = _replay(saved[0], FAULTY, tmp_path)
     assert against_fault.returncode == 1 and "first divergence" in against_fault.stdout, against_fault.stdout
     assert _replay(saved[0], "oracle", tmp_path).returncode == 0

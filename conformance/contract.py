@@ -142,7 +142,19 @@ RECORD_PARTS: tuple[Part, ...] = (
     Part("record rootCallId", ("P23",), "the record's `rootCallId`: the input's, else the `callId` (P23)"),
     Part("record signal", ("P52", "P60"), "which signal the record holds, and whether (and why) it aborted"),
 )
-PARTS: tuple[Part, ...] = RESULT_PARTS + REQUEST_PARTS + RECORD_PARTS
+# Texts the implementation (or its engine) wrote into a JavaScript Error it made, wherever an
+# observation carries one: an Error token's `message` (section 3.11: a plain object's own `$js`
+# key stays escaped, so the token is never user data), and the failure a run_code program caught
+# or ended with. A `message` key of any other object is the value's own data.
+ERROR_PARTS: tuple[Part, ...] = (
+    Part("Error message", ("P9",),
+         "the text of a JavaScript Error an observation carries (a token `{\"$js\": \"error\"}`): the registry's "
+         "or the engine's wording, or a thrown message passed on (which rule gave it is the routing's)", blamed=False),
+    Part("program failure message", ("P9", "P10"),
+         "the message of a failure a run_code program caught (a `settle` step's `error`) or ended with (an `end` "
+         "step's `error`): the registry's text of the sub-call's failure, or a thrown message", blamed=False),
+)
+PARTS: tuple[Part, ...] = RESULT_PARTS + REQUEST_PARTS + RECORD_PARTS + ERROR_PARTS
 
 
 def _fields(parts: tuple[Part, ...]) -> dict[str, tuple[str, ...]]:
@@ -295,12 +307,13 @@ PROGRAM_STEPS: tuple[Step, ...] = (
          "the program calls binding `tool` (its `n`th call)", ("program",)),
     Step("settle", _object({"n": {"type": "integer", "minimum": 1}, "tool": {"type": "string"}},
                            {"value": JS_VALUE, "error": JS_VALUE}), ("P118", "P124", "P125"),
-         "the program's call `n` settled: `value` (resolved) or `error` (rejected)", ("program",)),
+         "the program's call `n` settled: `value` (resolved) or `error` (rejected)", ("program",),
+         _fields(ERROR_PARTS[1:])),
     Step("log", {"type": "string"}, ("P128",), "the program logged a line", ("program",)),
     Step("late", NOTHING, ("P125",), "a call the program made after its run ended", ("program",)),
     Step("end", _object({"logs": {"type": "array", "items": {"type": "string"}}},
                         {"value": JS_VALUE, "error": {"type": "object"}}), ("P128",),
-         "the program's run ended", ("program",)),
+         "the program's run ended", ("program",), _fields(ERROR_PARTS[1:])),
 )
 
 # The oracle's own reasoning: never compared, never required of an implementation. An

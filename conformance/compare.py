@@ -276,7 +276,9 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
                      ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
-                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare")})
+                     ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare"),
+                     ("pre-execute", "cursor"), ("approval", "cursor"), ("execute", "cursor"), ("post-execute", "cursor"),
+                     ("fs-intent", "cursor")})
 # A name the oracle resolved through an ancestor's scope that a restriction on the chain
 # names (P56 hides only inherited global tools): an implementation that resolves it
 # otherwise takes another definition or none, and every later difference of the call
@@ -564,14 +566,20 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     if wrong is not None:
         return Divergence(where, e[0] if e else None, a[0] if a else None, wrong,
                           reason="the implementation ran none of the definition the name resolves to (P56)")
+    # P6: a next() the oracle's shared cursor sent past its caller's neighbour decided which
+    # participant runs here; a port with a cursor per listener runs another.
+    cursor = [r for stage, what, rs in (e[1][3] if e is not None else []) if what == "cursor" for r in rs]
+    shared = ("; the oracle's next() reached it through the one cursor all listeners share (P6)" if cursor else "")
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:
-            return Divergence(where, e[0], a[0] if a else None, missing[0], reason=missing[1])
+            return Divergence(where, e[0], a[0] if a else None, list(dict.fromkeys([*cursor, *missing[0]])),
+                              reason=missing[1] + shared)
     if a is not None and not (e is not None and blame.decided(e)):
         extra = blame.called_too_often(es, acts, j)
         if extra is not None:
-            return Divergence(where, e[0] if e else None, a[0], extra[0], reason=extra[1])
+            return Divergence(where, e[0] if e else None, a[0], list(dict.fromkeys([*cursor, *extra[0]])),
+                              reason=extra[1] + shared)
     rules = _lane_rules(name, _observation_rules(e, a, masks))
     if e is None and _SUB_CALL_LANE.match(name) and any(
             x[0]["stage"] == "result" and x[0]["who"] is None for x in acts[:j]):

@@ -326,17 +326,18 @@ ORACLE_ONLY: dict[str, tuple[str, ...]] = {
     "dispatch": ("abort", "resolve", "outcome", "spare"),
     "materialize": ("throw",),
     "code-mode": ("submit", "start", "defer", "conclude", "abandon", "append"),
-    "pre-execute": ("deny",),
-    "approval": ("start", "deny", "abandon"),
+    "pre-execute": ("deny", "cursor"),
+    "approval": ("start", "deny", "abandon", "cursor"),
     "guards": ("start", "end", "throw"),
-    "execute": ("defer",),
+    "execute": ("defer", "cursor"),
     "body": ("throw",),
-    "post-execute": ("outcome",),
+    "post-execute": ("outcome", "cursor"),
     "finalize": ("start", "end", "throw", "resolve"),
     "result": ("end",),
     "classify": ("end",),
     "loop": ("synthetic", "end", "throw", "cancel", "commit"),
     "tool-event": ("append",),
+    "fs-intent": ("cursor",),  # P6: a next() the shared cursor sent past its caller's neighbour
 }
 BUILTIN_PARTICIPANTS = oracle_trace.BUILTIN_PARTICIPANTS  # shipped code (the timeout policy): not instrumented
 

@@ -39,7 +39,7 @@ What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
     "unregister", "inject", "commit", "synthetic", "append", "abandon",
-    "bind", "settle", "log", "late", "submit", "cancel", "spare",
+    "bind", "settle", "log", "late", "submit", "cancel", "spare", "cursor",
 ]
 
 

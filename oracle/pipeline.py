@@ -14,6 +14,7 @@ are the tables of ``kit.decisions``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 
@@ -134,18 +135,23 @@ class _Cursor:
         position = self.position
         self.position += 1  # P6: every next(), whoever makes it, advances the shared cursor
         if position < len(self.listeners):
-            return await self.call_listener(self.listeners[position])
+            return await self.call_listener(self.listeners[position], position)
         return await self.terminal()
 
-    async def next_(self) -> JsValue:
+    async def next_(self, caller: int | None = None) -> JsValue:
+        if caller is not None and self.position != caller + 1:
+            # P6: the shared cursor moved on since the listener at ``caller`` was called (its
+            # second next(), or one after an inner listener's): what runs now is P6's decision,
+            # where a cursor per listener would run the one after it again (P5 alone).
+            self.w.obs(self.rec.callId, _STAGE[self.event], "cursor", None, self.position, ("P6",))
         value = await self.step()
         return self.w.freeze(value) if self.freeze_next else value
 
-    async def call_listener(self, l: Listener) -> JsValue:
+    async def call_listener(self, l: Listener, position: int) -> JsValue:
         if l.id == TIMEOUT_POLICY:
             return await timeout_wrapper(self.w, self.rec, self.next_)
-        inv = Invocation(who=l.id, stage=_STAGE[self.event], record=self.rec, rules=self.rules, next=self.next_,
-                         **self.args)
+        inv = Invocation(who=l.id, stage=_STAGE[self.event], record=self.rec, rules=self.rules,
+                         next=partial(self.next_, position), **self.args)
         return await perform(self.w, inv, l.script or _DELEGATE)
 
 

@@ -123,7 +123,9 @@ def _reregisters(ref: str, tools: list[dict[str, Any]], slot: dict[str, tuple[An
                                           for t in tools):
         return True
     freed = any(x["do"] == "unregister" and slot.get(x.get("ref")) == scope_name for x in steps)
-    return scope_name in held and not freed
+    # a slot that two register steps may fill (section 1.3: a name at most once per layer)
+    twice = sum(1 for x in steps if x["do"] == "register" and slot.get(x.get("ref")) == scope_name) > 1
+    return (scope_name in held or twice) and not freed
 
 
 def step_lists(v: Any) -> Iterator[list[dict[str, Any]]]:

@@ -12,7 +12,8 @@ signal (P60), defer a context (P67), or scope listeners (P7), guards (P45) or to
 a core implementation may differ there and still satisfy every core rule. Such parts are
 taken out of the drawn document (the draw is not skipped): a step is dropped, a scope or
 a flag removed. With every profile and feature (the default run against the oracle) the
-document is returned as drawn, so the seeded draws stay the same.
+document is returned as drawn, so the seeded draws stay the same, except that a registration
+of a name registered already is taken out of every draw (section 1.3: out of scope).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..situations import OPTIONAL_FEATURES, repeats_next, situations, step_lists, throwing_feedback
+
+# Situations no run compares (spec section 1.3: tests register a name at most once per layer):
+# taken out of every draw, whatever the profiles.
+OUT_OF_SCOPE = frozenset({"tool-reregistration"})
 
 # The steps whose situation needs each dropped (await-signal waits on an abort: a short sleep).
 _STEPS = {"caller-abort": {"abort", "cancel", "await-signal"}, "signal-replacement": {"set-signal"},
@@ -36,7 +41,7 @@ def allowed(profiles: frozenset[str], features: frozenset[str] | None) -> set[st
 
 def confine(doc: dict[str, Any], profiles: frozenset[str], features: frozenset[str] | None) -> dict[str, Any]:
     """``doc`` without the situations outside ``allowed(profiles, features)`` (in place)."""
-    ok = allowed(profiles, features)
+    ok = allowed(profiles, features) - OUT_OF_SCOPE
     drop = {s.name for s in situations(doc)} - ok
     if not drop:
         return doc

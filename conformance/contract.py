@@ -125,7 +125,8 @@ RESULT_PARTS: tuple[Part, ...] = (
          "routing's: the rule that gave the message)", blamed=False),
     Part("content[].text (failure)", ("P10", "P33"),
          "the text of a failure's content block that the registry wrote, `Error: ` prefix included (E(m))"),
-    Part("error.info", ("P9", "P10"), "a failure's `info`: whether it is there and what it holds"),
+    Part("error.info", ("P9", "P10"), "a failure's `info`: whether it is there and what it holds (and the `error` of "
+         "its `tool/result` event, which carries it, P104)"),
     Part("additionalContexts (key presence)", ("P92",), "an empty `additionalContexts` list against no key"),
     Part("meta (key presence)", ("P92",), "`meta: undefined` against no key"),
     Part("concludesTurn (key presence)", ("P92",), "`concludesTurn` other than `true` on a success against no key"),

@@ -111,6 +111,17 @@ class Masks:
             return {**e, "message": MASK}, {**a, "message": MASK}
         return e, a
 
+    def event_pair(self, e: dict[str, Any], a: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Two ``tool/result`` events with their ``error`` (the outcome's ``error.info``, P104)
+        made the same when ``error.info`` is hidden: P104 (loop) says the event carries the
+        info, P9 and P10 (reference) what it is."""
+        ed, ad = e.get("data"), a.get("data")
+        if not self.hides("error.info") or not (isinstance(ed, dict) and isinstance(ad, dict)):
+            return e, a
+        if "error" not in ed and "error" not in ad:
+            return e, a
+        return {**e, "data": {**ed, "error": MASK}}, {**a, "data": {**ad, "error": MASK}}
+
     def item_pair(self, e: Any, a: Any, keep_text: Callable[[str], bool] = lambda _t: False) -> tuple[Any, Any]:
         """Two observation items (stage, what, who, value) of the same step with their hidden
         parts made the same; anything else as it is."""

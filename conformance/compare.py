@@ -33,7 +33,7 @@ from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.trace import ANY, CallResult, Event, Trace, portable
 
-from . import blame, masks as masking, value_diff
+from . import blame, exact_texts, masks as masking, value_diff
 from .masks import Masks
 from .same_json import same_json
 
@@ -47,8 +47,6 @@ EVENT_RULES = {"tool/call": ["P18"], "tool/result": ["P104", "P105"], "agent/inb
                "user/message": ["P110"], "step/start": ["P110", "P106"], "step/end": ["P105"],
                "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"], "todo/write": ["P71"],
                "tool/code-dispatch-start": ["P122"], "tool/code-dispatch": ["P122", "P124"]}
-FIXED_VIOLATIONS = ("value is not lossless JSON", "value snapshot failed: ", "output.render ",
-                    "output.presentationMeta ")
 
 
 @dataclass(frozen=True)
@@ -95,52 +93,6 @@ class Divergence:
 # --------------------------------------------------------------------------- agreement
 
 _SUB_CALL_LANE = re.compile(r"^observations\[.+:code:[1-9][0-9]*\]$")
-_RUN_FAILED = re.compile(r"^(code run failed \([a-z-]+\): )")
-
-
-def _loose(s: str) -> str | None:
-    """The fixed prefix of a string whose tail is implementation-defined, else None."""
-    for prefix in texts.LOOSE_PREFIXES:
-        if s.startswith(prefix):
-            return prefix
-    m = _RUN_FAILED.match(s)
-    if m:  # P128 repeats the program's message, which may be one of these (an awaited rejection)
-        if s[m.end():] in texts.IMPLEMENTATION_DEFINED:
-            return m[1]  # a message the spec leaves wholly to the implementation (P63, P84)
-        inner = _loose(s[m.end():])
-        return m[1] + inner if inner is not None else None
-    marker = texts.LOOSE_OUTPUT_SCHEMA
-    if marker in s:
-        head, tail = s.split(marker, 1)
-        if not tail.startswith(FIXED_VIOLATIONS):
-            return head + marker  # schema violation wording (section 1.3)
-    return None
-
-
-def _open_part(s: str) -> str | None:
-    """The implementation-defined message (P63, P84) a run failure quotes before the
-    program's captured output (P128), else None."""
-    m = _RUN_FAILED.match(s)
-    if m is None:
-        return None
-    rest = s[m.end():]
-    return next((t for t in texts.IMPLEMENTATION_DEFINED
-                 if rest.startswith(t) and rest[len(t):].startswith(texts.CAPTURED_OUTPUT)), None)
-
-
-def _quoted_refusals(e: str, a: str) -> bool | None:
-    """Two run failures (P128) that each quote a refused write, else None. The refusal's
-    wording is the engine's (section 1), as when it is not quoted; the run's head and the
-    program's captured output after it stay exact."""
-    me, ma = _RUN_FAILED.match(e), _RUN_FAILED.match(a)
-    if me is None or ma is None or me[1] != ma[1]:
-        return None
-    e_rest, a_rest = e[me.end():], a[ma.end():]
-    if not (e_rest.startswith(texts.WRITE_REFUSALS) and a_rest.startswith(texts.WRITE_REFUSALS)):
-        return None
-    _, e_sep, e_out = e_rest.partition(texts.CAPTURED_OUTPUT)
-    _, a_sep, a_out = a_rest.partition(texts.CAPTURED_OUTPUT)
-    return e_sep == a_sep and e_out == a_out
 
 
 def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False, masks: Masks | None = None) -> bool:
@@ -163,27 +115,10 @@ def _agree(expected: Any, actual: Any, masks: Masks, code_mode: bool) -> bool:
             return False
         if expected == actual:
             return True  # what every rule below allows: the same text
-        if code_mode and not exact and _code_mode_text(expected):
+        if code_mode and not exact and exact_texts.code_mode_text(expected):
             return _agree(expected, actual, masking.NOTHING_HIDDEN, code_mode)
         if exact:
-            e, a = expected, actual
-            if e.startswith("Error: ") and a.startswith("Error: "):
-                e, a = e[7:], a[7:]  # failure content repeats the message (E(m), section 3.1)
-            if e in texts.IMPLEMENTATION_DEFINED:
-                return True  # P63, P84: the spec leaves this message to the implementation
-            inner = _open_part(e)
-            if inner is not None:
-                # such a message quoted by run_code's failure before the captured output
-                # (P128): the text around it is fixed, it is open
-                head, _, tail = e.partition(inner)
-                return len(a) >= len(head) + len(tail) and a.startswith(head) and a.endswith(tail)
-            if e.startswith(texts.WRITE_REFUSALS) and a.startswith(texts.WRITE_REFUSALS):
-                return True  # a refused write: the TypeError's wording is the engine's (section 1)
-            quoted = _quoted_refusals(e, a)
-            if quoted is not None:
-                return quoted
-            prefix = _loose(e)
-            return a.startswith(prefix) if prefix is not None else jsontext.same_units(e, a)
+            return exact_texts.same_text(expected, actual)
         # Texts core does not fix are masked by the part that holds them (masks.py); any other
         # string is data some core rule fixes (a value, arguments, a key), compared exactly.
         return jsontext.same_units(expected, actual)
@@ -195,7 +130,7 @@ def _agree(expected: Any, actual: Any, masks: Masks, code_mode: bool) -> bool:
         if masks.hidden:
             # Section 2: what no rule of the checked profiles fixes is not compared (the
             # catalog's parts): inside a result, an Error, and the observations that carry them.
-            keep = (lambda t: _code_mode_text(t)) if code_mode else (lambda _t: False)
+            keep = (lambda t: exact_texts.code_mode_text(t)) if code_mode else (lambda _t: False)
             if type(expected.get("isError")) is bool:
                 expected, actual = masks.result_pair(expected, actual, keep)
             elif expected.get("$js") == "error":
@@ -219,11 +154,6 @@ def _agree(expected: Any, actual: Any, masks: Masks, code_mode: bool) -> bool:
                 return False
         return True
     return same_value(expected, actual)
-
-
-def _code_mode_text(s: str) -> bool:
-    """Whether ``s`` is one of Code Mode's own texts (or a failure content repeating one)."""
-    return s.removeprefix("Error: ").startswith(texts.CODE_MODE_PREFIXES)
 
 
 def warnings_agree(expected: list[str], actual: list[str]) -> bool:

@@ -228,7 +228,8 @@ PROBES: tuple[Probe, ...] = (
 )
 
 PARTICIPANTS: tuple[Participant, ...] = (
-    Participant("pre-execute", "the listener's `id`", "async", ("P5", "P30"), "a `tools/pre-execute` listener", ("P5",)),
+    Participant("pre-execute", "the listener's `id`", "async", ("P5", "P30"), "a `tools/pre-execute` listener",
+                ("P5", "P30")),
     Participant("approval", "`approval` (a custom service), or an `approval/request` listener's `id`", "async",
                 ("P40", "P43"), "the custom approval service, or a listener the shipped service asks", ("P36", "P43")),
     Participant("guards", "the guard's `id`", "sync", ("P45", "P46", "P50"), "a guard", ("P44", "P45")),
@@ -241,7 +242,7 @@ PARTICIPANTS: tuple[Participant, ...] = (
     Participant("classify", "`<ref>.isConcurrencySafe`", "sync", ("P19",), "a tool's concurrency classifier", ("P19",)),
     Participant("render", "`<ref>.render`", "sync", ("P73",), "a tool's `output.render`", ("P73",)),
     Participant("presentationMeta", "`<ref>.presentationMeta`", "sync", ("P73",),
-                "a tool's `output.presentationMeta`", ("P73",)),
+                "a tool's `output.presentationMeta`", ("P73", "P74")),
     Participant("presentCall", "`<ref>.presentCall`", "sync", ("P14",), "a tool's `presentCall` (the UI projection)", ("P14",)),
     Participant("presentResult", "`<ref>.presentResult`", "sync", ("P14",),
                 "a tool's `presentResult` (the UI projection)", ("P14",)),

@@ -79,8 +79,10 @@ class Divergence:
 
     def within(self, profiles: set[str]) -> Divergence:
         """This divergence blamed only on rules of the checked profiles (section 2: a verdict
-        for a profile set depends only on its rules; nothing left: the case's rules)."""
-        return replace(self, rules=masking.within(self.rules, profiles))
+        for a profile set depends only on its rules; nothing left: the case's rules), its
+        reason saying what those rules are about (issue 39: words a port author can act on)."""
+        kept = masking.within(self.rules, profiles)
+        return replace(self, rules=kept, reason=self.reason + _what_rules_say(kept) if self.reason else self.reason)
 
     def describe(self) -> str:
         found = value_diff.locate(self.expected, self.actual, self.at)
@@ -88,6 +90,15 @@ class Divergence:
                  else f"rules {', '.join(self.rules) or '-'}")
         why = [f"  why:      {self.reason}"] if self.reason else []
         return "\n".join([f"first divergence at {self.where} ({blame}):", *found.lines(), *why])
+
+
+def _what_rules_say(rule_ids: list[str]) -> str:
+    """`` (P93: called once, on every outcome; ...)``: the titles of the first blamed rules."""
+    from .rules import rules
+
+    known = rules()
+    said = [f"{r}: {known[r].title[:1].lower()}{known[r].title[1:]}" for r in rule_ids[:3] if r in known]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 # --------------------------------------------------------------------------- agreement
@@ -532,9 +543,9 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
 def _observation_reason(e: Item | None, a: Item | None, masks: Masks) -> str:
     if e is None:
         assert a is not None
-        return f"an observation the oracle does not make here ({blame.label(a[0])}): a stage or invocation too many"
+        return f"the implementation made a {blame.label(a[0])} the oracle does not make here: a stage or invocation too many"
     if a is None:
-        return f"the implementation's lane ends before {blame.label(e[0])}"
+        return f"the implementation's lane ends: it made no {blame.label(e[0])}, which the oracle makes next"
     if (e[0]["stage"], e[0]["what"], e[0]["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         how = "the call was routed otherwise" if e[1][2] else "stage order and transitions"
         return f"{blame.label(a[0])} where the oracle has {blame.label(e[0])}: {how}"
@@ -544,7 +555,7 @@ def _observation_reason(e: Item | None, a: Item | None, masks: Masks) -> str:
     if part is not None:
         fix = "fixes" if len(part.rules) == 1 else "fix"
         return f"{blame.label(e[0])}: {part.name} differs, which only {', '.join(part.rules)} {fix}"
-    return f"{blame.label(e[0])}: its value differs (the rules the observation witnesses)"
+    return f"{blame.label(e[0])}: the implementation's value is not the oracle's (the rules the observation witnesses)"
 
 
 def _dispatch_log_warnings(warnings: list[str]) -> list[str]:

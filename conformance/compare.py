@@ -518,10 +518,11 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     if wrong is not None:
         return Divergence(where, e[0] if e else None, a[0] if a else None, wrong,
                           reason="the implementation ran none of the definition the name resolves to (P56)")
-    # P6: a next() the oracle's shared cursor sent past its caller's neighbour decided which
-    # participant runs here; a port with a cursor per listener runs another.
-    cursor = [r for stage, what, rs in (e[1][3] if e is not None else []) if what == "cursor" for r in rs]
-    shared = ("; the oracle's next() reached it through the one cursor all listeners share (P6)" if cursor else "")
+    # The oracle's decisions since the previous observation decided which participant runs
+    # here (P6: the shared cursor sent a next() past its caller's neighbour; P61: a checkpoint
+    # fired; P75: arguments failed validation): a port that decided otherwise runs another.
+    cursor = list(dict.fromkeys(r for _stage, _what, rs in (e[1][3] if e is not None else []) for r in rs))
+    shared = (f"; the oracle decided otherwise just before ({', '.join(cursor)})" if cursor else "")
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:

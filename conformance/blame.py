@@ -26,6 +26,8 @@ from typing import Any
 
 import jsonschema
 
+from dsh_conformance.kit.trace import PIPELINE_STAGES
+
 from . import contract
 
 # An observation as compared (``compare.Item``): the item, its blame, its position.
@@ -79,9 +81,23 @@ def not_called(es: list[Item], acts: list[Item], i: int) -> tuple[list[str], str
         ran = any((x[0]["stage"], x[0]["what"], x[0]["who"]) == (stage, "start", None) for x in acts)
     else:
         ran = any(x[0]["stage"] == stage and x[0]["who"] not in (None, who) for x in acts)
-    if not ran:
+    if not ran and not _passed(stage, acts):
         return None  # the stage itself did not run: the routing's question
     return list(kind.called_by), f"the {stage} stage ran but {kind.meaning} {who!r} was never called"
+
+
+def _passed(stage: str, acts: list[Item]) -> bool:
+    """Whether the implementation's lane reaches a stage that comes after ``stage`` on every
+    path (``kit.trace.PIPELINE_STAGES``), so that ``stage`` was passed over: a finalizer not
+    called before the observers are (P93 calls it on every outcome)."""
+    if stage not in PIPELINE_STAGES or stage not in ALWAYS_RUN:
+        return False
+    later = PIPELINE_STAGES[PIPELINE_STAGES.index(stage) + 1:]
+    return any(x[0]["stage"] in later and x[0]["who"] is None for x in acts)
+
+
+# Stages that run on every outcome once the call has one (P93: finalizeContent; P98: the observers).
+ALWAYS_RUN = frozenset({"finalize", "result"})
 
 
 def decided(e: Item) -> bool:
@@ -102,7 +118,8 @@ def called_too_often(es: list[Item], acts: list[Item], j: int) -> tuple[list[str
         return None
     if calls_of(acts[: j + 1], stage, who) <= calls_of(es, stage, who):
         return None
-    rules = list(dict.fromkeys([*(["P7"] if stage in contract.SCOPED_STAGES else []), *kind.called_by]))
+    once = ["P98"] if stage == "result" else []  # an observer called again: a second notification (P98)
+    rules = list(dict.fromkeys([*once, *(["P7"] if stage in contract.SCOPED_STAGES else []), *kind.called_by]))
     return rules, f"{kind.meaning} {who!r} was called where the oracle does not call it"
 
 
@@ -152,6 +169,8 @@ def outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
     if DECISION_ROUTES & set(routing):
         return []  # the oracle's verdict is a decision check's: that check is to blame
     ea, aa = _abort_code(expected), _abort_code(actual)
+    if ea is not None and aa is not None and ea != aa:
+        return ["P59"]  # both aborts: whether the body was invoked selects abortA or abortBD (P59)
     if (ea is None) != (aa is None):
         e = _handed_result(expected)
         if aa is not None and isinstance(e, dict) and e.get("isError") is True:

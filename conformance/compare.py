@@ -33,11 +33,10 @@ from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.trace import ANY, CallResult, Event, Trace, portable
 
-from . import blame, masks as masking, value_diff
+from . import blame, exact_texts, masks as masking, value_diff
 from .masks import Masks
 from .same_json import same_json
 
-MASK = "<message>"
 LOOP_EVENTS = frozenset({"assistant/message", "tool/call", "tool/result", "agent/inbox/spliced",
                          "step/start", "step/end", "user/message"})
 APPROVAL_EVENTS = frozenset({"approval/asked", "approval/decided"})
@@ -48,8 +47,6 @@ EVENT_RULES = {"tool/call": ["P18"], "tool/result": ["P104", "P105"], "agent/inb
                "user/message": ["P110"], "step/start": ["P110", "P106"], "step/end": ["P105"],
                "assistant/message": ["P15"], "approval/asked": ["P43"], "approval/decided": ["P43"], "todo/write": ["P71"],
                "tool/code-dispatch-start": ["P122"], "tool/code-dispatch": ["P122", "P124"]}
-FIXED_VIOLATIONS = ("value is not lossless JSON", "value snapshot failed: ", "output.render ",
-                    "output.presentationMeta ")
 
 
 @dataclass(frozen=True)
@@ -82,8 +79,10 @@ class Divergence:
 
     def within(self, profiles: set[str]) -> Divergence:
         """This divergence blamed only on rules of the checked profiles (section 2: a verdict
-        for a profile set depends only on its rules; nothing left: the case's rules)."""
-        return replace(self, rules=masking.within(self.rules, profiles))
+        for a profile set depends only on its rules; nothing left: the case's rules), its
+        reason saying what those rules are about (issue 39: words a port author can act on)."""
+        kept = masking.within(self.rules, profiles)
+        return replace(self, rules=kept, reason=self.reason + _what_rules_say(kept) if self.reason else self.reason)
 
     def describe(self) -> str:
         found = value_diff.locate(self.expected, self.actual, self.at)
@@ -93,55 +92,18 @@ class Divergence:
         return "\n".join([f"first divergence at {self.where} ({blame}):", *found.lines(), *why])
 
 
+def _what_rules_say(rule_ids: list[str]) -> str:
+    """`` (P93: called once, on every outcome; ...)``: the titles of the first blamed rules."""
+    from .rules import rules
+
+    known = rules()
+    said = [f"{r}: {known[r].title[:1].lower()}{known[r].title[1:]}" for r in rule_ids[:3] if r in known]
+    return f" ({'; '.join(said)})" if said else ""
+
+
 # --------------------------------------------------------------------------- agreement
 
 _SUB_CALL_LANE = re.compile(r"^observations\[.+:code:[1-9][0-9]*\]$")
-_RUN_FAILED = re.compile(r"^(code run failed \([a-z-]+\): )")
-
-
-def _loose(s: str) -> str | None:
-    """The fixed prefix of a string whose tail is implementation-defined, else None."""
-    for prefix in texts.LOOSE_PREFIXES:
-        if s.startswith(prefix):
-            return prefix
-    m = _RUN_FAILED.match(s)
-    if m:  # P128 repeats the program's message, which may be one of these (an awaited rejection)
-        if s[m.end():] in texts.IMPLEMENTATION_DEFINED:
-            return m[1]  # a message the spec leaves wholly to the implementation (P63, P84)
-        inner = _loose(s[m.end():])
-        return m[1] + inner if inner is not None else None
-    marker = texts.LOOSE_OUTPUT_SCHEMA
-    if marker in s:
-        head, tail = s.split(marker, 1)
-        if not tail.startswith(FIXED_VIOLATIONS):
-            return head + marker  # schema violation wording (section 1.3)
-    return None
-
-
-def _open_part(s: str) -> str | None:
-    """The implementation-defined message (P63, P84) a run failure quotes before the
-    program's captured output (P128), else None."""
-    m = _RUN_FAILED.match(s)
-    if m is None:
-        return None
-    rest = s[m.end():]
-    return next((t for t in texts.IMPLEMENTATION_DEFINED
-                 if rest.startswith(t) and rest[len(t):].startswith(texts.CAPTURED_OUTPUT)), None)
-
-
-def _quoted_refusals(e: str, a: str) -> bool | None:
-    """Two run failures (P128) that each quote a refused write, else None. The refusal's
-    wording is the engine's (section 1), as when it is not quoted; the run's head and the
-    program's captured output after it stay exact."""
-    me, ma = _RUN_FAILED.match(e), _RUN_FAILED.match(a)
-    if me is None or ma is None or me[1] != ma[1]:
-        return None
-    e_rest, a_rest = e[me.end():], a[ma.end():]
-    if not (e_rest.startswith(texts.WRITE_REFUSALS) and a_rest.startswith(texts.WRITE_REFUSALS)):
-        return None
-    _, e_sep, e_out = e_rest.partition(texts.CAPTURED_OUTPUT)
-    _, a_sep, a_out = a_rest.partition(texts.CAPTURED_OUTPUT)
-    return e_sep == a_sep and e_out == a_out
 
 
 def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False, masks: Masks | None = None) -> bool:
@@ -164,28 +126,13 @@ def _agree(expected: Any, actual: Any, masks: Masks, code_mode: bool) -> bool:
             return False
         if expected == actual:
             return True  # what every rule below allows: the same text
-        if code_mode and not exact and _code_mode_text(expected):
+        if code_mode and not exact and exact_texts.code_mode_text(expected):
             return _agree(expected, actual, masking.NOTHING_HIDDEN, code_mode)
         if exact:
-            e, a = expected, actual
-            if e.startswith("Error: ") and a.startswith("Error: "):
-                e, a = e[7:], a[7:]  # failure content repeats the message (E(m), section 3.1)
-            if e in texts.IMPLEMENTATION_DEFINED:
-                return True  # P63, P84: the spec leaves this message to the implementation
-            inner = _open_part(e)
-            if inner is not None:
-                # such a message quoted by run_code's failure before the captured output
-                # (P128): the text around it is fixed, it is open
-                head, _, tail = e.partition(inner)
-                return len(a) >= len(head) + len(tail) and a.startswith(head) and a.endswith(tail)
-            if e.startswith(texts.WRITE_REFUSALS) and a.startswith(texts.WRITE_REFUSALS):
-                return True  # a refused write: the TypeError's wording is the engine's (section 1)
-            quoted = _quoted_refusals(e, a)
-            if quoted is not None:
-                return quoted
-            prefix = _loose(e)
-            return a.startswith(prefix) if prefix is not None else jsontext.same_units(e, a)
-        return _mask_text(expected) == _mask_text(actual)
+            return exact_texts.same_text(expected, actual)
+        # Texts core does not fix are masked by the part that holds them (masks.py); any other
+        # string is data some core rule fixes (a value, arguments, a key), compared exactly.
+        return jsontext.same_units(expected, actual)
     if kind is dict:
         if expected == ANY:
             return True
@@ -193,18 +140,20 @@ def _agree(expected: Any, actual: Any, masks: Masks, code_mode: bool) -> bool:
             return False
         if masks.hidden:
             # Section 2: what no rule of the checked profiles fixes is not compared (the
-            # catalog's parts): inside a result, and in the observations that carry them.
+            # catalog's parts): inside a result, an Error, and the observations that carry them.
+            keep = (lambda t: exact_texts.code_mode_text(t)) if code_mode else (lambda _t: False)
             if type(expected.get("isError")) is bool:
-                expected, actual = masks.result_pair(expected, actual, lambda t: code_mode and _code_mode_text(t))
+                expected, actual = masks.result_pair(expected, actual, keep)
+            elif expected.get("$js") == "error":
+                expected, actual = masks.error_pair(expected, actual, keep)
+            elif expected.get("type") == "tool/result" and "data" in expected:
+                expected, actual = masks.event_pair(expected, actual)
             elif "stage" in expected and "what" in expected:
-                expected, actual = masks.item_pair(expected, actual)
+                expected, actual = masks.item_pair(expected, actual, keep)
         if expected.keys() != actual.keys():
             return False
         for k, e in expected.items():
             a = actual[k]
-            if (not exact and k == "message" and type(e) is str and type(a) is str
-                    and not (code_mode and _code_mode_text(e))):
-                continue
             if not _agree(e, a, masks, code_mode):
                 return False
         return True
@@ -216,11 +165,6 @@ def _agree(expected: Any, actual: Any, masks: Masks, code_mode: bool) -> bool:
                 return False
         return True
     return same_value(expected, actual)
-
-
-def _code_mode_text(s: str) -> bool:
-    """Whether ``s`` is one of Code Mode's own texts (or a failure content repeating one)."""
-    return s.removeprefix("Error: ").startswith(texts.CODE_MODE_PREFIXES)
 
 
 def warnings_agree(expected: list[str], actual: list[str]) -> bool:
@@ -237,10 +181,6 @@ def warnings_agree(expected: list[str], actual: list[str]) -> bool:
         elif not agree(e, a, True):
             return False
     return True
-
-
-def _mask_text(s: str) -> str:
-    return "Error: " + MASK if s.startswith("Error: ") else s
 
 
 # --------------------------------------------------------------------------- views
@@ -279,7 +219,9 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("finalize", "throw"), ("materialize", "throw"), ("body", "throw"), ("code-mode", "conclude"),
                      ("code-mode", "defer"), ("code-mode", "abandon"), ("entry", "snapshot"),
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
-                     ("finalize", "resolve"), ("entry", "hide"), ("dispatch", "hide"), ("code-mode", "hide")})
+                     ("finalize", "resolve"), ("entry", "hide"), ("dispatch", "hide"), ("code-mode", "hide"),
+                     ("pre-execute", "cursor"), ("approval", "cursor"), ("execute", "cursor"), ("post-execute", "cursor"),
+                     ("fs-intent", "cursor")})
 # An inherited definition that a restriction on the chain hides from the calling agent (P56):
 # an implementation that resolves the name all the same takes that definition, and every
 # later difference of the call follows from that, so the resolution alone is to blame.
@@ -511,7 +453,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
             e = el[i] if i < len(el) else None
             a = al[i] if i < len(al) else None
             if e is None or a is None or not same(e, a):
-                return _event_divergence(f"{name}[{i}]", e, a)
+                return _event_divergence(f"{name}[{i}]", e, a, masks)
     for call, e, a in result_pairs(expected, actual):
         if e is None or a is None or not same(e, a):
             return _result_divergence(call, e, a, masks)
@@ -521,9 +463,14 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
     return None
 
 
-def _event_divergence(where: str, e: Any, a: Any) -> Divergence:
+def _event_divergence(where: str, e: Any, a: Any, masks: Masks) -> Divergence:
     kind = (e or a or {}).get("type", "")
     side = "missing" if a is None else "one too many" if e is None else "different"
+    if e is not None and a is not None:
+        part = masking.part_to_blame(e, a, masks, lambda x, y, m: _agree(x, y, m, False))
+        if part is not None:  # the event differs only in a part of the catalog: that part's rules
+            return Divergence(where, e, a, list(part.rules),
+                              reason=f"session event {kind}: {part.meaning} differs, which {', '.join(part.rules)} fix")
     return Divergence(where, e, a, EVENT_RULES.get(kind, []), reason=f"session event {kind or '?'}: {side} (the rules of the event)")
 
 
@@ -552,7 +499,11 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     e = es[i] if i < len(es) else None
     a = acts[j] if j < len(acts) else None
     where = f"{name}[{i}]"
-    if a is not None:
+    # Two items that differ only in a part of the catalog (a success's `concludesTurn: false`,
+    # P92) are that part's rules' to blame, though the result schema allows only `true`.
+    in_part = (e is not None and a is not None
+               and masking.part_to_blame(e[0], a[0], masks, lambda x, y, m: _agree(x, y, m, False)) is not None)
+    if a is not None and not in_part:
         broken = blame.contract_error(a[0])
         if broken is not None:
             return Divergence(where, e[0] if e else None, a[0], [],
@@ -566,14 +517,23 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
     if wrong is not None:
         return Divergence(where, e[0] if e else None, a[0] if a else None, wrong,
                           reason="the implementation ran a definition that a restriction hides from the caller (P56)")
+    # The oracle's decisions since the previous observation decided which participant runs
+    # here (P6: the shared cursor sent a next() past its caller's neighbour; P61: a checkpoint
+    # fired; P75: arguments failed validation): a port that decided otherwise runs another.
+    cursor = list(dict.fromkeys(r for _stage, _what, rs in (e[1][3] if e is not None else []) for r in rs))
+    shared = (f"; the oracle decided otherwise just before ({', '.join(cursor)})" if cursor else "")
     if e is not None:
         missing = blame.not_called(es, acts, i)
         if missing is not None:
-            return Divergence(where, e[0], a[0] if a else None, blame.readings(name, missing[0], es), reason=missing[1])
+            return Divergence(where, e[0], a[0] if a else None,
+                              list(dict.fromkeys([*cursor, *blame.readings(name, missing[0], es)])),
+                              reason=missing[1] + shared)
     if a is not None and not (e is not None and blame.decided(e)):
         extra = blame.called_too_often(es, acts, j)
         if extra is not None:
-            return Divergence(where, e[0] if e else None, a[0], blame.readings(name, extra[0], es), reason=extra[1])
+            return Divergence(where, e[0] if e else None, a[0],
+                              list(dict.fromkeys([*cursor, *blame.readings(name, extra[0], es)])),
+                              reason=extra[1] + shared)
     rules = _lane_rules(name, _observation_rules(e, a, masks), es)
     if e is not None and a is None and _SUB_CALL_LANE.match(name):
         rules = blame.ended_early(rules)  # P125: run_code returned before the sub-call committed
@@ -587,9 +547,9 @@ def _observation_divergence(name: str, es: list[Item], acts: list[Item], i: int,
 def _observation_reason(e: Item | None, a: Item | None, masks: Masks) -> str:
     if e is None:
         assert a is not None
-        return f"an observation the oracle does not make here ({blame.label(a[0])}): a stage or invocation too many"
+        return f"the implementation made a {blame.label(a[0])} the oracle does not make here: a stage or invocation too many"
     if a is None:
-        return f"the implementation's lane ends before {blame.label(e[0])}"
+        return f"the implementation's lane ends: it made no {blame.label(e[0])}, which the oracle makes next"
     if (e[0]["stage"], e[0]["what"], e[0]["who"]) != (a[0]["stage"], a[0]["what"], a[0]["who"]):
         how = "the call was routed otherwise" if e[1][2] else "stage order and transitions"
         return f"{blame.label(a[0])} where the oracle has {blame.label(e[0])}: {how}"
@@ -599,7 +559,7 @@ def _observation_reason(e: Item | None, a: Item | None, masks: Masks) -> str:
     if part is not None:
         fix = "fixes" if len(part.rules) == 1 else "fix"
         return f"{blame.label(e[0])}: {part.name} differs, which only {', '.join(part.rules)} {fix}"
-    return f"{blame.label(e[0])}: its value differs (the rules the observation witnesses)"
+    return f"{blame.label(e[0])}: the implementation's value is not the oracle's (the rules the observation witnesses)"
 
 
 def _dispatch_log_warnings(warnings: list[str]) -> list[str]:
@@ -742,7 +702,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
     for name, el, al in event_lanes(expected, actual, profiles):
         for i, j in _regions(el, al, same):
             found.append(_event_divergence(f"{name}[{i}]", el[i] if i < len(el) else None,
-                                           al[j] if j < len(al) else None))
+                                           al[j] if j < len(al) else None, masks))
     found += [_result_divergence(call, e, a, masks) for call, e, a in result_pairs(expected, actual)
               if e is None or a is None or not same(e, a)]
     warned = compared_warnings(expected, actual, profiles)

@@ -129,7 +129,8 @@ RESULT_PARTS: tuple[Part, ...] = (
          "routing's: the rule that gave the message)", blamed=False),
     Part("content[].text (failure)", ("P10", "P33"),
          "the text of a failure's content block that the registry wrote, `Error: ` prefix included (E(m))"),
-    Part("error.info", ("P9", "P10"), "a failure's `info`: whether it is there and what it holds"),
+    Part("error.info", ("P9", "P10"), "a failure's `info`: whether it is there and what it holds (and the `error` of "
+         "its `tool/result` event, which carries it, P104)"),
     Part("additionalContexts (key presence)", ("P92",), "an empty `additionalContexts` list against no key"),
     Part("meta (key presence)", ("P92",), "`meta: undefined` against no key"),
     Part("concludesTurn (key presence)", ("P92",), "`concludesTurn` other than `true` on a success against no key"),
@@ -146,7 +147,19 @@ RECORD_PARTS: tuple[Part, ...] = (
     Part("record rootCallId", ("P23",), "the record's `rootCallId`: the input's, else the `callId` (P23)"),
     Part("record signal", ("P52", "P60"), "which signal the record holds, and whether (and why) it aborted"),
 )
-PARTS: tuple[Part, ...] = RESULT_PARTS + REQUEST_PARTS + RECORD_PARTS
+# Texts the implementation (or its engine) wrote into a JavaScript Error it made, wherever an
+# observation carries one: an Error token's `message` (section 3.11: a plain object's own `$js`
+# key stays escaped, so the token is never user data), and the failure a run_code program caught
+# or ended with. A `message` key of any other object is the value's own data.
+ERROR_PARTS: tuple[Part, ...] = (
+    Part("Error message", ("P9",),
+         "the text of a JavaScript Error an observation carries (a token `{\"$js\": \"error\"}`): the registry's "
+         "or the engine's wording, or a thrown message passed on (which rule gave it is the routing's)", blamed=False),
+    Part("program failure message", ("P9", "P10"),
+         "the message of a failure a run_code program caught (a `settle` step's `error`) or ended with (an `end` "
+         "step's `error`): the registry's text of the sub-call's failure, or a thrown message", blamed=False),
+)
+PARTS: tuple[Part, ...] = RESULT_PARTS + REQUEST_PARTS + RECORD_PARTS + ERROR_PARTS
 
 
 def _fields(parts: tuple[Part, ...]) -> dict[str, tuple[str, ...]]:
@@ -219,7 +232,8 @@ PROBES: tuple[Probe, ...] = (
 )
 
 PARTICIPANTS: tuple[Participant, ...] = (
-    Participant("pre-execute", "the listener's `id`", "async", ("P5", "P30"), "a `tools/pre-execute` listener", ("P5",)),
+    Participant("pre-execute", "the listener's `id`", "async", ("P5", "P30"), "a `tools/pre-execute` listener",
+                ("P5", "P30")),
     Participant("approval", "`approval` (a custom service), or an `approval/request` listener's `id`", "async",
                 ("P40", "P43"), "the custom approval service, or a listener the shipped service asks", ("P36", "P43")),
     Participant("guards", "the guard's `id`", "sync", ("P45", "P46", "P50"), "a guard", ("P44", "P45")),
@@ -232,7 +246,7 @@ PARTICIPANTS: tuple[Participant, ...] = (
     Participant("classify", "`<ref>.isConcurrencySafe`", "sync", ("P19",), "a tool's concurrency classifier", ("P19",)),
     Participant("render", "`<ref>.render`", "sync", ("P73",), "a tool's `output.render`", ("P73",)),
     Participant("presentationMeta", "`<ref>.presentationMeta`", "sync", ("P73",),
-                "a tool's `output.presentationMeta`", ("P73",)),
+                "a tool's `output.presentationMeta`", ("P73", "P74")),
     Participant("presentCall", "`<ref>.presentCall`", "sync", ("P14",), "a tool's `presentCall` (the UI projection)", ("P14",)),
     Participant("presentResult", "`<ref>.presentResult`", "sync", ("P14",),
                 "a tool's `presentResult` (the UI projection)", ("P14",)),
@@ -300,12 +314,13 @@ PROGRAM_STEPS: tuple[Step, ...] = (
          "the program calls binding `tool` (its `n`th call)", ("program",)),
     Step("settle", _object({"n": {"type": "integer", "minimum": 1}, "tool": {"type": "string"}},
                            {"value": JS_VALUE, "error": JS_VALUE}), ("P118", "P124", "P125"),
-         "the program's call `n` settled: `value` (resolved) or `error` (rejected)", ("program",)),
+         "the program's call `n` settled: `value` (resolved) or `error` (rejected)", ("program",),
+         _fields(ERROR_PARTS[1:])),
     Step("log", {"type": "string"}, ("P128",), "the program logged a line", ("program",)),
     Step("late", NOTHING, ("P125",), "a call the program made after its run ended", ("program",)),
     Step("end", _object({"logs": {"type": "array", "items": {"type": "string"}}},
                         {"value": JS_VALUE, "error": {"type": "object"}}), ("P128",),
-         "the program's run ended", ("program",)),
+         "the program's run ended", ("program",), _fields(ERROR_PARTS[1:])),
     Step("throw", {**JS_VALUE, "description": "what the code runtime's run() rejected with (a `reject` step)"},
          ("P125",), "the code runtime's run() rejected instead of resolving", ("program",)),
 )
@@ -320,17 +335,18 @@ ORACLE_ONLY: dict[str, tuple[str, ...]] = {
     "dispatch": ("abort", "resolve", "outcome", "hide"),
     "materialize": ("throw",),
     "code-mode": ("submit", "start", "defer", "conclude", "abandon", "append", "hide"),
-    "pre-execute": ("deny",),
-    "approval": ("start", "deny", "abandon"),
+    "pre-execute": ("deny", "cursor"),
+    "approval": ("start", "deny", "abandon", "cursor"),
     "guards": ("start", "end", "throw"),
-    "execute": ("defer",),
+    "execute": ("defer", "cursor"),
     "body": ("throw",),
-    "post-execute": ("outcome",),
+    "post-execute": ("outcome", "cursor"),
     "finalize": ("start", "end", "throw", "resolve"),
     "result": ("end",),
     "classify": ("end",),
     "loop": ("synthetic", "end", "throw", "cancel", "commit"),
     "tool-event": ("append",),
+    "fs-intent": ("cursor",),  # P6: a next() the shared cursor sent past its caller's neighbour
 }
 BUILTIN_PARTICIPANTS = oracle_trace.BUILTIN_PARTICIPANTS  # shipped code (the timeout policy): not instrumented
 

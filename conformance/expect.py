@@ -28,9 +28,9 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_conformance.kit.jsvalue import same_value
-from dsh_conformance.kit.trace import Trace
+from dsh_conformance.kit.trace import PIPELINE_STAGES, Trace
 
-STAGES = ("pre-execute", "approval", "guards", "execute", "body", "post-execute", "finalize", "result")
+STAGES = PIPELINE_STAGES
 
 
 def matches(pattern: Any, value: Any) -> bool:

@@ -100,7 +100,30 @@ class Masks:
 
     # ------------------------------------------------------------------ observations
 
-    def item_pair(self, e: Any, a: Any) -> tuple[Any, Any]:
+    def error_pair(self, e: dict[str, Any], a: dict[str, Any],
+                   keep_text: Callable[[str], bool]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Two Error tokens (``{"$js": "error"}``, section 3.11) with their message texts made the
+        same when the ``Error message`` part is hidden (the implementation's or engine's wording).
+        A plain object's ``message`` is its own data: only a token is an Error."""
+        if not self.hides("Error message"):
+            return e, a
+        em, am = e.get("message"), a.get("message")
+        if type(em) is str and type(am) is str and a.get("$js") == "error" and not keep_text(em):
+            return {**e, "message": MASK}, {**a, "message": MASK}
+        return e, a
+
+    def event_pair(self, e: dict[str, Any], a: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Two ``tool/result`` events with their ``error`` (the outcome's ``error.info``, P104)
+        made the same when ``error.info`` is hidden: P104 (loop) says the event carries the
+        info, P9 and P10 (reference) what it is."""
+        ed, ad = e.get("data"), a.get("data")
+        if not self.hides("error.info") or not (isinstance(ed, dict) and isinstance(ad, dict)):
+            return e, a
+        if "error" not in ed and "error" not in ad:
+            return e, a
+        return {**e, "data": {**ed, "error": MASK}}, {**a, "data": {**ad, "error": MASK}}
+
+    def item_pair(self, e: Any, a: Any, keep_text: Callable[[str], bool] = lambda _t: False) -> tuple[Any, Any]:
         """Two observation items (stage, what, who, value) of the same step with their hidden
         parts made the same; anything else as it is."""
         if not self.hidden or not (isinstance(e, dict) and isinstance(a, dict) and "stage" in e and "what" in e):
@@ -109,6 +132,15 @@ class Masks:
         if key != (a.get("stage"), a.get("what"), a.get("who")):
             return e, a
         ev, av = e.get("value"), a.get("value")
+        if (self.hides("program failure message") and e["stage"] == "program" and e["what"] in ("settle", "end")
+                and isinstance(ev, dict) and isinstance(av, dict)):
+            ee, ae = ev.get("error"), av.get("error")
+            if (isinstance(ee, dict) and isinstance(ae, dict) and type(ee.get("message")) is str
+                    and type(ae.get("message")) is str and not keep_text(ee["message"])):
+                # P9, P10: the text of the failure the program saw (the catalog's program steps)
+                return ({**e, "value": {**ev, "error": {**ee, "message": MASK}}},
+                        {**a, "value": {**av, "error": {**ae, "message": MASK}}})
+            return e, a
         if self.hides("approval request") and (_is_request_probe(e) or (e["what"] == "observe" and _is_request_view(ev))):
             return {**e, "value": MASK}, {**a, "value": MASK}  # P39: what the request holds
         if (e["what"] == "observe" and self.hides("record signal") and _is_view(ev, frozenset({"kept"}), _KEPT_PROPS)

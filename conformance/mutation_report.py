@@ -60,6 +60,15 @@ def by_rule(results: list[Any]) -> list[tuple[str, str, dict[str, Any]]]:
             for i in ids]
 
 
+def blame_accuracy(results: list[Any]) -> dict[str, Any]:
+    """On the fault catalogue (issue 39): of the faults the run catches, how many it blames on
+    the rule the fault breaks (the run's compliance table reads fail on it)."""
+    caught = [r for r in _counted(results) if r.mutant.kind == "fault" and r.blamed is not None]
+    right = [r for r in caught if r.blamed]
+    return {"caught": len(caught), "blamed": len(right), "rate": _pct(len(right), len(caught)),
+            "missed": sorted(r.mutant.id for r in caught if not r.blamed)}
+
+
 def generated_share(results: list[Any]) -> dict[str, Any]:
     """On the fault catalogue: what the generated scenarios catch against what the corpus
     catches (issue 16's measure: generated-only kills over corpus-only kills)."""
@@ -104,7 +113,8 @@ def record(r: Any, meta: dict[str, Any]) -> dict[str, Any]:
 def jsonl(results: list[Any], meta: dict[str, Any]) -> str:
     lines = [{"kind": "header", **meta}]
     lines += [record(r, meta) for r in results]
-    lines.append({"kind": "footer", "total": tally(results), "catalogue": generated_share(results)})
+    lines.append({"kind": "footer", "total": tally(results), "catalogue": generated_share(results),
+                  "blame": blame_accuracy(results)})
     return "".join(json.dumps(x, ensure_ascii=False, sort_keys=False) + "\n" for x in lines)
 
 
@@ -131,6 +141,7 @@ def _code(text: str) -> str:
 def markdown(results: list[Any], meta: dict[str, Any]) -> str:
     total = tally(results)
     share = generated_share(results)
+    blame = blame_accuracy(results)
     ops = [r for r in results if r.mutant.kind == "operator"]
     faults = [r for r in results if r.mutant.kind == "fault"]
     lines = ["# Mutation report: how many faults the default run catches", "",
@@ -141,11 +152,14 @@ def markdown(results: list[Any], meta: dict[str, Any]) -> str:
              "but the broken ones and the noted equivalents (`conformance/data/mutation-equivalents.yaml`).", "",
              "## Summary", "",
              _md_row(["mutants", "operator", "catalogue", "killed", "timeout", "survived", "equivalent", "broken",
-                      "kill rate", "corpus only", "generated only"]),
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                      "kill rate", "blame accuracy", "corpus only", "generated only"]),
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
              _md_row([total["mutants"], len(ops), len(faults), total["killed"], total["timeout"], total["survived"],
-                      total["equivalent"], total["broken"], total["rate"], total["corpus_rate"],
+                      total["equivalent"], total["broken"], total["rate"], blame["rate"], total["corpus_rate"],
                       total["generated_rate"]]), "",
+             f"Blame accuracy: of the {blame['caught']} catalogue faults the run catches, it blames "
+             f"{blame['blamed']} on the rule the fault breaks (the compliance table reads fail on it)"
+             + (f"; not on it: {', '.join(blame['missed'])}." if blame["missed"] else "."), "",
              f"On the fault catalogue, the generated scenarios alone catch {share['generated']} of the "
              f"{share['faults']} faults and the corpus alone {share['corpus']}: the generated-only run catches "
              f"**{share['ratio']}** of what the corpus-only run catches"

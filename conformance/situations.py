@@ -67,6 +67,16 @@ SITUATIONS: dict[str, Situation] = {s.name: s for s in (
     Situation("scoped-tool", ("P56", "P114"), "a per-agent tool variant or an agent's tool restriction"),
     Situation("define-tool", ("P75",), "a defineTool tool (argument validation)"),
     Situation("input-getters", ("P23", "P13"), "accessors on the call input or its arguments"),
+    # P5 (core) says what a listener's first next() runs; what a further next() reaches (the
+    # one consuming cursor every listener shares) only P6 says.
+    Situation("repeated-next", ("P6",), "a listener that calls next() more than once"),
+    # P46 (core) says any value but undefined denies; the order guards are called in, and that
+    # the pass stops at the first that does not abstain, only P45 says.
+    Situation("several-guards", ("P45",), "more than one guard a call's pass may call"),
+    # P83 (core) blocks with the feedback as content; a feedback that is not an array (outside
+    # the caller contract, section 1.4) or holds a null or undefined block makes the stage
+    # throw only by P84.
+    Situation("feedback-throws", ("P84",), "a block whose feedback is not an array or holds a null or undefined block"),
 )}
 
 
@@ -118,7 +128,38 @@ def _reregisters(ref: str, tools: list[dict[str, Any]], slot: dict[str, tuple[An
                                           for t in tools):
         return True
     freed = any(x["do"] == "unregister" and slot.get(x.get("ref")) == scope_name for x in steps)
-    return scope_name in held and not freed
+    # a slot that two register steps may fill (section 1.3: a name at most once per layer)
+    twice = sum(1 for x in steps if x["do"] == "register" and slot.get(x.get("ref")) == scope_name) > 1
+    return (scope_name in held or twice) and not freed
+
+
+def step_lists(v: Any) -> Iterator[list[dict[str, Any]]]:
+    """Every list of scripted steps (a script) in a part of a scenario document."""
+    if isinstance(v, list):
+        if v and all(isinstance(s, dict) and isinstance(s.get("do"), str) for s in v):
+            yield v
+        for x in v:
+            yield from step_lists(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from step_lists(x)
+
+
+def repeats_next(script: list[dict[str, Any]]) -> bool:
+    """Whether a script calls ``next()`` more than once (P6's situation)."""
+    return sum(1 for s in script if s.get("do") == "next") > 1
+
+
+def throwing_feedback(decision: Any) -> bool:
+    """Whether a returned value is a block decision whose feedback makes P84 throw."""
+    if isinstance(decision, dict) and decision.get("$js") in ("object", "null-proto"):
+        decision = decision.get("entries")
+    if not isinstance(decision, dict) or decision.get("kind") != "block" or "feedback" not in decision:
+        return False
+    fb = decision["feedback"]
+    if not isinstance(fb, list):
+        return True
+    return any(b is None or (isinstance(b, dict) and b.get("$js") in ("undefined", "hole")) for b in fb)
 
 
 def situations(doc: dict[str, Any]) -> list[Situation]:
@@ -156,6 +197,12 @@ def situations(doc: dict[str, Any]) -> list[Situation]:
             found.add("guard-table-change")
         if s["do"] == "register" and s.get("ref") in slot and _reregisters(s["ref"], tools, slot, held, steps):
             found.add("tool-reregistration")
+    if any(repeats_next(script) for script in step_lists(doc.get("listeners") or [])):
+        found.add("repeated-next")
+    if len(doc.get("guards") or []) > 1:
+        found.add("several-guards")
+    if any(s["do"] == "return" and throwing_feedback(s.get("value")) for s in steps):
+        found.add("feedback-throws")
     if any(l.get("scope") is not None or l.get("global") for l in doc.get("listeners") or []):
         found.add("scoped-listener")
     if any(g.get("scope") is not None for g in doc.get("guards") or []):

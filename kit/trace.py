@@ -35,11 +35,16 @@ Stage = Literal[
 ]
 INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch", "code-mode"})
 
+# The stages a call's participants run at, in pipeline order (P1): the one list every other
+# module reads (a test holds the project to it).
+PIPELINE_STAGES: tuple[str, ...] = ("pre-execute", "approval", "guards", "execute", "body", "post-execute",
+                                    "finalize", "result")
+
 What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
     "unregister", "inject", "commit", "synthetic", "append", "abandon",
-    "bind", "settle", "log", "late", "submit", "cancel", "hide",
+    "bind", "settle", "log", "late", "submit", "cancel", "hide", "cursor",
 ]
 
 

@@ -14,6 +14,7 @@ are the tables of ``kit.decisions``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 
@@ -134,18 +135,23 @@ class _Cursor:
         position = self.position
         self.position += 1  # P6: every next(), whoever makes it, advances the shared cursor
         if position < len(self.listeners):
-            return await self.call_listener(self.listeners[position])
+            return await self.call_listener(self.listeners[position], position)
         return await self.terminal()
 
-    async def next_(self) -> JsValue:
+    async def next_(self, caller: int | None = None) -> JsValue:
+        if caller is not None and self.position != caller + 1:
+            # P6: the shared cursor moved on since the listener at ``caller`` was called (its
+            # second next(), or one after an inner listener's): what runs now is P6's decision,
+            # where a cursor per listener would run the one after it again (P5 alone).
+            self.w.obs(self.rec.callId, _STAGE[self.event], "cursor", None, self.position, ("P6",))
         value = await self.step()
         return self.w.freeze(value) if self.freeze_next else value
 
-    async def call_listener(self, l: Listener) -> JsValue:
+    async def call_listener(self, l: Listener, position: int) -> JsValue:
         if l.id == TIMEOUT_POLICY:
             return await timeout_wrapper(self.w, self.rec, self.next_)
-        inv = Invocation(who=l.id, stage=_STAGE[self.event], record=self.rec, rules=self.rules, next=self.next_,
-                         **self.args)
+        inv = Invocation(who=l.id, stage=_STAGE[self.event], record=self.rec, rules=self.rules,
+                         next=partial(self.next_, position), **self.args)
         return await perform(self.w, inv, l.script or _DELEGATE)
 
 
@@ -450,11 +456,14 @@ def success(w: World, rec: Record, tool: Tool, candidate: JsValue) -> dict[str, 
     try:  # step 1
         value = snapshot(candidate)
     except NotLossless:
+        w.obs(rec.callId, "dispatch", "outcome", None, "output-contract", ("P72",))
         raise Thrown(output_error(tool.name, [texts.VALUE_NOT_LOSSLESS])) from None
     except Thrown as t:
+        w.obs(rec.callId, "dispatch", "outcome", None, "output-contract", ("P72",))
         raise Thrown(output_error(tool.name, [texts.value_snapshot_failed(message_of(t.value))])) from None
     violations = schema_violations(tool.output.schema_, value, "value")  # step 2
     if violations:
+        w.obs(rec.callId, "dispatch", "outcome", None, "output-contract", ("P72",))  # why a failure
         raise Thrown(output_error(tool.name, violations))
     w.freeze(value)  # step 3
     content = _project(w, rec, tool, "render", value)  # step 4
@@ -490,8 +499,10 @@ def normalize(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
     if isinstance(r, dict) and id(r) in rec.built:
         return r  # step 1: built by the registry for this very execution
     if r is None or is_undefined(r):
+        w.obs(rec.callId, "dispatch", "outcome", None, "nullish", ("P63",))  # why the call ends here
         raise Thrown(type_error(texts.NULLISH_WRAPPER_RESULT))
     if truthy(get(r, "isError")):  # step 2
+        w.obs(rec.callId, "dispatch", "outcome", None, "authored-failure", ("P63",))  # what it keeps
         n: dict[str, Any] = {"isError": True, "error": get(r, "error"), "content": get(r, "content")}
         meta = get(r, "meta")
         if not is_undefined(meta):

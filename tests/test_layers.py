@@ -326,3 +326,44 @@ def test_the_readme_lists_every_module() -> None:
         gone = sorted(n for n in listed[folder] if not (base / n.rstrip("/")).exists())
         assert not missing, f"docs/reference/modules.md, Module by module, {folder}/: add a line for {missing}"
         assert not gone, f"docs/reference/modules.md, Module by module, {folder}/: no such module any more: {gone}"
+
+
+def _spelled_stage_lists(source: str) -> list[int]:
+    """Lines of literals that spell out the pipeline's stage list: a tuple, list or set holding
+    every stage of ``kit.trace.PIPELINE_STAGES``, or a dict ranking each of them."""
+    from dsh_conformance.kit.trace import PIPELINE_STAGES
+
+    every = set(PIPELINE_STAGES)
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            names = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        elif isinstance(node, ast.Dict):
+            names = {k.value for k, v in zip(node.keys, node.values)
+                     if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, int)}
+        else:
+            continue
+        if every <= names:
+            out.append(node.lineno)
+    return out
+
+
+def test_the_stage_list_is_spelled_out_once() -> None:
+    """Issue 39: the ordered list of a call's stages is ``kit.trace.PIPELINE_STAGES``; every
+    other module reads it (a second list drifts from the first)."""
+    found = {}
+    for pkg in ("kit", "oracle", "conformance", "tools"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            lines = _spelled_stage_lists(path.read_text(encoding="utf-8"))
+            if lines:
+                found[path.relative_to(ROOT).as_posix()] = lines
+    # kit/trace.py: PIPELINE_STAGES, and the vocabulary of every stage name an observation may carry
+    assert set(found) == {"kit/trace.py"}, found
+
+
+def test_the_stage_list_check_sees_a_second_list() -> None:
+    assert _spelled_stage_lists('S = ("pre-execute", "approval", "guards", "execute", "body", "post-execute", '
+                                '"finalize", "result")\n') == [1]
+    assert _spelled_stage_lists('R = {"pre-execute": 1, "approval": 2, "guards": 3, "execute": 4, "body": 4, '
+                                '"post-execute": 5, "finalize": 6, "result": 7}\n') == [1]
+    assert _spelled_stage_lists('S = ("pre-execute", "approval")\n') == []

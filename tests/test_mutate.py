@@ -28,6 +28,17 @@ def test_every_fault_applies_once_and_compiles():
         assert f.rules[0] in rules() and f.theme in mutants.themes()
 
 
+def test_blame_accuracy_counts_the_caught_faults_blamed_on_their_rule():
+    from dsh_conformance.mutate import Result
+    from dsh_conformance.mutation_report import blame_accuracy
+
+    pool, guard = (next(f for f in mutants.faults() if f.id == i)
+                   for i in ("fault:pool-size-plus-one", "fault:guard-throw-abstains"))
+    results = [Result(pool, "killed", failing_rules=["P1", "P20"]), Result(guard, "killed", failing_rules=["P1"])]
+    got = blame_accuracy(results)
+    assert got["caught"] == 2 and got["blamed"] == 1 and got["missed"] == ["fault:guard-throw-abstains"]
+
+
 def test_themes_hold_every_rule_once():
     listed = [r for t in mutants.themes().values() for r in t["rules"]]
     assert sorted(listed, key=lambda r: int(r[1:])) == sorted(rules(), key=lambda r: int(r[1:]))
@@ -128,6 +139,8 @@ def test_smoke_run_writes_its_reports_and_blames_the_pool_on_p20(tmp_path, capsy
     assert pool["replay"] and pool["replay"][0].startswith("dsh-conformance mutate --only fault:pool-size-plus-one")
     md = (out / "mutation.md").read_text()
     assert "## Kill rate per theme" in md and "| P20 |" in md
+    # blame accuracy beside the kill rate (issue 39): both faults caught, both blamed on their rule
+    assert "blame accuracy" in md and lines[-1]["blame"] == {"caught": 2, "blamed": 2, "rate": "100.0%", "missed": []}
     assert (out / "mutation.html").read_text().startswith("<!doctype html>")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from dsh_conformance.kit import realm
 from dsh_conformance.kit.jsvalue import NotLossless, Thrown, snapshot, token
 from dsh_conformance.kit.scenario import DirectRun, LoopRun, Scenario
-from dsh_conformance.kit.trace import Observation, Trace, is_portable
+from dsh_conformance.kit.trace import PIPELINE_STAGES, Observation, Trace, is_portable
 from dsh_conformance.kit.value_refs import definitions, walk
 
 
@@ -41,8 +41,8 @@ UNKNOWN = object()  # a value the portable trace does not show
 
 # Stage ranks of P1: pre-execute, approval, guards, tools/execute (with the body),
 # post-execute, finalizeContent, tools/result.
-RANK = {"pre-execute": 1, "approval": 2, "guards": 3, "execute": 4, "body": 4, "post-execute": 5,
-        "finalize": 6, "result": 7}
+_RANKED = [s for s in PIPELINE_STAGES if s != "body"]  # the body runs inside tools/execute
+RANK = {**{s: n for n, s in enumerate(_RANKED, 1)}, "body": _RANKED.index("execute") + 1}
 STAGE_NAME = {1: "pre-execute", 2: "approval", 3: "guards", 4: "tools/execute", 5: "post-execute",
               6: "finalizeContent", 7: "tools/result"}
 UI_STAGES = ("presentCall", "presentResult")  # a client's projections, outside the pipeline (P14)

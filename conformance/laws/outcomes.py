@@ -101,5 +101,14 @@ def finalize_content_only(v: View) -> Iterator[Violation]:
                     if not same_value(expected, res):
                         yield Violation("P94", f"call {cid}: finalizeContent changed more than the content")
                     continue
-            if not is_failure(res) or {"meta", "additionalContexts", "value"} & set(res):
-                yield Violation("P95", f"call {cid}: a failing finalizer left a result that is not a bare failure")
+            # An empty context list or an undefined meta, against no key, is key presence (P92,
+            # reference): a core verdict does not read it (section 2), a reference one blames P92.
+            presence = {k for k in ("meta", "additionalContexts") if k in res
+                        and (res[k] == [] if k == "additionalContexts" else res[k] == UNDEFINED)}
+            if not is_failure(res) or ({"meta", "additionalContexts", "value"} & set(res)) - presence:
+                yield Violation("P95", f"call {cid}: a failing finalizer left a result that is not a bare failure "
+                                f"(P95: a failure without meta, additionalContexts or value; it has "
+                                f"{', '.join(sorted(k for k in ('meta', 'additionalContexts', 'value') if k in res)) or 'isError false'})")
+            elif presence:
+                yield Violation("P92", f"call {cid}: a failing finalizer left {' and '.join(sorted(presence))} as a key "
+                                f"with nothing in it (P92: such keys are absent)")

@@ -5,19 +5,26 @@ profile's rules fix, and no optional feature the implementation did not declare
 A draw for a core-only implementation must not abort its caller (the cancellation
 checkpoints are P29 and on), install the timeout policy (P70), register a tool that is
 registered already (registration is out of scope, section 1.3; rc.8 throws its own error),
-change the guard table during a pass (P45: tables are read live), replace the record's
+change the guard table during a pass (P45: tables are read live) or register several guards
+(P45: their order), call next() twice in one listener (P6), block with feedback that throws
+(P84), replace the record's
 signal (P60), defer a context (P67), or scope listeners (P7), guards (P45) or tools (P56):
 a core implementation may differ there and still satisfy every core rule. Such parts are
 taken out of the drawn document (the draw is not skipped): a step is dropped, a scope or
 a flag removed. With every profile and feature (the default run against the oracle) the
-document is returned as drawn, so the seeded draws stay the same.
+document is returned as drawn, so the seeded draws stay the same, except that a registration
+of a name registered already is taken out of every draw (section 1.3: out of scope).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..situations import OPTIONAL_FEATURES, situations
+from ..situations import OPTIONAL_FEATURES, repeats_next, situations, step_lists, throwing_feedback
+
+# Situations no run compares (spec section 1.3: tests register a name at most once per layer):
+# taken out of every draw, whatever the profiles.
+OUT_OF_SCOPE = frozenset({"tool-reregistration"})
 
 # The steps whose situation needs each dropped (await-signal waits on an abort: a short sleep).
 _STEPS = {"caller-abort": {"abort", "cancel", "await-signal"}, "signal-replacement": {"set-signal"},
@@ -34,12 +41,19 @@ def allowed(profiles: frozenset[str], features: frozenset[str] | None) -> set[st
 
 def confine(doc: dict[str, Any], profiles: frozenset[str], features: frozenset[str] | None) -> dict[str, Any]:
     """``doc`` without the situations outside ``allowed(profiles, features)`` (in place)."""
-    ok = allowed(profiles, features)
+    ok = allowed(profiles, features) - OUT_OF_SCOPE
     drop = {s.name for s in situations(doc)} - ok
     if not drop:
         return doc
     steps = set().union(*(_STEPS.get(name, set()) for name in drop))
+    if "several-guards" in drop:
+        doc["guards"] = (doc.get("guards") or [])[:1]  # P45: which one first is the order's
     guard_ids = {g.get("id") for g in doc.get("guards") or []}
+    if "repeated-next" in drop:  # P6: a second next() reaches what the shared cursor says
+        for script in step_lists(doc.get("listeners") or []):
+            if repeats_next(script):
+                first = next(i for i, x in enumerate(script) if x.get("do") == "next")
+                script[:] = [x for i, x in enumerate(script) if x.get("do") != "next" or i == first]
     tool_refs = {t.get("id") or t.get("name") for t in doc.get("tools") or []}
     if "caller-abort" in drop:
         for call in _calls(doc):
@@ -76,6 +90,8 @@ def confine(doc: dict[str, Any], profiles: frozenset[str], features: frozenset[s
 
     def keep(step: dict[str, Any]) -> list[dict[str, Any]]:
         do, ref = step.get("do"), step.get("ref")
+        if "feedback-throws" in drop and do == "return" and throwing_feedback(step.get("value")):
+            return [{**step, "value": {"kind": "block", "feedback": [{"type": "text", "text": "blocked"}]}}]
         if do in steps:
             return [{"do": "sleep", "ms": 1}] if do == "await-signal" else []
         if do in ("register", "unregister"):

@@ -9,6 +9,15 @@ in-process implementation (``--impl py:core_variant``, this directory on PYTHONP
   so a guard registered or unregistered during the pass (itself included) changes nothing
   until the next pass (P45, reference, reads them live).
 
+- ``guards-reversed``: the guard pass calls the layers from the agent's own scope out to the
+  global layer, each in reverse registration order (P45, reference, fixes the order);
+- ``cursor-unshared``: each listener's ``next()`` runs the listener after it, however often it
+  is called (a cursor per listener; P6, reference, makes one consuming cursor shared by all);
+- ``feedback-lenient``: a block's null or undefined feedback block contributes ``""`` and a
+  feedback that is not an array counts as empty, where P84 (reference) makes the stage throw;
+- ``finalizer-contexts``: the failure a throwing ``finalizeContent`` leaves keeps an empty
+  ``additionalContexts`` list (key presence, P92, reference).
+
 - ``skip-most``: answers ``skipped`` to two scenarios of every three (a port that expresses
   little, and says so);
 - ``core-strict``: declares only ``core`` and no optional feature, and answers ``skipped`` to
@@ -61,11 +70,83 @@ def _guards_snapshot(w: Any, rec: Any) -> Any:
     return UNDEFINED
 
 
+def _guards_reversed(w: Any, rec: Any) -> Any:
+    w.obs(rec.callId, "guards", "start", None, None, ("P44",))
+    for layer in reversed(list(w.guard_layers_for(rec.agent))):
+        for entry in reversed([e for e in layer if e.active]):
+            inv = Invocation(who=entry.guard.id, stage="guards", record=rec, rules=("P45", "P46", "P50"))
+            try:
+                v = perform_sync(w, inv, entry.guard.script)
+            except Thrown as t:
+                w.obs(rec.callId, "guards", "throw", None, t.value, ("P49",))
+                raise
+            if not is_undefined(v):
+                w.obs(rec.callId, "guards", "end", None, v, ("P46",))
+                return v
+    w.obs(rec.callId, "guards", "end", None, UNDEFINED, ("P46",))
+    return UNDEFINED
+
+
+class _OwnCursors(pipeline._Cursor):
+    """A cursor per listener: its next() always runs the listener after it (or the terminal)."""
+
+    async def step(self) -> Any:
+        return await self._at(0)
+
+    async def _at(self, position: int) -> Any:
+        if position >= len(self.listeners):
+            return await self.terminal()
+        listener = self.listeners[position]
+
+        async def next_() -> Any:
+            value = await self._at(position + 1)
+            return self.w.freeze(value) if self.freeze_next else value
+
+        if listener.id == pipeline.TIMEOUT_POLICY:
+            return await pipeline.timeout_wrapper(self.w, self.rec, next_)
+        inv = Invocation(who=listener.id, stage=pipeline._STAGE[self.event], record=self.rec, rules=self.rules,
+                         next=next_, **self.args)
+        return await pipeline.perform(self.w, inv, listener.script or pipeline._DELEGATE)
+
+
+def _lenient_block_message(feedback: Any, _original: Any = pipeline.block_message) -> str:
+    if not isinstance(feedback, list):
+        feedback = []
+    return _original([{"type": "text", "text": ""} if b is None or is_undefined(b)
+                      or (isinstance(b, dict) and b.get("$js") == "hole") else b for b in feedback])
+
+
+def _finalizer_contexts(trace: dict[str, Any]) -> None:
+    """Every failure a throwing finalizeContent left, with ``additionalContexts: []`` added."""
+    def add(v: Any) -> None:  # the failure, wherever an observation after the throw carries it
+        if isinstance(v, dict):
+            if v.get("isError") is True and isinstance(v.get("content"), list):
+                v.setdefault("additionalContexts", [])
+            for x in v.values():
+                add(x)
+
+    threw: set[str] = set()
+    for o in trace["observations"]:
+        if o["call"] in threw and not (o["who"] is not None and o["what"] in ("return", "throw")):
+            add(o["value"])
+        if (o["stage"], o["what"], o["who"]) == ("finalize", "throw", None):
+            threw.add(o["call"])
+    for r in trace["results"]:
+        if r["callId"] in threw:
+            add(r["result"])
+
+
 if MODE == "reregister":
     registry.World.register = _register_replacing
 elif MODE == "guards-snapshot":
     pipeline._guards = _guards_snapshot
-elif MODE not in ("", "skip-most", "core-strict"):
+elif MODE == "guards-reversed":
+    pipeline._guards = _guards_reversed
+elif MODE == "cursor-unshared":
+    pipeline._Cursor = _OwnCursors
+elif MODE == "feedback-lenient":
+    pipeline.block_message = _lenient_block_message
+elif MODE not in ("", "skip-most", "core-strict", "finalizer-contexts"):
     raise SystemExit(f"core_variant: unknown CORE_VARIANT {MODE!r}")
 
 
@@ -96,4 +177,8 @@ def answer(seq: int, scenario: Any) -> Any:
         return {"seq": seq, "skipped": True, "reason": "not expressed by this port"}
     if MODE == "core-strict" and (why := _cannot(scenario)):
         return {"seq": seq, "skipped": True, "reason": why}
-    return serve.answer(seq, scenario)
+    reply = serve.answer(seq, scenario)
+    if MODE == "finalizer-contexts" and "trace" in reply:
+        reply = json.loads(json.dumps(reply))  # the oracle's own values stay as they are
+        _finalizer_contexts(reply["trace"])
+    return reply

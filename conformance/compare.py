@@ -221,7 +221,7 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
                      ("finalize", "resolve"), ("entry", "spare"), ("dispatch", "spare"), ("code-mode", "spare"),
                      ("pre-execute", "cursor"), ("approval", "cursor"), ("execute", "cursor"), ("post-execute", "cursor"),
-                     ("fs-intent", "cursor")})
+                     ("fs-intent", "cursor"), ("materialize", "outcome")})
 # A name the oracle resolved through an ancestor's scope that a restriction on the chain
 # names (P56 hides only inherited global tools): an implementation that resolves it
 # otherwise takes another definition or none, and every later difference of the call

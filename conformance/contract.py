@@ -326,7 +326,7 @@ ORACLE_ONLY: dict[str, tuple[str, ...]] = {
     "route": ("to",),
     "checkpoint": ("abort",),
     "dispatch": ("abort", "resolve", "outcome", "spare"),
-    "materialize": ("throw",),
+    "materialize": ("throw", "outcome"),  # outcome: why a value or a wrapper's result became a failure (P63, P72)
     "code-mode": ("submit", "start", "defer", "conclude", "abandon", "append"),
     "pre-execute": ("deny", "cursor"),
     "approval": ("start", "deny", "abandon", "cursor"),

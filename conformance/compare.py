@@ -221,7 +221,7 @@ REASONS = frozenset({("checkpoint", "abort"), ("dispatch", "abort"), ("approval"
                      ("execute", "defer"), ("dispatch", "outcome"), ("post-execute", "outcome"),
                      ("finalize", "resolve"), ("entry", "hide"), ("dispatch", "hide"), ("code-mode", "hide"),
                      ("pre-execute", "cursor"), ("approval", "cursor"), ("execute", "cursor"), ("post-execute", "cursor"),
-                     ("fs-intent", "cursor")})
+                     ("fs-intent", "cursor"), ("materialize", "outcome")})
 # An inherited definition that a restriction on the chain hides from the calling agent (P56):
 # an implementation that resolves the name all the same takes that definition, and every
 # later difference of the call follows from that, so the resolution alone is to blame.

@@ -333,7 +333,7 @@ ORACLE_ONLY: dict[str, tuple[str, ...]] = {
     "route": ("to",),
     "checkpoint": ("abort",),
     "dispatch": ("abort", "resolve", "outcome", "hide"),
-    "materialize": ("throw",),
+    "materialize": ("throw", "outcome"),  # outcome: why a value or a wrapper's result became a failure (P63, P72)
     "code-mode": ("submit", "start", "defer", "conclude", "abandon", "append", "hide"),
     "pre-execute": ("deny", "cursor"),
     "approval": ("start", "deny", "abandon", "cursor"),

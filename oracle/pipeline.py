@@ -456,14 +456,14 @@ def success(w: World, rec: Record, tool: Tool, candidate: JsValue) -> dict[str, 
     try:  # step 1
         value = snapshot(candidate)
     except NotLossless:
-        w.obs(rec.callId, "dispatch", "outcome", None, "output-contract", ("P72",))
+        w.obs(rec.callId, "materialize", "outcome", None, "output-contract", ("P72",))
         raise Thrown(output_error(tool.name, [texts.VALUE_NOT_LOSSLESS])) from None
     except Thrown as t:
-        w.obs(rec.callId, "dispatch", "outcome", None, "output-contract", ("P72",))
+        w.obs(rec.callId, "materialize", "outcome", None, "output-contract", ("P72",))
         raise Thrown(output_error(tool.name, [texts.value_snapshot_failed(message_of(t.value))])) from None
     violations = schema_violations(tool.output.schema_, value, "value")  # step 2
     if violations:
-        w.obs(rec.callId, "dispatch", "outcome", None, "output-contract", ("P72",))  # why a failure
+        w.obs(rec.callId, "materialize", "outcome", None, "output-contract", ("P72",))  # why a failure
         raise Thrown(output_error(tool.name, violations))
     w.freeze(value)  # step 3
     content = _project(w, rec, tool, "render", value)  # step 4
@@ -499,10 +499,10 @@ def normalize(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
     if isinstance(r, dict) and id(r) in rec.built:
         return r  # step 1: built by the registry for this very execution
     if r is None or is_undefined(r):
-        w.obs(rec.callId, "dispatch", "outcome", None, "nullish", ("P63",))  # why the call ends here
+        w.obs(rec.callId, "materialize", "outcome", None, "nullish", ("P63",))  # why the call ends here
         raise Thrown(type_error(texts.NULLISH_WRAPPER_RESULT))
     if truthy(get(r, "isError")):  # step 2
-        w.obs(rec.callId, "dispatch", "outcome", None, "authored-failure", ("P63",))  # what it keeps
+        w.obs(rec.callId, "materialize", "outcome", None, "authored-failure", ("P63",))  # what it keeps
         n: dict[str, Any] = {"isError": True, "error": get(r, "error"), "content": get(r, "content")}
         meta = get(r, "meta")
         if not is_undefined(meta):

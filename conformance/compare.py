@@ -448,19 +448,47 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
                 break
     if found is not None:
         return found[1]
+    synthetic = _synthetic_calls(expected, profiles)
     for name, el, al in event_lanes(expected, actual, profiles):
         for i in range(max(len(el), len(al))):
             e = el[i] if i < len(el) else None
             a = al[i] if i < len(al) else None
-            if e is None or a is None or not same(e, a):
+            if e is not None and a is not None and _result_event_of(e) in synthetic:
+                if not _agree(e, a, masking.NOTHING_HIDDEN, False):
+                    return Divergence(f"{name}[{i}]", e, a, ["P107"], reason=(
+                        "session event tool/result: the result the loop synthesized differs (its text and info "
+                        "are the loop's, P107, spec section 2)"))
+            elif e is None or a is None or not same(e, a):
                 return _event_divergence(f"{name}[{i}]", e, a, masks)
     for call, e, a in result_pairs(expected, actual):
-        if e is None or a is None or not same(e, a):
+        if e is not None and a is not None and call in synthetic:
+            if not _agree(e, a, masking.NOTHING_HIDDEN, False):
+                return Divergence(f"results[{call}]", e, a, ["P107"],
+                                  reason=f"call {call}: the result the loop synthesized differs (P107)")
+        elif e is None or a is None or not same(e, a):
             return _result_divergence(call, e, a, masks)
     warned = compared_warnings(expected, actual, profiles)
     if warned is not None and not warnings_agree(warned[0], warned[1]):
         return _warnings_divergence(warned)
     return None
+
+
+def _synthetic_calls(expected: Trace, profiles: set[str]) -> frozenset[str]:
+    """The calls whose result the loop synthesized (P107), when ``loop`` is checked: spec
+    section 2 gives that result's text and info to ``loop``, not to ``reference`` as it does
+    the registry's texts, so they are compared whatever else the profile set masks."""
+    if "loop" not in profiles:
+        return frozenset()
+    return frozenset(o.call for o in expected.observations
+                     if o.stage == "loop" and o.what == "synthetic" and o.call is not None)
+
+
+def _result_event_of(event: Any) -> str | None:
+    """The call a ``tool/result`` event is the result of, else None."""
+    if not isinstance(event, dict) or event.get("type") != "tool/result":
+        return None
+    source = ((event.get("data") or {}).get("message") or {}).get("source")
+    return source.get("callId") if isinstance(source, dict) else None
 
 
 def _event_divergence(where: str, e: Any, a: Any, masks: Masks) -> Divergence:

@@ -89,7 +89,7 @@ REQUEST_WRITES = [
 
 def script_calls(draw: Any, doc: dict[str, Any]) -> None:
     """Append the calls of a drawn subset of ``SITUATIONS`` to a direct run, in place."""
-    chosen = draw(st.lists(st.sampled_from(SITUATIONS), min_size=1, max_size=3, unique=True))
+    chosen = draw(st.lists(st.sampled_from(SITUATIONS), min_size=1, max_size=4, unique=True))
     plan = _Plan(doc)
     for situation in SITUATIONS:  # in a fixed order: the calls' order does not depend on the draw's
         if situation in chosen:

@@ -150,3 +150,37 @@ def test_a_run_without_an_agent_logs_nothing_and_its_end_is_the_result(side_docs
                 assert not result["isError"], result
             seen += 1
     assert seen >= 2, seen
+
+
+@pytest.mark.rules("P125", "P9")
+def test_a_crashed_runtime_abandons_the_queue_and_throws_after_the_started_sub_call_commits(side_docs):
+    seen = 0
+    for c in side_docs:
+        for run in filter(lambda r: _ran(c, r), _runs(c, "pv-crash")):
+            thrown = _obs(c, run, "program", "throw")
+            assert len(thrown) == 1 and not _obs(c, run, "program", "end")  # run() rejected: no run result
+            abandoned = {o.call for o in c.trace.observations if o.stage == "code-mode" and o.what == "abandon"}
+            assert f"{run}:code:2" in abandoned and not _obs(c, f"{run}:code:2", "entry")  # queued, never started
+            order = [r.callId for r in c.trace.results]
+            assert order.index(f"{run}:code:1") < order.index(run)  # the started sub-call committed first
+            assert _result(c, run)["isError"]
+            seen += 1
+    assert seen >= 2, seen
+
+
+@pytest.mark.rules("P56", "P117")
+def test_a_restricted_side_agents_runs_bind_no_hidden_name(side_docs):
+    seen = 0
+    for c in side_docs:
+        agent = next(a for a in c.doc["agents"] if a["id"] == SIDE_AGENT)
+        if "restrict" not in agent:
+            continue
+        for run in (x["callId"] for x in c.doc["run"]["calls"] if x.get("agent") == SIDE_AGENT and x["name"] == "run_code"):
+            start = _obs(c, run, "program", "start")
+            if not start:
+                continue
+            hidden = {o.value for o in _obs(c, run, "code-mode", "hide")}
+            assert hidden and not hidden & set(start[0].value["bindings"])
+            assert {SAFE_TOOL, EXCLUSIVE_TOOL} <= set(start[0].value["bindings"])  # the recipe's own stay bound
+            seen += 1
+    assert seen >= 2, seen

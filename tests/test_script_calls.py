@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.strategies.script_calls import EARLY_TIMER, KEPT, SCRIPT_TOOL
+from dsh_conformance.strategies.script_calls import EARLY_TIMER, INPUT_WRITES, KEPT, KEPT_SIGNAL, SCRIPT_TOOL
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +111,36 @@ def test_early_ends_and_awaited_settlements(script_docs):
                 assert _result(c, call["callId"])["error"]["message"] == "hostile value"
                 settled += 1
     assert early >= 2 and settled >= 2, (early, settled)
+
+
+@pytest.mark.rules("P60", "P61")
+def test_kept_signals_are_looked_at_before_and_after_the_body_and_a_fusion_with_an_aborted_caller_aborts_at_launch(script_docs):
+    launched = kept = 0
+    for c in script_docs:
+        for call, steps in _by_call(c, "Ls-exec").items():
+            views = [o.value for o in _obs(c, call, "execute", "Ls-exec", "observe")]
+            if {"do": "set-signal", "signal": "sf"} in steps:
+                assert views == [{"kept": KEPT_SIGNAL}]  # nothing kept under the name: no signal
+                assert _result(c, call)["error"]["info"]["code"] == "ABORTED_BEFORE_DISPATCH"
+                assert not _obs(c, call, "body")  # the fusion was aborted at launch: the body never ran
+                launched += 1
+            elif {"do": "set-signal", "signal": "sk"} in steps:
+                assert len(views) == 2 and all(v["kept"] == KEPT_SIGNAL for v in views)
+                assert [v["signal"]["aborted"] for v in views] == [False, False]  # detached when the body settled
+                kept += 1
+    assert launched >= 2 and kept >= 2, (launched, kept)
+
+
+@pytest.mark.rules("P23")
+def test_writes_into_the_callers_input_reach_a_token_object_and_an_arrays_end_but_not_the_record(script_docs):
+    seen = 0
+    for c in script_docs:
+        for call, steps in _by_call(c, "Ls-pre").items():
+            if not any(isinstance(s, dict) and s.get("target") == "input.arguments.l.3" for s in steps):
+                continue
+            writes = _obs(c, call, "pre-execute", "Ls-pre", "mutate")
+            assert [w.value["target"] for w in writes] == [s["target"] for s in INPUT_WRITES]
+            args = next(o.value for o in _obs(c, call, "body", what="observe"))["args"]
+            assert args == {"x": 1, "l": [1]}  # the record's arguments were snapshotted at entry
+            seen += 1
+    assert seen >= 2, seen

@@ -27,8 +27,15 @@ scenario:
   logs alone), a throw or a failure, and one naming no program at all (P128);
 - ``aborted``: a run_code call and a model-direct call (collapsed, P28) whose caller is
   aborted before entry (P29);
+- ``crash``: the code runtime's ``run()`` itself rejects (a crashed runtime, with an Error
+  or a plain value) while one exclusive sub-call runs its body and another waits in the
+  queue: the queued one is abandoned, the started one commits, and only then does the
+  rejection reach the caller as run_code's throw (P125, P9);
 - ``no-runtime``: the deployment has no code runtime, and one run has a blank description,
   which is checked first (P115); only beside a draw without run_code calls of its own.
+
+Now and then the side agent restricts its tools (``allow`` the recipe's own, or ``deny`` a
+drawn global one): its runs bind no hidden name (P56, P117).
 
 Where the draw has run_code calls of its own, the side runs leave the deployment as drawn
 (``cap`` only where the draw set a cap).
@@ -63,7 +70,10 @@ SAFE_TOOL = "cs"  # concurrency-safe; a scoped variant for SIDE_AGENT (P56: reso
 EXCLUSIVE_TOOL = "cx"
 BODY_MS = 2
 ABORT_AT = 2
-RUNS = ("cap", "abort", "guard-abort", "ends", "aborted")
+RUNS = ("cap", "abort", "guard-abort", "ends", "aborted", "crash")
+# what a crashed runtime's run() rejects with (P125: the body's throw, as it is, P9)
+CRASHES: list[Any] = [{"$js": "error", "class": "Error", "message": "the code runtime crashed"},
+                      {"$js": "error", "class": "TypeError", "message": "worker gone"}, "crashed", 7]
 # every kind render_json writes (P128): keys in insertion order, none integer-like
 RICH = {"s": "q\"b\\s\n\u0001", "n": -1.5e-7, "i": 10, "t": True, "z": None, "e": [], "l": [1, "two", [], {}],
         "o": {}, "deep": DEEP}
@@ -91,7 +101,14 @@ def code_side(draw: Any, doc: dict[str, Any]) -> None:
     if bare and draw(NO_RUNTIME):
         chosen.add("no-runtime")
     native = doc.get("mode", "native") == "native"
-    doc.setdefault("agents", []).append({"id": SIDE_AGENT, "mode": "code"})  # run_code is there for it (P28)
+    side_agent: dict[str, Any] = {"id": SIDE_AGENT, "mode": "code"}  # run_code is there for it (P28)
+    doc.setdefault("agents", []).append(side_agent)
+    restriction = draw(weighted((3, None), (1, "allow"), (1, "deny")))
+    drawn = sorted({t["name"] for t in doc["tools"] if "scope" not in t and t.get("registered", True)})
+    if restriction == "allow" and drawn:  # P56: every drawn global name is hidden from its runs
+        side_agent["restrict"] = {"allow": [SAFE_TOOL, EXCLUSIVE_TOOL]}
+    elif restriction == "deny" and drawn:  # a restriction names only tools registered at the start
+        side_agent["restrict"] = {"deny": [draw(st.sampled_from(drawn))]}
     doc["tools"] += [
         {"name": SAFE_TOOL, "id": SAFE_TOOL, "body": [{"do": "sleep", "ms": BODY_MS}, {"do": "return", "value": {"v": 1}}],
          "concurrencySafe": [{"do": "return", "value": True}]},
@@ -170,6 +187,13 @@ def code_side(draw: Any, doc: dict[str, Any]) -> None:
         listeners.append({"id": "Lv-code", "event": "tools/pre-execute", "prepend": True, "script": {
             "steps": list(DELEGATE), "byCall": {f"{cid}:code:2": [
                 {"do": "mutate", "target": "input.name", "value": "other", "catch": True}, *DELEGATE]}}})
+    if "crash" in chosen:
+        # P125: a sleep shorter than the exclusive body, so that the first sub-call runs its
+        # body and the second waits in the queue when run() rejects
+        programs.append({"id": "pv-crash", "steps": [
+            {"do": "call", "tool": EXCLUSIVE_TOOL, "as": "a"}, {"do": "call", "tool": EXCLUSIVE_TOOL, "as": "b"},
+            {"do": "sleep", "ms": 1}, {"do": "reject", "thrown": copy.deepcopy(draw(st.sampled_from(CRASHES)))}]})
+        add("pv-crash", agent=draw(st.booleans()))
     if "aborted" in chosen:
         add("pv-end" if "ends" in chosen else "pv-none", aborted=True)
         calls.append({"callId": f"{CALL_PREFIX}{len(calls) + 1}", "name": SAFE_TOOL, "agent": SIDE_AGENT, "aborted": True})

@@ -24,7 +24,15 @@ each is one call, or two where one hands the other something:
 - ``early``: a call whose caller is aborted before it enters (P29), and one whose
   pre-execute decision's ``kind`` is a getter that throws (P35), with an ``abortAt`` timer
   its early end leaves pending; the call after it sleeps past that timer, which the
-  scheduler then drops as cancelled.
+  scheduler then drops as cancelled;
+- ``fused``: a ``tools/execute`` wrapper looks at a kept signal before anything is kept
+  under the name (P60: no signal), replaces the record's signal, aborts the caller and
+  calls ``next()``: the fusion of a caller already aborted is aborted at launch (P61); and
+  a call whose body keeps the fused signal, which its wrapper looks at after the body,
+  before and after it aborts its replacement (P60: detached when the body settled);
+- ``writes``: a pre-execute listener writes into the caller's input: an object with an
+  own enumerable and a non-enumerable property (written, rewritten and added to), and an
+  array of the arguments written past its end (holes between) and deleted from (P23).
 
 The tool's render returns one block reached twice (P13, P73). And a loop run whose
 bodies wait at the gate is given a release order when it has three blocks or more (``release_in_order``).
@@ -47,7 +55,7 @@ from .side_calls import mentions_ask, step_aside
 
 SCRIPT_TOOL = "ts"
 SCRIPT_AGENT = "as"
-SITUATIONS = ("restore", "asked", "define", "promises", "early")
+SITUATIONS = ("restore", "asked", "define", "promises", "early", "fused", "writes")
 ROOT_GETTER = "gs-root"
 KEPT = "ks"
 EARLY_TIMER = 40  # the early call's abortAt; the sleeping call after it sleeps past it
@@ -57,6 +65,17 @@ EARLY_TIMER = 40  # the early call's abortAt; the sleeping call after it sleeps 
 # into the caller's input stores where nothing reads it again (P23).
 WIRE_RESULT = {"$js": "null-proto", "entries": {"k": {"tag": "t"}}}
 EXTRA_ARRAY = {"$js": "array", "items": [1, 2], "extra": {"tag": "t"}}
+KEPT_SIGNAL = "ks-signal"
+# An object the wire form writes as a token (an own non-enumerable property), and the writes
+# into the caller's input that meet it and a plain array of the arguments (P23)
+HIDDEN_OBJECT = {"$js": "object", "entries": {"k": 1}, "hidden": {"h": 2}}
+INPUT_WRITES = [
+    {"do": "mutate", "target": "input.extra", "value": HIDDEN_OBJECT, "catch": True},
+    *({"do": "mutate", "target": f"input.extra.{k}", "value": "w", "catch": True} for k in ("k", "h", "n")),
+    {"do": "mutate", "target": "input.arguments.l.3", "value": "past the end", "catch": True},
+    {"do": "mutate", "target": "input.arguments.l.0", "op": "delete", "catch": True},
+    {"do": "mutate", "target": "input.arguments.l.9", "op": "delete", "catch": True},
+]
 # The tool's render returns one content block reached twice (P13: copied per reach, P73).
 SHARED_RENDER = [{"do": "return", "value": [{"$js": "shared", "id": "ss-block", "value": text("rendered twice")},
                                             {"$js": "shared", "id": "ss-block"}]}]
@@ -70,7 +89,7 @@ REQUEST_WRITES = [
 
 def script_calls(draw: Any, doc: dict[str, Any]) -> None:
     """Append the calls of a drawn subset of ``SITUATIONS`` to a direct run, in place."""
-    chosen = draw(st.lists(st.sampled_from(SITUATIONS), min_size=1, max_size=3, unique=True))
+    chosen = draw(st.lists(st.sampled_from(SITUATIONS), min_size=1, max_size=4, unique=True))
     plan = _Plan(doc)
     for situation in SITUATIONS:  # in a fixed order: the calls' order does not depend on the draw's
         if situation in chosen:
@@ -166,6 +185,24 @@ def _early(plan: _Plan) -> None:
     plan.call([{"do": "sleep", "ms": EARLY_TIMER + 20}, {"do": "return", "value": [text("slept")]}])
 
 
+def _fused(plan: _Plan) -> None:
+    cid = plan.call([{"do": "return", "value": "never run"}])
+    plan.execute[cid] = [
+        {"do": "observe", "what": "kept", "name": KEPT_SIGNAL},  # P60: nothing kept under the name
+        {"do": "set-signal", "signal": "sf"}, {"do": "abort", "signal": "caller", "reason": "caller aborted before the body"},
+        {"do": "next"}, {"do": "return-next"}]  # P60, P61: fused with a caller already aborted: aborted at launch
+    cid = plan.call([{"do": "keep", "what": "signal", "name": KEPT_SIGNAL}, {"do": "return", "value": "kept"}])
+    plan.execute[cid] = [  # P60: the fusion the body kept is detached when the body settles
+        {"do": "set-signal", "signal": "sk"}, {"do": "next"}, {"do": "observe", "what": "kept", "name": KEPT_SIGNAL},
+        {"do": "abort", "signal": "sk", "reason": "after the body"}, {"do": "observe", "what": "kept", "name": KEPT_SIGNAL},
+        {"do": "return-next"}]
+
+
+def _writes(plan: _Plan) -> None:
+    cid = plan.call([{"do": "observe", "what": "args"}, {"do": "return", "value": 1}], arguments={"x": 1, "l": [1]})
+    plan.pre[cid] = [*copy.deepcopy(INPUT_WRITES), *DELEGATE]
+
+
 def release_in_order(doc: dict[str, Any]) -> None:
     """A loop run of three blocks or more whose bodies wait at the gate: release the blocks
     in their own order (no draw, so the draws before keep their choices), so that each gate
@@ -176,4 +213,5 @@ def release_in_order(doc: dict[str, Any]) -> None:
         doc["run"]["release"] = blocks
 
 
-_BUILDERS = {"restore": _restore, "asked": _asked, "define": _define, "promises": _promises, "early": _early}
+_BUILDERS = {"restore": _restore, "asked": _asked, "define": _define, "promises": _promises, "early": _early,
+             "fused": _fused, "writes": _writes}

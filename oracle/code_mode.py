@@ -71,14 +71,18 @@ async def run_code(w: World, rec: Record, stages: Stages) -> JsValue:
             w.obs(rec.callId, "code-mode", "hide", None, name, ("P56", "P117"))
         request = RunRequest(call=rec.callId, code=str(get(rec.arguments, "code")), bindings=bindings,
                              signal=bridge.signal)
+        # P125: the run is over when run() settles, resolved or rejected (a crashed runtime):
+        # queued sub-calls are abandoned, started ones commit before the body returns or its
+        # rejection propagates (JavaScript's `finally`; not a Python `finally`, which would
+        # also await while a stopped run closes this coroutine).
         try:
             result = await run_program(w, request)
-        finally:
-            # P125: the run is over when run() settles, resolved or rejected (a crashed
-            # runtime): queued sub-calls are abandoned, started ones commit before the body
-            # returns or its rejection propagates.
+        except Thrown:
             bridge.signal.abort(texts.RUN_SETTLED)
             await bridge.drain()
+            raise
+        bridge.signal.abort(texts.RUN_SETTLED)
+        await bridge.drain()
         error = result.get("error")
         if error is not None:  # P128: CodeRunFailedError
             raise Thrown(js_error(texts.code_run_failed(error["kind"], error["message"], result["logs"]),

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +16,20 @@ install()  # a test's subprocess timeouts are hang guards (tests/hang_guards.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).parent / "fakes" / "fake_iut.py"  # deliberately wrong IUTs
+FAKES = Path(__file__).parent / "fakes"
+
+
+def run_fake_module(tmp_path: Path, module: str, env: dict[str, str], *args: str) -> tuple[int, Any, str]:
+    """``dsh-conformance run --impl py:MODULE`` on a module of tests/fakes (``env``: how the
+    fake is set), in a process of its own: the exit code, the report read back, stdout."""
+    from dsh_conformance.report import read_report
+
+    report = tmp_path / f"{module}-{len(list(tmp_path.iterdir()))}.jsonl"
+    full = {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "dsh_conformance", "run", "--impl", f"py:{module}",
+                           "--report", str(report), "--failures", str(tmp_path / "failures"), *args],
+                          env=full, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    return done.returncode, read_report(report), done.stdout
 SHARED = ROOT.parent / "shared"
 
 CITED: set[str] = set()

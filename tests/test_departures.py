@@ -8,18 +8,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh_conformance.report import read_report
-
-FAKES = Path(__file__).parent / "fakes"
-ROOT = Path(__file__).resolve().parent.parent
+from .conftest import run_fake_module
 
 # A wrapper's retry (P69) of run_code whose program calls a concurrency-safe tool twice: the
 # second run's sub-calls reuse the first run's ids, so the classifier of a reused id runs
@@ -47,20 +41,15 @@ def _cases(where: Path, *docs: dict[str, Any]) -> Path:
 
 
 def _run(tmp_path: Path, cases: Path, listed: bool, fault: str = "") -> tuple[int, Any]:
-    report = tmp_path / f"r-{len(list(tmp_path.iterdir()))}.jsonl"
     extra = []
     if listed:
         exp = tmp_path / "expectations.yaml"
         exp.write_text("implementation: departing oracle\nrules:\n  P119: sub-calls numbered per run of the body\n",
                        encoding="utf-8")
         extra = ["--expectations", str(exp)]
-    env = {**os.environ, "DEPARTURES": "P119", "DEPARTING_FAULT": fault,
-           "PYTHONPATH": os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "dsh_conformance", "run", "--impl", "py:departing_oracle",
-                           "--cases", str(cases), "--examples", "0", "--report", str(report),
-                           "--failures", str(tmp_path / "failures"), *extra],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    return done.returncode, read_report(report)
+    code, report, _ = run_fake_module(tmp_path, "departing_oracle", {"DEPARTURES": "P119", "DEPARTING_FAULT": fault},
+                                      "--cases", str(cases), "--examples", "0", *extra)
+    return code, report
 
 
 @pytest.mark.rules("P119", "P19", "P69")

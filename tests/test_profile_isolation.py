@@ -9,31 +9,21 @@ it; ``--profiles core,reference`` fails it, and blames the rule that fixes the d
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dsh_conformance.report import read_report
 
-FAKES = Path(__file__).parent / "fakes"
-ROOT = Path(__file__).resolve().parent.parent
+from .conftest import run_fake_module
 
 # mode: the reference rule that fixes what the mode changes
 VARIANTS = {"guards-reversed": "P45", "cursor-unshared": "P6", "feedback-lenient": "P84",
             "finalizer-contexts": "P92"}
 
 
-def _run(tmp_path: Path, variant: str, *args: str):
-    report = tmp_path / f"{variant}-{len(list(tmp_path.iterdir()))}.jsonl"
-    env = {**os.environ, "CORE_VARIANT": variant,
-           "PYTHONPATH": os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "dsh_conformance", "run", "--impl", "py:core_variant",
-                           "--report", str(report), "--failures", str(tmp_path / "failures"), *args],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    return done.returncode, read_report(report), done.stdout
+def _run(tmp_path: Path, variant: str, *args: str) -> tuple[int, Any, str]:
+    return run_fake_module(tmp_path, "core_variant", {"CORE_VARIANT": variant}, *args)
 
 
 @pytest.mark.rules("P6", "P45", "P84", "P92")

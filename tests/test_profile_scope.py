@@ -5,32 +5,22 @@ situations a core run must not draw (issue 24 rows 4 and 5), and --max-skipped."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dsh_conformance.report import read_report
 from dsh_conformance.rules import rules
 from dsh_conformance.situations import OPTIONAL_FEATURES, situations
 from dsh_conformance.strategies.draws import draw_examples
 
+from .conftest import run_fake_module
 from .hang_guards import hang_guard
 
-FAKES = Path(__file__).parent / "fakes"
-ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run(tmp_path: Path, variant: str, *args: str) -> tuple[int, object, str]:
-    report = tmp_path / f"{variant}-{len(list(tmp_path.iterdir()))}.jsonl"
-    env = {**os.environ, "CORE_VARIANT": variant,
-           "PYTHONPATH": os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "dsh_conformance", "run", "--impl", "py:core_variant",
-                           "--report", str(report), "--failures", str(tmp_path / "failures"), *args],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    return done.returncode, read_report(report), done.stdout
+def _run(tmp_path: Path, variant: str, *args: str) -> tuple[int, Any, str]:
+    return run_fake_module(tmp_path, "core_variant", {"CORE_VARIANT": variant}, *args)
 
 
 @pytest.mark.rules("P29", "P45", "P60", "P67", "P70")

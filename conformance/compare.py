@@ -34,6 +34,7 @@ from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.trace import ANY, CallResult, Event, Trace, portable
 
 from . import blame, exact_texts, masks as masking, value_diff
+from .contract import PARTS
 from .masks import Masks
 from .same_json import same_json
 
@@ -107,12 +108,9 @@ _SUB_CALL_LANE = re.compile(r"^observations\[.+:code:[1-9][0-9]*\]$")
 
 
 def agree(expected: Any, actual: Any, exact: bool, code_mode: bool = False, masks: Masks | None = None) -> bool:
-    """Whether ``actual`` is what ``expected`` requires. ``exact`` (reference) compares
-    texts; otherwise (core) every failure message and ``Error: ...`` text is masked, except
-    Code Mode's own texts under the code-mode profile (``code_mode``, section 2). ``masks``
-    (a profile set's, ``conformance.masks``) says what is not compared, ``exact`` with it;
-    without it, ``exact`` picks nothing masked or core's masks. Where the oracle's trace
-    holds ``kit.trace.ANY`` the spec leaves the value open."""
+    """Whether ``actual`` is what ``expected`` requires under ``masks`` (a profile set's,
+    ``conformance.masks``; without it ``exact`` picks none or core's); Code Mode's own texts
+    stay compared under code-mode (section 2); ``kit.trace.ANY`` is a value the spec leaves open."""
     if masks is None:
         masks = masking.NOTHING_HIDDEN if exact else masking.core_masks()
     return _agree(expected, actual, masks, code_mode)
@@ -448,46 +446,63 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
                 break
     if found is not None:
         return found[1]
-    synthetic = _synthetic_calls(expected, profiles)
+    outcomes = _LoopOutcomes(expected, profiles, masks, same)
     for name, el, al in event_lanes(expected, actual, profiles):
         for i in range(max(len(el), len(al))):
             e = el[i] if i < len(el) else None
             a = al[i] if i < len(al) else None
-            if e is not None and a is not None and _result_event_of(e) in synthetic:
-                if not _agree(e, a, masking.NOTHING_HIDDEN, False):
-                    return Divergence(f"{name}[{i}]", e, a, ["P107"], reason=(
-                        "session event tool/result: the result the loop synthesized differs (its text and info "
-                        "are the loop's, P107, spec section 2)"))
-            elif e is None or a is None or not same(e, a):
-                return _event_divergence(f"{name}[{i}]", e, a, masks)
+            if e is None or a is None or not outcomes.same_event(e, a):
+                return outcomes.event_divergence(f"{name}[{i}]", e, a)
     for call, e, a in result_pairs(expected, actual):
-        if e is not None and a is not None and call in synthetic:
-            if not _agree(e, a, masking.NOTHING_HIDDEN, False):
-                return Divergence(f"results[{call}]", e, a, ["P107"],
-                                  reason=f"call {call}: the result the loop synthesized differs (P107)")
-        elif e is None or a is None or not same(e, a):
-            return _result_divergence(call, e, a, masks)
+        if e is None or a is None or not outcomes.same_result(call, e, a):
+            return outcomes.result_divergence(call, e, a)
     warned = compared_warnings(expected, actual, profiles)
     if warned is not None and not warnings_agree(warned[0], warned[1]):
         return _warnings_divergence(warned)
     return None
 
 
-def _synthetic_calls(expected: Trace, profiles: set[str]) -> frozenset[str]:
-    """The calls whose result the loop synthesized (P107), when ``loop`` is checked: spec
-    section 2 gives that result's text and info to ``loop``, not to ``reference`` as it does
-    the registry's texts, so they are compared whatever else the profile set masks."""
-    if "loop" not in profiles:
-        return frozenset()
-    return frozenset(o.call for o in expected.observations
-                     if o.stage == "loop" and o.what == "synthetic" and o.call is not None)
+class _LoopOutcomes:
+    """Session events and final results as the checked profiles fix them: what the loop
+    synthesized for a call (P107) with its text and info under ``loop`` (spec section 2: not
+    reference's, as the registry's texts are), every other one with the profile set's masks."""
+
+    def __init__(self, expected: Trace, profiles: set[str], masks: Masks, same: Any) -> None:
+        self.masks, self.same = masks, same
+        self.synthetic = frozenset(o.call for o in expected.observations if "loop" in profiles
+                                   and (o.stage, o.what) == ("loop", "synthetic") and o.call is not None)
+        self.loop_masks = masking.Masks(masks.hidden - _LOOP_PARTS)
+
+    def same_event(self, e: Any, a: Any) -> bool:
+        return _agree(e, a, self.loop_masks, False) if _result_call(e) in self.synthetic else bool(self.same(e, a))
+
+    def same_result(self, call: str, e: Any, a: Any) -> bool:
+        return _agree(e, a, self.loop_masks, False) if call in self.synthetic else bool(self.same(e, a))
+
+    def event_divergence(self, where: str, e: Any, a: Any) -> Divergence:
+        if e is None or a is None or _result_call(e) not in self.synthetic:
+            return _event_divergence(where, e, a, self.masks)
+        part = masking.part_to_blame(e, a, self.loop_masks, lambda x, y, m: _agree(x, y, m, False))
+        if part is not None and part.name not in _LOOP_PARTS:  # key presence, say: reference's as anywhere
+            return _event_divergence(where, e, a, self.loop_masks)
+        return Divergence(where, e, a, ["P107"], reason="session event tool/result: the result the loop "
+                          "synthesized differs (its text and info are the loop's, P107, spec section 2)")
+
+    def result_divergence(self, call: str, e: Any, a: Any) -> Divergence:
+        if e is None or a is None or call not in self.synthetic:
+            return _result_divergence(call, e, a, self.masks)
+        d = _result_divergence(call, e, a, self.loop_masks)
+        return d if d.rules and not set(d.rules) & _LOOP_RULES else replace(
+            d, rules=["P107"], reason=f"call {call}: the result the loop synthesized differs (P107)")
 
 
-def _result_event_of(event: Any) -> str | None:
-    """The call a ``tool/result`` event is the result of, else None."""
-    if not isinstance(event, dict) or event.get("type") != "tool/result":
-        return None
-    source = ((event.get("data") or {}).get("message") or {}).get("source")
+_LOOP_PARTS = frozenset({"error.message", "error.message (non-string)", "content[].text (failure)", "error.info"})
+_LOOP_RULES = frozenset(r for p in PARTS if p.name in _LOOP_PARTS for r in p.rules)
+
+
+def _result_call(event: Any) -> str | None:  # the call a tool/result event is the result of
+    source = ((event.get("data") or {}).get("message") or {}).get("source") \
+        if isinstance(event, dict) and event.get("type") == "tool/result" else None
     return source.get("callId") if isinstance(source, dict) else None
 
 
@@ -713,10 +728,8 @@ RESYNC_WINDOW = 64  # how far ahead a lane looks for the next agreeing pair of i
 
 
 def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Divergence]:
-    """Every place where ``actual`` breaks ``expected`` under ``profiles``, not only the
-    first: in each lane ``first_divergence`` walks (the same lanes, matcher and warning
-    check) each region where the two sides part, until they agree again; each result that
-    differs; the warnings. The first of them is ``first_divergence``'s."""
+    """Every place where ``actual`` breaks ``expected`` under ``profiles`` (each region where
+    a lane of ``first_divergence``'s parts, each result, the warnings); the first is its."""
     masks = masking.masks_for(profiles)
     same = matcher(profiles)
     out: list[tuple[int, Divergence]] = []
@@ -727,12 +740,13 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
             out.append((at, _observation_divergence(name, es, acts, i, j, masks)))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
+    outcomes = _LoopOutcomes(expected, profiles, masks, same)
     for name, el, al in event_lanes(expected, actual, profiles):
-        for i, j in _regions(el, al, same):
-            found.append(_event_divergence(f"{name}[{i}]", el[i] if i < len(el) else None,
-                                           al[j] if j < len(al) else None, masks))
-    found += [_result_divergence(call, e, a, masks) for call, e, a in result_pairs(expected, actual)
-              if e is None or a is None or not same(e, a)]
+        for i, j in _regions(el, al, outcomes.same_event):
+            found.append(outcomes.event_divergence(f"{name}[{i}]", el[i] if i < len(el) else None,
+                                                   al[j] if j < len(al) else None))
+    found += [outcomes.result_divergence(call, e, a) for call, e, a in result_pairs(expected, actual)
+              if e is None or a is None or not outcomes.same_result(call, e, a)]
     warned = compared_warnings(expected, actual, profiles)
     if warned is not None and not warnings_agree(warned[0], warned[1]):
         found.append(_warnings_divergence(warned))

@@ -446,7 +446,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
                 break
     if found is not None:
         return found[1]
-    outcomes = _LoopOutcomes(expected, profiles, masks, same)
+    outcomes = LoopOutcomes(expected, profiles, masks, same)
     for name, el, al in event_lanes(expected, actual, profiles):
         for i in range(max(len(el), len(al))):
             e = el[i] if i < len(el) else None
@@ -462,7 +462,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
     return None
 
 
-class _LoopOutcomes:
+class LoopOutcomes:
     """Session events and final results as the checked profiles fix them: what the loop
     synthesized for a call (P107) with its text and info under ``loop`` (spec section 2: not
     reference's, as the registry's texts are), every other one with the profile set's masks."""
@@ -740,7 +740,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
             out.append((at, _observation_divergence(name, es, acts, i, j, masks)))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
-    outcomes = _LoopOutcomes(expected, profiles, masks, same)
+    outcomes = LoopOutcomes(expected, profiles, masks, same)
     for name, el, al in event_lanes(expected, actual, profiles):
         for i, j in _regions(el, al, outcomes.same_event):
             found.append(outcomes.event_divergence(f"{name}[{i}]", el[i] if i < len(el) else None,

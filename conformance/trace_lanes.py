@@ -19,6 +19,7 @@ from typing import Any
 from dsh_conformance.kit.trace import Trace
 
 from . import compare
+from .masks import masks_for
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,12 @@ def lanes(expected: Trace, actual: Trace, profiles: set[str]) -> list[Lane]:
     """The compared lanes of ``expected`` (the oracle's trace) and ``actual``: the very
     lanes ``conformance.compare`` walks, row by row."""
     same = compare.matcher(profiles)
+    outcomes = compare.LoopOutcomes(expected, profiles, masks_for(profiles), same)  # P107's results as the judge reads them
     out = [_paired(name, [i[0] for i in es], [i[0] for i in acts], same)
            for name, es, acts in compare.observation_lanes(expected, actual)]
-    out += [_paired(name, el, al, same) for name, el, al in compare.event_lanes(expected, actual, profiles)]
-    out.append(Lane("results", [Row(f"results[{call}]", e, a, e is not None and a is not None and same(e, a))
+    out += [_paired(name, el, al, outcomes.same_event) for name, el, al in compare.event_lanes(expected, actual, profiles)]
+    out.append(Lane("results", [Row(f"results[{call}]", e, a, e is not None and a is not None
+                                    and outcomes.same_result(call, e, a))
                                 for call, e, a in compare.result_pairs(expected, actual)]))
     warned = compare.compared_warnings(expected, actual, profiles)
     if warned is not None:

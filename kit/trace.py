@@ -190,7 +190,7 @@ there; an implementation never sends it."""
 
 # The stage boundaries an outermost probe on each seam can see in any implementation. An
 # IUT reports these and every observation of a scripted participant (the observation
-# catalog, conformance/contract.py, describes each, with its value's schema); the oracle's other
+# catalog, conformance/spec/contract.py, describes each, with its value's schema); the oracle's other
 # observations (entry, routes, checkpoints, materialization, resolution, classification,
 # loop bookkeeping) explain its reasoning and are never compared.
 PROBE_POINTS = frozenset({

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import dsh_conformance.oracle
-from dsh_conformance import reference_cache, runner
+from dsh_conformance.running import reference_cache, runner
 from dsh_conformance.oracle import parse_scenario, run_scenario
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance" / "cases"
@@ -57,7 +57,7 @@ def test_a_reference_is_kept_and_read_back_by_the_next_run_the_same(cache, monke
 def test_another_process_reads_the_kept_reference(cache):
     """Written by this process, read by a fresh interpreter whose oracle cannot run."""
     runner.reference(None, DOC)
-    script = ("import json, sys\nfrom dsh_conformance import runner\n"
+    script = ("import json, sys\nfrom dsh_conformance.running import runner\n"
               "runner.run_scenario = lambda s: sys.exit('the oracle ran')\n"
               "doc = json.loads(sys.stdin.read())\nprint(runner.reference(None, doc).dumps(), end='')\n")
     done = subprocess.run([sys.executable, "-c", script], input=runner.jsontext.dumps(DOC), capture_output=True,
@@ -139,9 +139,9 @@ def test_a_kept_reference_is_read_when_its_case_is_prepared_and_judged_the_same(
     """A run after the first: ``expected_traces`` only sees that the file is there (the
     oracle ran the case to an end with this code), the case reads it when it is prepared,
     and the record is the one of a run that read it first."""
-    from dsh_conformance.iut import embedded_oracle
-    from dsh_conformance.report import ReportWriter
-    from dsh_conformance.rules import ORACLE_PROFILES
+    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.reporting.report import ReportWriter
+    from dsh_conformance.spec.rules import ORACLE_PROFILES
 
     items = runner.corpus_items(CORPUS)[:6]
 

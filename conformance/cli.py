@@ -70,16 +70,9 @@ from dsh_conformance.textio.portable import portable_command, portable_path
 from dsh_conformance.spec.corpus import corpus_name
 from dsh_conformance.running.progress import Progress
 from dsh_conformance.reporting.skips import describe as describe_skips
-from dsh_conformance.running.runner import (
-    EXIT_BROKEN,
-    EXIT_FAIL,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_USAGE,
-    Runner,
-    corpus_items,
-    expected_traces,
-)
+from dsh_conformance.running.ending import EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from dsh_conformance.running.references import corpus_items, expected_traces
+from dsh_conformance.running.runner import Runner
 
 from dsh_conformance.dsh.adapter_install import adapter_dir
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).

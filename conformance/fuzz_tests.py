@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dsh_conformance.kit import jsontext
 from dsh_conformance.textio.outputs import write_atomic
 from dsh_conformance.reporting.report import Outcome
-from dsh_conformance.running.runner import content_id
+from dsh_conformance.running.properties import content_id
 from dsh_conformance.strategies.citation import observation_kinds
 from dsh_conformance.strategies.scenarios import examples
 from dsh_conformance.textio.terminal import visible

@@ -138,7 +138,8 @@ def dsh_runner(request: pytest.FixtureRequest):
     (``suite_tests.py``, ``fuzz_tests.py``)."""
     from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
     from dsh_conformance.spec.rules import ORACLE_PROFILES
-    from dsh_conformance.running.runner import EXIT_BROKEN, Runner
+    from dsh_conformance.running.ending import EXIT_BROKEN
+    from dsh_conformance.running.runner import Runner
     from dsh_conformance.textio.terminal import one_line, visible
 
     opt = request.config.getoption
@@ -188,7 +189,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     directory is the point (HypoFuzz's dashboard and later runs share it)."""
     config = session.config
     if config.getoption("--dsh-impl") and not config.getoption("--dsh-fuzz"):
-        from dsh_conformance.running.runner import hypothesis_home
+        from dsh_conformance.running.properties import hypothesis_home
 
         home = hypothesis_home()
         home.__enter__()

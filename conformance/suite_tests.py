@@ -8,7 +8,7 @@ import pytest
 
 from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.reporting.report import Outcome
-from dsh_conformance.running.runner import corpus_items, expected_traces
+from dsh_conformance.running.references import corpus_items, expected_traces
 from dsh_conformance.textio.terminal import visible
 
 ITEMS = corpus_items(CASES)

@@ -103,7 +103,8 @@ def test_reference_only_faults_leave_core_only_cases_passing(tmp_path):
     from dsh_conformance.iut.connection import InProcessIUT
     from dsh_conformance.measuring.mutants import faults
     from dsh_conformance.measuring.mutate import load
-    from dsh_conformance.running.runner import Runner, corpus_items
+    from dsh_conformance.running.runner import Runner
+    from dsh_conformance.running.references import corpus_items
 
     index = rules()
     items = [(i, d, p) for i, d, p in corpus_items(CASES) if needed_profiles(d) == {"core"}]

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from dsh_conformance.spec.corpus import CASES
-from dsh_conformance.running.runner import corpus_items
+from dsh_conformance.running.references import corpus_items
 
 pytestmark = pytest.mark.rules("P1")
 

@@ -67,7 +67,8 @@ from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.iut.connect import IUT
 from dsh_conformance.iut.connection import ProcessIUT, embedded_oracle
 from dsh_conformance.spec.rules import ORACLE_PROFILES
-from dsh_conformance.running.runner import Runner, corpus_items, expected_traces, forget_references
+from dsh_conformance.running.runner import Runner
+from dsh_conformance.running.references import corpus_items, expected_traces, forget_references
 
 
 @dataclass

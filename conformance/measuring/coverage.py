@@ -141,7 +141,7 @@ def _measure_here(path: Path) -> dict[str, list[list[Any]]]:
 
 
 def corpus_docs(cases: Path = CASES) -> list[dict[str, Any]]:
-    from dsh_conformance.running.runner import corpus_items
+    from dsh_conformance.running.references import corpus_items
 
     return [doc for _id, doc, _path in corpus_items(cases)]
 
@@ -152,7 +152,7 @@ def generated_docs(examples: int, seed: int) -> list[dict[str, Any]]:
     draws the same, a test holds them equal), each once. Not imported from mutate, which
     reaches back to the command line (an import circle)."""
     from dsh_conformance.spec.rules import ORACLE_PROFILES
-    from dsh_conformance.running.runner import content_id, hypothesis_home
+    from dsh_conformance.running.properties import content_id, hypothesis_home
     from dsh_conformance.strategies.draws import independent_draws
 
     out: dict[str, dict[str, Any]] = {}

@@ -85,7 +85,8 @@ def default_cases(examples: int, seed: int, corpus: bool = True, cases_dir: Path
     random seed): hypothesis' generation does not depend on the test's verdicts before the
     first failure, so these are the scenarios the default run judges a mutant on."""
     from dsh_conformance.spec.corpus import CASES
-    from dsh_conformance.running.runner import content_id, corpus_items
+    from dsh_conformance.running.properties import content_id
+    from dsh_conformance.running.references import corpus_items
 
     out = []
     if corpus:
@@ -104,13 +105,13 @@ def default_cases(examples: int, seed: int, corpus: bool = True, cases_dir: Path
 
 def generated(examples: int, seed: int) -> list[Any]:
     """The examples the runner judges: ``examples`` independent draws for ``seed``
-    (``runner._search``), or hypothesis' ``find`` sequence where the draws are not there."""
+    (``properties._search``), or hypothesis' ``find`` sequence where the draws are not there."""
     import random
 
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from dsh_conformance.running.runner import hypothesis_home
+    from dsh_conformance.running.properties import hypothesis_home
     from dsh_conformance.strategies.draws import independent_draws
 
     profiles = frozenset(ORACLE_PROFILES)

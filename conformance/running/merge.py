@@ -91,7 +91,7 @@ def check(reports: list[Report]) -> list[Report]:
 def _generated(shards: list[Report], seed: int | None) -> list[CaseRecord]:
     """The generated records of the whole run: each shard's in turn, until the first that
     did not fold its draws (a shrunk divergence, or a stop); else the folds folded."""
-    from dsh_conformance.running.runner import folded
+    from dsh_conformance.running.properties import folded
 
     out: list[CaseRecord] = []
     seen: set[str] = set()

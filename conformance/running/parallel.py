@@ -21,7 +21,6 @@ past the stop is dropped, or recorded ``not-run``.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import gc
 import importlib
@@ -39,8 +38,8 @@ from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
 from dsh_conformance.running.progress import Progress
 from dsh_conformance.iut.protocol import Started
 from dsh_conformance.reporting.report import CaseRecord, Outcome, ReportWriter
-from dsh_conformance.running.runner import folded
-from dsh_conformance.reporting.skips import draw_skips
+from dsh_conformance.running.properties import DrawTally, content_id, not_run
+from dsh_conformance.running.references import parsed_reference
 
 BATCH_MAX = 8  # cases dealt at once: few enough that the workers end together, enough to keep one ahead
 STOP_SECONDS = 10.0  # a worker's time to stop its implementation and exit, past which it is killed
@@ -146,8 +145,6 @@ class _Draws:
 def _attempt(runner: Any, draws: _Draws, attempt: int) -> tuple[CaseRecord | None, dict[str, Any] | None]:
     """One attempt judged: its record (None: the draw was too large, skipped) and the
     drawn scenario where the parent keeps it (saved as drawn)."""
-    from dsh_conformance.running.runner import content_id
-
     got = draws.at(attempt)
     if got is None:
         return None, None
@@ -349,8 +346,6 @@ def _take(runner: Any, rec: CaseRecord) -> CaseRecord:
 
 def run_cases(runner: Any, pool: Pool, progress: Progress | None) -> None:
     """The corpus, dealt to the workers, recorded in order."""
-    from dsh_conformance.running.runner import parsed_reference
-
     done: dict[int, CaseRecord] = {}
     nxt = 0
 
@@ -383,16 +378,11 @@ def run_cases(runner: Any, pool: Pool, progress: Progress | None) -> None:
 def run_properties(runner: Any, pool: Pool, seed: int, profiles: frozenset[str], progress: Progress | None,
                    attempts: range, wanted: int) -> CaseRecord:
     """The generated draws, dealt to the workers by attempt, judged in attempt order as
-    ``Runner.run_properties`` judges them: the first ``wanted`` of ``attempts`` that are not
-    too large; the first divergence is shrunk by a worker."""
+    ``properties.run_properties`` judges them (one ``DrawTally``): the first ``wanted`` of
+    ``attempts`` that are not too large; the first divergence is shrunk by a worker."""
     if runner.gave_up:
-        return runner.record(CaseRecord(id=f"generated-seed-{seed}", source="property", rules=[],
-                                        outcome=Outcome.NOT_RUN, message=runner.gave_up, draws=0))
-    t0 = time.monotonic()
-    count = 0
-    reached: set[str] = set()
-    skipped: list[dict[str, Any]] = []  # the draws the instances answered skipped
-    outcomes: collections.Counter[Outcome] = collections.Counter()
+        return runner.record(not_run(seed, runner.gave_up))
+    tally = DrawTally(seed)
     done: dict[int, tuple[CaseRecord | None, dict[str, Any] | None]] = {}
     dealt = nxt = attempts.start
     failing: int | None = None
@@ -401,7 +391,7 @@ def run_properties(runner: Any, pool: Pool, seed: int, profiles: frozenset[str],
     def work() -> Any:
         """The attempts still needed for ``wanted`` draws (more only after a skip)."""
         nonlocal dealt
-        drawn = count + sum(1 for r, _ in done.values() if r is not None)
+        drawn = tally.count + sum(1 for r, _ in done.values() if r is not None)
         inflight = sum(len(w.busy[3]) for w in pool.workers if w.busy is not None)
         n = min(batch_size(wanted - drawn - inflight, pool.jobs), attempts.stop - dealt, wanted - drawn - inflight)
         if stop or n <= 0:
@@ -410,52 +400,38 @@ def run_properties(runner: Any, pool: Pool, seed: int, profiles: frozenset[str],
         return "draws", seed, profiles, list(range(dealt - n, dealt))
 
     dealing = pool.deal(work)
-    for _, answers, tally in dealing:
-        _saved(runner, tally)
+    for _, answers, tally_of_worker in dealing:
+        _saved(runner, tally_of_worker)
         done.update((a, (rec, kept)) for a, rec, kept in answers)
         while nxt in done and not stop:
             rec, kept = done.pop(nxt)
             nxt += 1
             if rec is None:  # a draw too large: skipped, as --jobs 1 skips it
                 continue
-            count += 1
             if progress:
-                progress.begin(f"generated scenario {count}")
+                progress.begin(f"generated scenario {tally.count + 1}")
                 progress.done(rec.outcome)
             if rec.outcome == Outcome.NOT_RUN:  # the worker declared its instance broken
                 runner.gave_up = runner.gave_up or rec.message
-                count -= 1
                 stop = True
                 break
             account(runner, rec)
-            if rec.outcome == Outcome.FAIL:  # only a divergence is shrunk
+            if tally.take(runner, kept["doc"] if kept else {}, rec):  # only a divergence is shrunk
                 failing, stop = nxt - 1, True
                 break
-            outcomes[rec.outcome] += 1
-            if rec.outcome == Outcome.SKIP and kept:
-                skipped.append(kept["doc"])
-            if rec.outcome == Outcome.PASS and kept:
-                reached.update(kept["doc"].get("rules", ()))
-            if rec.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID, Outcome.XERROR) and kept:
-                runner.record_drawn(kept["doc"], rec, seed)
-            if runner.gave_up or count >= wanted:
+            if runner.gave_up or tally.count >= wanted:
                 stop = True
         if stop:
             break
     dealing.close()
     if failing is None:
-        if runner.gave_up:
-            return runner.record(CaseRecord(
-                id=f"generated-seed-{seed}", source="property", rules=[], outcome=Outcome.NOT_RUN,
-                message=f"stopped after {count} generated scenarios; {runner.gave_up}", duration_ms=_ms(t0),
-                draws=count, skipped_draws=draw_skips(skipped)))
-        return runner.record(folded(seed, count, outcomes, reached, _ms(t0), draw_skips(skipped)))
-    answers, tally = pool.ask(("shrink", seed, profiles, failing))
-    _saved(runner, tally)
+        return runner.record(tally.stopped(runner.gave_up) if runner.gave_up else tally.folded())
+    answers, tally_of_worker = pool.ask(("shrink", seed, profiles, failing))
+    _saved(runner, tally_of_worker)
     out = None
     for rec in answers:  # the shrunk counterexample last
         account(runner, rec)
-        out = runner.record(rec.model_copy(update={"draws": count}) if rec.draws is not None else rec)
+        out = runner.record(rec.model_copy(update={"draws": tally.count}) if rec.draws is not None else rec)
     assert out is not None
     return out
 
@@ -484,9 +460,6 @@ def run_generated(runner: Any, examples: int, seed: int, profiles: frozenset[str
                                  draws=None if part is None else draws_in(attempts, seed, profiles,
                                                                           runner.iut_features))
 
-
-def _ms(t0: float) -> int:
-    return int((time.monotonic() - t0) * 1000)
 
 
 __all__ = ["Pool", "Worker", "fork", "Settings", "Tally", "account", "run_cases", "run_properties", "run_corpus", "run_generated"]

@@ -46,7 +46,7 @@ def gather(cases: Path, case_args: list[str]) -> tuple[list[Group], list[str], l
     """The cases a run may choose from: the corpus of ``--cases`` (a directory, or one case
     file), then each case file named by ``--case``; with the ``--case`` values that are ids
     and those that are files."""
-    from dsh_conformance.running.runner import corpus_items
+    from dsh_conformance.running.references import corpus_items
 
     if cases.is_dir():
         groups = [Group(cases, corpus_items(cases))]

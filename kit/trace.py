@@ -40,6 +40,13 @@ INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dis
 PIPELINE_STAGES: tuple[str, ...] = ("pre-execute", "approval", "guards", "execute", "body", "post-execute",
                                     "finalize", "result")
 
+# The stage a listener's observations carry, by the event it listens to (every participant
+# event of the scenario language; the oracle and a port's listeners both read it here).
+EVENT_STAGES: dict[str, str] = {
+    "tools/pre-execute": "pre-execute", "tools/execute": "execute", "tools/post-execute": "post-execute",
+    "approval/request": "approval", "fs/write-intent": "fs-intent", "fs/edit-intent": "fs-intent",
+    "tools/code-dispatch-log": "code-dispatch-log", "tools/result": "result"}
+
 What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",

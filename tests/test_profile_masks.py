@@ -21,7 +21,8 @@ import pytest
 from dsh_conformance.spec import contract
 from dsh_conformance.judge import masks
 from dsh_conformance.cli import main
-from dsh_conformance.judge.compare import agree, first_divergence
+from dsh_conformance.judge.agreement import agree
+from dsh_conformance.judge.compare import first_divergence
 from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.oracle.run import run_scenario
 from dsh_conformance.kit.scenario import parse_scenario

@@ -18,7 +18,8 @@ from typing import Any
 
 from dsh_conformance.kit.trace import Trace
 
-from dsh_conformance.judge import compare
+from dsh_conformance.judge import agreement, compare
+from dsh_conformance.judge.lanes import compared_warnings, event_lanes, observation_lanes, result_pairs
 from dsh_conformance.judge.masks import masks_for
 
 
@@ -51,18 +52,18 @@ def _paired(name: str, expected: list[Any], actual: list[Any], same: Any) -> Lan
 
 def lanes(expected: Trace, actual: Trace, profiles: set[str]) -> list[Lane]:
     """The compared lanes of ``expected`` (the oracle's trace) and ``actual``: the very
-    lanes ``conformance.compare`` walks, row by row."""
-    same = compare.matcher(profiles)
+    lanes ``judge.compare`` walks, row by row."""
+    same = agreement.matcher(profiles)
     outcomes = compare.LoopOutcomes(expected, profiles, masks_for(profiles), same)  # P107's results as the judge reads them
-    out = [_paired(name, [i[0] for i in es], [i[0] for i in acts], same)
-           for name, es, acts in compare.observation_lanes(expected, actual)]
-    out += [_paired(name, el, al, outcomes.same_event) for name, el, al in compare.event_lanes(expected, actual, profiles)]
+    out = [_paired(name, [i.item for i in es], [i.item for i in acts], same)
+           for name, es, acts in observation_lanes(expected, actual)]
+    out += [_paired(name, el, al, outcomes.same_event) for name, el, al in event_lanes(expected, actual, profiles)]
     out.append(Lane("results", [Row(f"results[{call}]", e, a, e is not None and a is not None
                                     and outcomes.same_result(call, e, a))
-                                for call, e, a in compare.result_pairs(expected, actual)]))
-    warned = compare.compared_warnings(expected, actual, profiles)
+                                for call, e, a in result_pairs(expected, actual)]))
+    warned = compared_warnings(expected, actual, profiles)
     if warned is not None:
-        out.append(Lane("warnings", [Row("warnings", warned[0], warned[1], compare.warnings_agree(warned[0], warned[1]))]))
+        out.append(Lane("warnings", [Row("warnings", warned.expected, warned.actual, agreement.warnings_agree(warned.expected, warned.actual))]))
     return [lane for lane in out if lane.rows]
 
 

@@ -7,7 +7,7 @@ JSON reports, JUnit messages, ``diff``) therefore shows the first differing *pat
 the two values (``.value.frozen: expected true, actual false``) and, when a value is too
 long to print whole, a window of its text around that path rather than its beginning.
 
-``same`` is the comparison that decided the divergence (``compare.agree`` under the run's
+``same`` is the comparison that decided the divergence (``agreement.agree`` under the run's
 profiles: masked messages, loose prefixes): a difference it allows is walked past, so the
 path names what the comparison objected to. Without it, plain equality.
 """

@@ -25,7 +25,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.judge.compare import judge, observations_by_call
+from dsh_conformance.judge.compare import judge
+
+from dsh_conformance.judge.lanes import observations_by_call
 from dsh_conformance.spec.corpus import load_corpus
 from dsh_conformance.iut.connection import IUTFailure, ProcessIUT
 from dsh_conformance.iut.protocol import Errored, Skipped, Traced

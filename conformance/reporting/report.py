@@ -129,7 +129,7 @@ class CaseRecord(_Model):
         "(conformance.evidence)"))
     expected_sha256: str | None = Field(None, description="digest of the oracle's trace the run compared against")
     trace_digest: str | None = Field(default=None, description=(
-        "sha256 of the implementation's normalized trace (conformance.compare.normalized), when it sent one: "
+        "sha256 of the implementation's normalized trace (judge.lanes.normalized), when it sent one: "
         "two reports of one suite version tell from it whether anything at all changed in the case"))
 
     # A report is input (it may be crafted): the views index these dicts, so their shape is

@@ -189,7 +189,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
     if not loop and len(plan) == n_tools and foci >= {"entry", "guards"}:
-        spared_by_restriction(doc)  # with run_code too: a spared binding is blamed on P56 (compare.RESOLUTION_REASONS)
+        spared_by_restriction(doc)  # with run_code too: a spared binding is blamed on P56 (judge.lanes.RESOLUTION_REASONS)
     if loop:
         observed_raw_arguments(draw, doc, listeners, guards)
     if "guards" in foci:

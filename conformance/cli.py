@@ -57,13 +57,16 @@ from dsh_conformance.textio.outputs import (
     write_atomic,
 )
 from dsh_conformance.reporting.report import (
-    Outcome,
-    ReportError,
-    ReportWriter,
     new_header,
+    Outcome,
     partial,
     read_report,
     refuse_partial,
+    replay_line,
+    Report,
+    ReportError,
+    ReportWriter,
+    rule_outcomes,
 )
 from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
 from dsh_conformance.textio.portable import portable_command, portable_path
@@ -77,6 +80,31 @@ from dsh_conformance.running.runner import Runner
 from dsh_conformance.dsh.adapter_install import adapter_dir
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
 from dsh_conformance.textio.terminal import one_line, readable_streams, say as print  # noqa: A001
+from dsh_conformance.reporting.scores import (
+    BLAMED,
+    case_totals,
+    CITING,
+    LEGEND,
+    NO_COUNT,
+    outcome_counts,
+    profile_scores as scores_of,
+    rule_counts,
+    SCORE,
+)
+from dsh_conformance.running.selection import (
+    describe,
+    gather,
+    is_selective,
+    left_out,
+    nearest,
+    rule_ids,
+    select,
+    SelectionError,
+)
+from dsh_conformance.measuring import bench
+from dsh_conformance.reporting.report_formats import render_json, render_junit, render_markdown
+from dsh_conformance.reporting.report_html import render_html
+from dsh_conformance.tools import catalogs
 
 
 
@@ -221,8 +249,6 @@ def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledge
         _print_summary(started.implementation.model_dump(), runner, footer.stale, profiles, footer.exit,
                        args.report, args.impl, header, _narrowed(args))
         if args.junit:
-            from dsh_conformance.reporting.report import Report
-            from dsh_conformance.reporting.report_formats import render_junit
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)), ledger)
         writer.close()
@@ -234,15 +260,6 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
     """The corpus cases the run's selection keeps (``conformance.selection``), and the rules
     cited by the cases it leaves out (not judged stale); ``args.examples`` is settled: a
     selection runs no generated scenarios unless ``--examples`` asks for them."""
-    from dsh_conformance.running.selection import (
-        SelectionError,
-        describe,
-        gather,
-        is_selective,
-        left_out,
-        rule_ids,
-        select,
-    )
 
     try:
         wanted = rule_ids(args.rule)
@@ -295,18 +312,6 @@ def _narrowed(args: argparse.Namespace) -> bool:
 
 def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profiles: set[str], code: int,
                    report: str | None, spec: str | None, header: Any, narrowed: bool) -> None:
-    from dsh_conformance.reporting.report import replay_line, rule_outcomes
-    from dsh_conformance.reporting.scores import (
-        BLAMED,
-        CITING,
-        LEGEND,
-        NO_COUNT,
-        SCORE,
-        case_totals,
-        outcome_counts,
-        rule_counts,
-    )
-    from dsh_conformance.reporting.scores import profile_scores as scores_of
 
     records = runner.records
     outcomes = rule_outcomes(records)
@@ -375,7 +380,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not path.exists() and (CASES / f"{args.case}.json").is_file():
         path = CASES / f"{args.case}.json"  # a corpus case named by its id, as reports name it
     elif not path.exists():
-        from dsh_conformance.running.selection import nearest
 
         raise UsageError(f"{args.case}: no such case file, nor a case of that id in the built-in corpus "
                          f"({portable_path(CASES)})" + nearest(path.stem, [p.stem for p in CASES.glob("*.json")]))
@@ -412,8 +416,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "--output")
         check_distinct(args.output, "--output", args.reports)
-    from dsh_conformance.reporting.report_formats import render_json, render_markdown
-    from dsh_conformance.reporting.report_html import render_html
 
     reports = [read_report(p) for p in args.reports]
     render = {"md": render_markdown, "html": render_html, "json": render_json}[args.format]
@@ -449,8 +451,6 @@ PYTEST_SELECTION = "guard"  # the bench's pytest-against-run cases (the issue's 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every speed figure side by side in one run (``conformance.bench``)."""
-    from dsh_conformance.measuring import bench
-
     cases = Path(args.cases)
     if not cases.is_dir():
         raise UsageError(f"--cases {cases}: no such directory")
@@ -623,7 +623,6 @@ def _print_scaling(bench: Any, impl: IUT | None, args: argparse.Namespace, round
 # ------------------------------------------------------------------------- catalogs
 
 def cmd_catalogs(args: argparse.Namespace) -> int:
-    from dsh_conformance.tools import catalogs
 
     if args.action == "generate":
         for path in catalogs.write():

@@ -18,6 +18,8 @@ import math
 import re
 from decimal import Decimal
 from typing import Any
+import copy
+import json
 
 from . import jsontext, realm
 
@@ -41,7 +43,6 @@ class NotLossless(Exception):
 
 class Thrown(Exception):
     """A JavaScript throw of ``value`` (a JS value in wire form) escaping a Python helper."""
-
     def __init__(self, value: JsValue) -> None:
         super().__init__(value)
         self.value = value
@@ -188,7 +189,6 @@ def _clone(v: Any, memo: dict[int, Any], keep: dict[int, Any] = _NONE) -> Any:
         memo[id(v)] = out
         out.extend(x if isinstance(x, _ATOMS) else _clone(x, memo, keep) for x in v)
         return out
-    import copy
 
     return copy.deepcopy(v, memo)
 
@@ -493,7 +493,6 @@ def json_string(s: str) -> str:
 
 
 def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
-    import json
 
     if v is None:
         return "null"

@@ -7,6 +7,7 @@ as any port built on the kit answers.
 from __future__ import annotations
 
 from typing import IO, Any
+from importlib.metadata import PackageNotFoundError, version
 
 from ..kit import protocol
 from . import run_scenario
@@ -18,7 +19,6 @@ FEATURES = ["timeout-policy", "shipped-approval"]
 
 
 def started() -> dict[str, Any]:
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         v = version("dsh-conformance")

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from dsh_conformance.resources import CATALOGS
+from dsh_conformance.kit.schema_doc import schema_document
 
 FLOW_FILE = CATALOGS / "tool-execution-pipeline.flow.yaml"
 FLOW_FORMAT = "dsh-conformance/flow/v1"
@@ -201,6 +202,5 @@ def load_flow_model(path: Path = FLOW_FILE) -> FlowModel:
 
 
 def flow_model_json_schema() -> dict[str, Any]:
-    from dsh_conformance.kit.schema_doc import schema_document
 
     return schema_document(_ADAPTER, "flow-model.schema.json")

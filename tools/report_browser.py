@@ -19,6 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+import importlib.util
+
+from playwright.sync_api import sync_playwright
+
+
 
 # Headless, no sandbox (CI runs as root), and nothing that reaches out on its own.
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -37,7 +42,6 @@ def why_no_browser() -> str | None:
     """Why the report cannot be shown in a browser here, or None when it can."""
     if find_chromium() is None:
         return "no Chromium installed (apt-get install chromium, or set DSH_CHROMIUM)"
-    import importlib.util
 
     if importlib.util.find_spec("playwright") is None:
         return "playwright is not installed (pip install -e '.[dev]')"
@@ -47,8 +51,6 @@ def why_no_browser() -> str | None:
 @contextmanager
 def browser_page(width: int = 1440, height: int = 1000) -> Iterator[Any]:
     """A fresh page of a headless Chromium with a fresh profile."""
-    from playwright.sync_api import sync_playwright
-
     executable = find_chromium()
     if executable is None:
         raise RuntimeError(why_no_browser())

@@ -45,6 +45,7 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+import json
 
 import jsonschema
 from pydantic import ValidationError
@@ -63,6 +64,8 @@ from dsh_conformance.iut.protocol import (
     parse_started,
     seq_error,
 )
+from dsh_conformance.iut.python_host import MARK, USAGE_STATUS
+from dsh_conformance.oracle.serve import answer, started
 
 EXIT_GRACE = 2.0  # seconds between noticing the IUT's exit and deciding that no answer is coming
 STOP_GRACE = 5.0  # seconds an IUT has to exit after {"cmd":"stop"} before its group is killed
@@ -127,7 +130,6 @@ def _validate(name: str, doc: Any) -> None:
 
 class _Log:
     """The tail of a process's stderr, filled by its pump thread."""
-
     def __init__(self) -> None:
         self.data = bytearray()
         self.lock = threading.Lock()
@@ -150,7 +152,6 @@ _TOO_LONG: Any = object()  # a line over MAX_LINE_BYTES
 
 class ProcessIUT:
     """An IUT behind a command line (``argv``)."""
-
     def __init__(self, argv: list[str] | str, timeout: float = DEFAULT_TIMEOUT, validate: bool = False,
                  cwd: str | None = None, env: dict[str, str] | None = None,
                  start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
@@ -519,7 +520,6 @@ class PythonIUT(ProcessIUT):
 
     def __init__(self, module: str, timeout: float = DEFAULT_TIMEOUT, validate: bool = False,
                  start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
-        import json
 
         self.module = module
         super().__init__([sys.executable, "-c", _HOST_BOOT, module, json.dumps(sys.path)], timeout, validate,
@@ -527,15 +527,12 @@ class PythonIUT(ProcessIUT):
 
     def _host_says(self) -> str | None:
         """The host's last word on stderr (why it ended), once its stderr has been read to the end."""
-        from dsh_conformance.iut.python_host import MARK
-
         if self._stderr_pump is not None:
             self._stderr_pump.join(timeout=EXIT_GRACE)
         said = [line[len(MARK):] for line in self.log.text(200).splitlines() if line.startswith(MARK)]
         return said[-1] if said else None
 
     def start(self) -> Started:
-        from dsh_conformance.iut.python_host import USAGE_STATUS
 
         try:
             return super().start()
@@ -566,7 +563,6 @@ class _Abandoned(SystemExit):
 
 class Worker:
     """A daemon thread that runs calls one at a time, so that the caller can stop waiting."""
-
     def __init__(self) -> None:
         self.inbox: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[str, Any, str]]]] = queue.Queue()
         self.thread = threading.Thread(target=self._serve, daemon=True, name="dsh-conformance in-process IUT")
@@ -693,6 +689,5 @@ def _stop() -> None:
 
 
 def embedded_oracle(validate: bool = False, timeout: float = DEFAULT_TIMEOUT) -> InProcessIUT:
-    from dsh_conformance.oracle.serve import answer, started
 
     return InProcessIUT(started, answer, validate, timeout)

@@ -22,6 +22,12 @@ import os
 import sys
 import traceback
 from typing import Any
+import importlib
+
+from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, loads
+
+
 
 MARK = "dsh-conformance py host: "
 CRASH_STATUS = 70
@@ -36,7 +42,6 @@ def _report(message: str, status: int) -> None:
 
 
 def _load(name: str) -> tuple[Any, Any]:
-    import importlib
 
     try:
         module = importlib.import_module(name)
@@ -60,7 +65,6 @@ def _call(what: str, fn: Any, *args: Any) -> Any:
 
 
 def _send(out: Any, what: str, doc: Any) -> None:
-    from dsh_conformance.kit import jsontext
 
     if not isinstance(doc, dict):
         _report(f"{what} returned {type(doc).__name__}, not a dict", CRASH_STATUS)
@@ -73,7 +77,6 @@ def _send(out: Any, what: str, doc: Any) -> None:
 
 
 def serve(name: str) -> None:
-    from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, loads
 
     started, answer = _load(name)
     # The protocol's own stdout: what the implementation prints goes to stderr, its log.

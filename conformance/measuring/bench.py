@@ -69,6 +69,8 @@ from dsh_conformance.iut.connection import ProcessIUT, embedded_oracle
 from dsh_conformance.spec.rules import ORACLE_PROFILES
 from dsh_conformance.running.runner import Runner
 from dsh_conformance.running.references import corpus_items, expected_traces, forget_references
+from dsh_conformance.running.parallel import Pool, Settings, run_cases
+from dsh_conformance.running.reference_cache import SWITCH
 
 
 @dataclass
@@ -218,7 +220,6 @@ def suite_rate_jobs(make: Callable[[], IUT], jobs: int, items: list[tuple[str, d
     the first batch to recording the last case, with the instances started and warmed up
     (two unmeasured rounds each), so it is comparable with ``suite_rate(known=True)``: the
     workers keep the references they have read."""
-    from dsh_conformance.running.parallel import Pool, Settings, run_cases
 
     with _reference_cache(True):
         expected = expected_traces(items, cases)
@@ -268,8 +269,6 @@ def process_cpu_seconds(pid: int | None) -> float | None:
 @contextlib.contextmanager
 def _reference_cache(on: bool) -> Iterator[None]:
     """The disk cache of reference traces on or off for a measurement (its switch restored)."""
-    from dsh_conformance.running.reference_cache import SWITCH
-
     before = os.environ.get(SWITCH)
     os.environ[SWITCH] = "on" if on else "off"
     try:
@@ -456,6 +455,7 @@ def _children_cpu() -> float:
     """User and system CPU seconds of this process's waited-for children (nan where the
     platform cannot tell)."""
     try:
+        # lazy (platform): the module is POSIX's only
         import resource
     except ImportError:  # not on Windows
         return float("nan")

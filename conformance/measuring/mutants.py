@@ -36,10 +36,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+import fnmatch
 
 import yaml
+from libcst.metadata import MetadataWrapper, PositionProvider
+from mutmut.mutation.mutators import mutation_operators
+import libcst as cst
 
 from dsh_conformance.resources import KIT, ORACLE, SUITE
+from dsh_conformance.spec.rules import rules as rule_index
 
 DATA = SUITE / "data"
 FAULTS_FILE = DATA / "mutation-faults.yaml"
@@ -162,7 +167,6 @@ def faults() -> list[Mutant]:
     """The fault catalogue, each applied to a fresh copy of its module. An entry whose
     ``find`` text does not occur exactly once in its module is an error: the catalogue
     has gone stale against the oracle."""
-    from dsh_conformance.spec.rules import rules as rule_index
 
     known = set(rule_index())
     out, seen = [], set()
@@ -221,9 +225,6 @@ class Point:
 
 def _operators() -> list[tuple[type, Callable[[Any], Iterable[Any]], str]]:
     """mutmut's node operators, then the ones this module adds."""
-    import libcst as cst
-    from mutmut.mutation.mutators import mutation_operators
-
     ours: list[tuple[type, Callable[[Any], Iterable[Any]], str]] = [
         (cst.If, _negate_condition, "negate_condition"),
         (cst.While, _negate_condition, "negate_condition"),
@@ -243,7 +244,6 @@ LEFT_OUT = frozenset({"operator_arg_removal", "operator_assignment", "operator_l
 
 
 def _negate_condition(node: Any) -> Iterator[Any]:
-    import libcst as cst
 
     test = node.test
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -253,7 +253,6 @@ def _negate_condition(node: Any) -> Iterator[Any]:
 
 
 def _minus_one(node: Any) -> Iterator[Any]:
-    import libcst as cst
 
     value = node.evaluated_value
     if isinstance(value, int) and value > 0:
@@ -261,7 +260,6 @@ def _minus_one(node: Any) -> Iterator[Any]:
 
 
 def _return_none(node: Any) -> Iterator[Any]:
-    import libcst as cst
 
     if node.value is not None and not (isinstance(node.value, cst.Name) and node.value.value == "None"):
         yield node.with_changes(value=cst.Name("None"))
@@ -270,7 +268,6 @@ def _return_none(node: Any) -> Iterator[Any]:
 def _block_operators(body: list[Any]) -> Iterator[tuple[str, int, Any]]:
     """Statement deletion, neighbouring statements swapped, and an early return, in one
     block of statements: (operator, index, new statement list)."""
-    import libcst as cst
 
     statements = list(body)
     start = 1 if statements and _is_docstring(statements[0]) else 0
@@ -288,7 +285,6 @@ def _block_operators(body: list[Any]) -> Iterator[tuple[str, int, Any]]:
 
 
 def _is_docstring(s: Any) -> bool:
-    import libcst as cst
 
     return (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Expr)
             and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
@@ -297,7 +293,6 @@ def _is_docstring(s: Any) -> bool:
 def _is_deletable(s: Any) -> bool:
     """A statement whose absence still compiles and means a missing step: an assignment, a
     call, an augmented assignment, a raise; not a return, a definition or an import."""
-    import libcst as cst
 
     if not isinstance(s, cst.SimpleStatementLine):
         return isinstance(s, (cst.If, cst.For, cst.While, cst.With, cst.Try))
@@ -306,7 +301,6 @@ def _is_deletable(s: Any) -> bool:
 
 
 def _returns(s: Any) -> bool:
-    import libcst as cst
 
     return isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, (cst.Return, cst.Raise)) for x in s.body)
 
@@ -316,8 +310,6 @@ class _Walker:
     enclosing function and the rule ids the code there cites."""
 
     def __init__(self, module_name: str, source: str) -> None:
-        import libcst as cst
-        from libcst.metadata import MetadataWrapper, PositionProvider
 
         self.cst = cst
         self.module_name = module_name
@@ -522,7 +514,6 @@ def excluded_functions() -> dict[str, str]:
 
 
 def _left_out(p: Point) -> bool:
-    import fnmatch
 
     qualified = f"{p.module.removesuffix('.py')}.{p.function}"
     return any(fnmatch.fnmatchcase(qualified, pattern) for pattern in excluded_functions())

@@ -43,6 +43,7 @@ from dsh_conformance.textio.outputs import Ledger, OutputWriteError, Written, wr
 from dsh_conformance.textio.portable import BUILTIN_CORPUS
 from dsh_conformance.iut.protocol import PROTOCOL_VERSION
 from dsh_conformance.spec.rules import INDEX
+from dsh_conformance.kit.schema_doc import schema_document
 
 REPORT_FORMAT = "dsh-conformance/report/v1"
 
@@ -177,7 +178,6 @@ _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 def report_schemas() -> dict[str, dict[str, Any]]:
-    from dsh_conformance.kit.schema_doc import schema_document
 
     return {"report-record.schema.json": schema_document(
         _RECORD, "report-record.schema.json", description="One line of a dsh-conformance JSON-lines report.")}

@@ -58,10 +58,11 @@ from dsh_conformance.reporting.report import (
 from dsh_conformance.reporting.report_formats import matrix
 from dsh_conformance.reporting.report_assets import CSS, JS
 from dsh_conformance.spec.rule_text import section_of, statements
-from dsh_conformance.spec.rules import PROFILES
 from dsh_conformance.reporting.scores import LEGEND, SCORE, RuleCount, case_totals, outcome_counts, scores
 from dsh_conformance.textio.terminal import visible
 from dsh_conformance.judge.trace_lanes import Lane, divergences, lanes
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.spec.rules import PROFILES, rules
 
 FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
 SHOWN = FAILING | {Outcome.XFAIL.value, Outcome.XERROR.value}  # cells that open a detail view
@@ -85,7 +86,6 @@ def _json(v: Any, indent: int | None = None) -> str:
 @dataclass
 class CaseView:
     """What the detail view shows of one non-passing case."""
-
     record: CaseRecord
     scenario: dict[str, Any] | None = None
     lanes: list[Lane] = field(default_factory=list)
@@ -99,7 +99,6 @@ def builtin_case(case_id: str) -> dict[str, Any] | None:
     """The document of this suite's own corpus case ``case_id``, or None. A report is input,
     not a pointer to files: a view finds a corpus case by its id in the corpus the suite
     ships, never at a path the report names (its ``corpus`` or ``case_file``)."""
-    from dsh_conformance.spec.corpus import CASES
 
     if not _CASE_ID.fullmatch(case_id) or ".." in case_id:
         return None
@@ -452,7 +451,6 @@ def _case_index(reports: list[Report], rows: list[dict[str, Any]]) -> str:
 
 
 def _statements(md: MarkdownIt) -> str:
-    from dsh_conformance.spec.rules import rules
 
     known = rules()
     out = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+import hashlib
 
 from dsh_conformance.reporting.badges import badges
 from dsh_conformance.reporting.report import differs
@@ -39,7 +40,6 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 def page_name(text: str) -> str:
     """A file name for a case id (report input): the id itself when it is a plain name, else
     ``_`` and a digest (no plain name starts with ``_``, so the two never meet)."""
-    import hashlib
 
     if _SAFE.fullmatch(text) and ".." not in text:
         return text
@@ -97,7 +97,6 @@ class RuleChange:
 @dataclass
 class Step:
     """Two consecutive versions of one implementation and what changed between them."""
-
     old: Run
     new: Run
     diff: RunDiff

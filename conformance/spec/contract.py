@@ -28,6 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import TypeAdapter
+
+
+
 from dsh_conformance.kit import results
 from dsh_conformance.kit import trace as oracle_trace
 from dsh_conformance.kit.jsvalue import TOKEN_KINDS
@@ -172,7 +176,6 @@ RESULT_FIELDS = _fields(RESULT_PARTS)
 @dataclass(frozen=True)
 class Probe:
     """A stage boundary as the outermost probe on its seam sees it (``who: null``)."""
-
     stage: str
     what: str
     value: dict[str, Any]
@@ -184,7 +187,6 @@ class Probe:
 @dataclass(frozen=True)
 class Participant:
     """A kind of scripted participant: the ``stage`` its observations carry."""
-
     stage: str
     who: str  # how ``who`` is named
     runs: str  # "async" (a returned promise is awaited) or "sync"
@@ -196,7 +198,6 @@ class Participant:
 @dataclass(frozen=True)
 class Step:
     """A participant observation by ``what``: its value, the stages it may carry."""
-
     what: str
     value: dict[str, Any]
     rules: tuple[str, ...]
@@ -464,7 +465,6 @@ def observation_schema() -> dict[str, Any]:
 def value_defs() -> dict[str, Any]:
     """The definitions the value schemas refer to: a JS value, a tool execution result
     (``catalogs/results.schema.json``), a user message."""
-    from pydantic import TypeAdapter
 
     defs = js_value_defs()
     for name, tp in (("ToolExecutionResult", results.ToolExecutionResult), ("UserMessage", results.UserMessage)):

@@ -41,7 +41,8 @@ from dsh_conformance.running.interrupts import Interrupted
 from dsh_conformance.running.expectations import ExpectationsError, from_records, load_expectations, load_named
 from dsh_conformance.argtypes import UsageError
 from dsh_conformance.iut.connect import IUT, make_iut
-from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation, embedded_oracle
+from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
+from dsh_conformance.iut.in_process import embedded_oracle
 from dsh_conformance.textio.outputs import (
     EXIT_OUTPUT,
     Ledger,

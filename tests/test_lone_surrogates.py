@@ -12,7 +12,7 @@ import pytest
 
 from dsh_conformance.cli import main
 from dsh_conformance.spec.corpus import CASES
-from dsh_conformance.iut.connection import ProcessIUT
+from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.reporting.report import CaseRecord, Outcome, ReportWriter, new_header, read_report
 from dsh_conformance.reporting.report_formats import render_json, render_junit, render_markdown
 from dsh_conformance.reporting.report_html import render_html
@@ -104,7 +104,7 @@ def test_report_records_and_views_keep_them(tmp_path):
 
 
 def test_saved_counterexample_keeps_them(tmp_path):
-    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.iut.in_process import embedded_oracle
 
     iut = embedded_oracle()
     iut.start()

@@ -15,7 +15,7 @@ import pytest
 from dsh_conformance.cli import main
 from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.reporting.evidence import document_digest, trace_digest
-from dsh_conformance.iut.connection import ProcessIUT
+from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
 from dsh_conformance.reporting.report import Outcome, ReportWriter, new_header, read_report, report_schemas
 from dsh_conformance.reporting.report_html import case_view, render, replay_command

@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 import time
 
-from dsh_conformance.iut.connection import PythonIUT, Worker, embedded_oracle
+from dsh_conformance.iut.process import PythonIUT
+from dsh_conformance.iut.in_process import Worker, embedded_oracle
 from dsh_conformance.iut.protocol import parse_answer
 from dsh_conformance.oracle.serve import answer
 from dsh_conformance.running.references import corpus_items

@@ -32,7 +32,10 @@ from dsh_conformance.dsh.adapter_install import (
     version_dir,
 )
 from dsh_conformance.argtypes import UsageError
-from dsh_conformance.iut.connection import DEFAULT_START_TIMEOUT, IUTFailure, ProcessIUT, PythonIUT, embedded_oracle
+from dsh_conformance.defaults import DEFAULT_START_TIMEOUT
+from dsh_conformance.iut.connection import IUTFailure
+from dsh_conformance.iut.process import ProcessIUT, PythonIUT
+from dsh_conformance.iut.in_process import embedded_oracle
 from dsh_conformance.iut.protocol import Errored, Skipped, Started, Traced
 from dsh_conformance.dsh.tree import StaleBuild, build_tree, check_fresh, installed_packages, provenance
 

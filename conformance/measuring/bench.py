@@ -65,7 +65,8 @@ from typing import Any
 from dsh_conformance.oracle import parse_scenario, run_scenario
 
 from dsh_conformance.iut.connect import IUT
-from dsh_conformance.iut.connection import ProcessIUT, embedded_oracle
+from dsh_conformance.iut.process import ProcessIUT
+from dsh_conformance.iut.in_process import embedded_oracle
 from dsh_conformance.spec.rules import ORACLE_PROFILES
 from dsh_conformance.running.runner import Runner
 from dsh_conformance.running.references import corpus_items, expected_traces, forget_references

@@ -29,7 +29,8 @@ from dsh_conformance.judge.compare import judge
 
 from dsh_conformance.judge.lanes import observations_by_call
 from dsh_conformance.spec.corpus import load_corpus
-from dsh_conformance.iut.connection import IUTFailure, ProcessIUT
+from dsh_conformance.iut.connection import IUTFailure
+from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.iut.protocol import Errored, Skipped, Traced
 from dsh_conformance.resources import EXAMPLES
 from dsh_conformance.strategies.citation import ALL_PROFILES

@@ -67,7 +67,8 @@ from dsh_conformance.measuring.mutants import (
 from dsh_conformance.spec.rules import ORACLE_PROFILES
 # A case file's text can reach the messages printed here: shown escaped (conformance.terminal).
 from dsh_conformance.textio.terminal import say as print  # noqa: A001
-from dsh_conformance.iut.connection import InProcessIUT, IUTFailure
+from dsh_conformance.iut.in_process import InProcessIUT
+from dsh_conformance.iut.connection import IUTFailure
 from dsh_conformance.kit.scenario import load_scenario_document
 from dsh_conformance.measuring import mutation_report as mr
 from dsh_conformance.reporting.all_divergences import print_all_divergences

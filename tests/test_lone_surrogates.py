@@ -109,6 +109,6 @@ def test_saved_counterexample_keeps_them(tmp_path):
     iut = embedded_oracle()
     iut.start()
     runner = Runner(iut, {"core"}, failures_dir=tmp_path)
-    saved = runner._save("prop-x", {"run": {"kind": "direct", "calls": [{"callId": "c\udc00", "name": "t"}]}})
+    saved = runner.save("prop-x", {"run": {"kind": "direct", "calls": [{"callId": "c\udc00", "name": "t"}]}})
     assert saved is not None  # a portable name: the file is in the failures directory
     assert json.loads((tmp_path / "prop-x.json").read_text(encoding="utf-8"))["run"]["calls"][0]["callId"] == "c\udc00"

@@ -43,7 +43,7 @@ def _generated_failure(tmp_path: Path) -> Path:
         writer = ReportWriter(path)
         writer.write(new_header(started.implementation.model_dump(), ["core", "loop", "reference"], 7, 10))
         runner = Runner(iut, {"core", "loop", "reference"}, writer=writer, failures_dir=tmp_path / "failures")
-        saved = runner._save(doc["id"], doc)
+        saved = runner.save(doc["id"], doc)
         runner.record(runner.decide(doc["id"], doc, "property", saved))
         runner.finish()
     finally:

@@ -235,7 +235,7 @@ def _bench(sub: Subparsers) -> None:
     bench.add_argument("--seed", type=int, default=2, help="the seed of --generated (default 2)")
     bench.add_argument("--skip-run", action="store_true", help="do not time `dsh-conformance run` (make run) "
                        "from start to end")
-    _runs(bench, "cli", "cmd_bench")
+    _runs(bench, "measuring.bench_command", "cmd_bench")
 
 
 def _catalogs(sub: Subparsers) -> None:

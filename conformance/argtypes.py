@@ -20,6 +20,7 @@ class UsageError(Exception):
 
 def count(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``minimum``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)

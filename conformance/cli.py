@@ -16,6 +16,7 @@ case is incomplete, and stderr says which); 130 (143) interrupted by Ctrl-C (SIG
 """
 
 from __future__ import annotations
+
 import argparse
 import contextlib
 import functools
@@ -23,19 +24,61 @@ import shlex
 import sys
 from pathlib import Path
 from typing import Any
-from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
-from dsh_conformance.kit.scenario import load_scenario_document
+
 from dsh_conformance import __version__
-from dsh_conformance.spec.corpus import CASES
-from dsh_conformance.running import interrupts, parallel, shards
+from dsh_conformance.argtypes import UsageError
 from dsh_conformance.command_line import parser  # the grammar, in a light module (--help imports nothing of the rest)
 from dsh_conformance.defaults import DEFAULT_EXAMPLES
-from dsh_conformance.reporting.all_divergences import print_all_divergences
-from dsh_conformance.running.interrupts import Interrupted
-from dsh_conformance.running.expectations import ExpectationsError, from_records, load_expectations, load_named
-from dsh_conformance.argtypes import UsageError
 from dsh_conformance.iut.connect import make_iut
 from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
+from dsh_conformance.kit.scenario import load_scenario_document
+from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
+from dsh_conformance.reporting.all_divergences import print_all_divergences
+from dsh_conformance.reporting.report import (
+    Outcome,
+    Report,
+    ReportError,
+    ReportWriter,
+    new_header,
+    partial,
+    read_report,
+    refuse_partial,
+    replay_line,
+    rule_outcomes,
+)
+from dsh_conformance.reporting.report_formats import render_json, render_junit, render_markdown
+from dsh_conformance.reporting.report_html import render_html
+from dsh_conformance.reporting.scores import (
+    BLAMED,
+    CITING,
+    LEGEND,
+    NO_COUNT,
+    SCORE,
+    case_totals,
+    outcome_counts,
+    profile_scores as scores_of,
+    rule_counts,
+)
+from dsh_conformance.reporting.skips import describe as describe_skips
+from dsh_conformance.running import interrupts, parallel, shards
+from dsh_conformance.running.ending import EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from dsh_conformance.running.expectations import ExpectationsError, from_records, load_expectations, load_named
+from dsh_conformance.running.interrupts import Interrupted
+from dsh_conformance.running.progress import Progress
+from dsh_conformance.running.references import expected_traces
+from dsh_conformance.running.runner import Runner
+from dsh_conformance.running.selection import (
+    SelectionError,
+    describe,
+    gather,
+    is_selective,
+    left_out,
+    nearest,
+    rule_ids,
+    select,
+)
+from dsh_conformance.spec.corpus import CASES, corpus_name
+from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
 from dsh_conformance.textio.outputs import (
     EXIT_OUTPUT,
     Ledger,
@@ -50,51 +93,9 @@ from dsh_conformance.textio.outputs import (
     incomplete_outputs,
     write_atomic,
 )
-from dsh_conformance.reporting.report import (
-    new_header,
-    Outcome,
-    partial,
-    read_report,
-    refuse_partial,
-    replay_line,
-    Report,
-    ReportError,
-    ReportWriter,
-    rule_outcomes,
-)
-from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
 from dsh_conformance.textio.portable import portable_command, portable_path
-from dsh_conformance.spec.corpus import corpus_name
-from dsh_conformance.running.progress import Progress
-from dsh_conformance.reporting.skips import describe as describe_skips
-from dsh_conformance.running.ending import EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from dsh_conformance.running.references import expected_traces
-from dsh_conformance.running.runner import Runner
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
 from dsh_conformance.textio.terminal import one_line, readable_streams, say as print  # noqa: A001
-from dsh_conformance.reporting.scores import (
-    BLAMED,
-    case_totals,
-    CITING,
-    LEGEND,
-    NO_COUNT,
-    outcome_counts,
-    profile_scores as scores_of,
-    rule_counts,
-    SCORE,
-)
-from dsh_conformance.running.selection import (
-    describe,
-    gather,
-    is_selective,
-    left_out,
-    nearest,
-    rule_ids,
-    select,
-    SelectionError,
-)
-from dsh_conformance.reporting.report_formats import render_json, render_junit, render_markdown
-from dsh_conformance.reporting.report_html import render_html
 from dsh_conformance.tools import catalogs
 
 
@@ -428,7 +429,6 @@ def cmd_expectations(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogs(args: argparse.Namespace) -> int:
-
     if args.action == "generate":
         for path in catalogs.write():
             print(f"wrote {path.relative_to(catalogs.ROOT)}")

@@ -35,9 +35,9 @@ from dsh_conformance.defaults import (
     DEFAULT_TIMEOUT,
     DOCS_MAX_PER_FILE,
 )
-from dsh_conformance.spec.rules import PROFILES
-from dsh_conformance.running.shards import shard
 from dsh_conformance.resources import CASES, CATALOGS, CLONE, COVERAGE_EXCEPTIONS, DOCS as OUR_DOCS
+from dsh_conformance.running.shards import shard
+from dsh_conformance.spec.rules import PROFILES
 
 PROG = "dsh-conformance"
 

@@ -14,12 +14,12 @@ snapshot (P12, P13), ``ToString`` (section 3.1), ``message(x)``/``info(x)`` (P9)
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import re
 from decimal import Decimal
 from typing import Any
-import copy
-import json
 
 from . import jsontext, realm
 
@@ -43,6 +43,7 @@ class NotLossless(Exception):
 
 class Thrown(Exception):
     """A JavaScript throw of ``value`` (a JS value in wire form) escaping a Python helper."""
+
     def __init__(self, value: JsValue) -> None:
         super().__init__(value)
         self.value = value
@@ -493,7 +494,6 @@ def json_string(s: str) -> str:
 
 
 def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
-
     if v is None:
         return "null"
     if v is True:

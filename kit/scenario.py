@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .jsonio import InputLimitError, as_doubles, check_limits, load_file
-from .schema_doc import schema_document
 from .scenario_checks import CODE_DISPATCH_LOG, FS_INTENTS, ScenarioError, check_references
+from .schema_doc import schema_document
 from .session_events import TodoWriteData
 
 SCENARIO_FORMAT = "dsh-conformance/scenario/v1"
@@ -697,5 +697,4 @@ def scenario_to_json(s: Scenario) -> dict[str, Any]:
 
 
 def scenario_json_schema() -> dict[str, Any]:
-
     return schema_document(_ADAPTER, "scenario.schema.json")

@@ -40,7 +40,6 @@ GENERATED_MARK = "dsh-conformance docs generate"
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-
     try:
         files = generate(Path(args.docs))
         files.update(reach_page.generate(Path(args.docs)))  # docs/rule-reach.md
@@ -78,7 +77,6 @@ def drift(docs: Path, catalogs: Path) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-
     root, catalogs = Path(args.root), Path(args.catalogs)
     if args.as_of is not None:
         return _check_as_of(args, root, catalogs)
@@ -135,7 +133,6 @@ RECORD_COMMENT = ("# Bilingual pair record: the git blob hash of each side as of
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-
     plans = []
     for given in args.pages:
         page = Path(given)

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, find, settings
 from hypothesis.errors import NoSuchExample
 
 from dsh_conformance.resources import DOCS, TOOLS
-from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
 from dsh_conformance.spec.corpus import load_corpus
+from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
 from dsh_conformance.strategies.draws import independent_draws
 from dsh_conformance.strategies.scenarios import scenarios
 
@@ -101,7 +101,6 @@ def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED
 
 
 def corpus_citations() -> dict[str, list[str]]:
-
     out: dict[str, list[str]] = {}
     for case in load_corpus():
         for r in case.scenario.rules:

@@ -11,6 +11,7 @@ takes the README's pictures of the rc.8 report with ``screenshots``:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -19,7 +20,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-import importlib.util
 
 from playwright.sync_api import sync_playwright
 

@@ -28,6 +28,7 @@ class _Abandoned(SystemExit):
 
 class Worker:
     """A daemon thread that runs calls one at a time, so that the caller can stop waiting."""
+
     def __init__(self) -> None:
         self.inbox: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[str, Any, str]]]] = queue.Queue()
         self.thread = threading.Thread(target=self._serve, daemon=True, name="dsh-conformance in-process IUT")
@@ -154,5 +155,4 @@ def _stop() -> None:
 
 
 def embedded_oracle(validate: bool = False, timeout: float = DEFAULT_TIMEOUT) -> InProcessIUT:
-
     return InProcessIUT(started, answer, validate, timeout)

@@ -66,6 +66,7 @@ REAPED = sys.platform.startswith("linux")
 
 class _Log:
     """The tail of a process's stderr, filled by its pump thread."""
+
     def __init__(self) -> None:
         self.data = bytearray()
         self.lock = threading.Lock()
@@ -89,6 +90,7 @@ _EOF = None  # the stdout pump's last item: end of stream
 
 class ProcessIUT:
     """An IUT behind a command line (``argv``)."""
+
     def __init__(self, argv: list[str] | str, timeout: float = DEFAULT_TIMEOUT, validate: bool = False,
                  cwd: str | None = None, env: dict[str, str] | None = None,
                  start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
@@ -457,7 +459,6 @@ class PythonIUT(ProcessIUT):
         return said[-1] if said else None
 
     def start(self) -> Started:
-
         try:
             return super().start()
         except IUTFailure as e:

@@ -32,8 +32,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from dsh_conformance.kit import jsontext
-from dsh_conformance.kit.trace import Trace
 from dsh_conformance.kit.schema_doc import schema_document
+from dsh_conformance.kit.trace import Trace
 from dsh_conformance.spec.contract import install
 
 PROTOCOL_VERSION = 1

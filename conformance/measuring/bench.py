@@ -62,16 +62,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh_conformance.oracle import parse_scenario, run_scenario
-
 from dsh_conformance.iut.connect import IUT
-from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.iut.in_process import embedded_oracle
-from dsh_conformance.spec.rules import ORACLE_PROFILES
-from dsh_conformance.running.runner import Runner
-from dsh_conformance.running.references import corpus_items, expected_traces, forget_references
+from dsh_conformance.iut.process import ProcessIUT
+from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.running.parallel import Pool, Settings, run_cases
 from dsh_conformance.running.reference_cache import SWITCH
+from dsh_conformance.running.references import corpus_items, expected_traces, forget_references
+from dsh_conformance.running.runner import Runner
+from dsh_conformance.spec.rules import ORACLE_PROFILES
 
 
 @dataclass
@@ -148,6 +147,7 @@ def wide_arguments(keys: int) -> dict[str, Any]:
 
 def oracle_rate(docs: list[dict[str, Any]], rounds: int) -> float:
     """Scenarios per second: parse and run each document."""
+
     def once() -> None:
         for doc in docs:
             run_scenario(parse_scenario(doc))

@@ -39,8 +39,8 @@ from typing import Any
 
 import yaml
 
-from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.resources import COVERAGE_EXCEPTIONS, KIT, ORACLE
+from dsh_conformance.spec.corpus import CASES
 
 # Where the packages are, in a clone or an installed wheel alike (not this file's
 # grandparent: installed, that is site-packages, and every figure would read 0).

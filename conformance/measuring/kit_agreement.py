@@ -25,14 +25,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.judge.compare import judge
-
-from dsh_conformance.judge.lanes import observations_by_call
-from dsh_conformance.spec.corpus import load_corpus
 from dsh_conformance.iut.connection import IUTFailure
 from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.iut.protocol import Errored, Skipped, Traced
+from dsh_conformance.judge.compare import judge
+from dsh_conformance.judge.lanes import observations_by_call
 from dsh_conformance.resources import EXAMPLES
+from dsh_conformance.spec.corpus import load_corpus
 from dsh_conformance.strategies.citation import ALL_PROFILES
 from dsh_conformance.strategies.draws import draw_examples
 

@@ -49,28 +49,21 @@ from typing import Any
 from hypothesis import HealthCheck, find, settings
 from hypothesis.errors import NoSuchExample
 
-
-
-from dsh_conformance.oracle import Scenario, parse_scenario, run_scenario
+from dsh_conformance.iut.connection import IUTFailure
+from dsh_conformance.iut.in_process import InProcessIUT
+from dsh_conformance.kit.scenario import load_scenario_document
 from dsh_conformance.kit.trace import Trace
-
+from dsh_conformance.measuring import mutation_report as mr
 from dsh_conformance.measuring.mutants import (
     Mutant,
     MutantError,
-    Plan,
     equivalents,
     excluded_functions,
     excluded_modules,
     materialize,
-    plan,
 )
-from dsh_conformance.spec.rules import ORACLE_PROFILES
-# A case file's text can reach the messages printed here: shown escaped (conformance.terminal).
-from dsh_conformance.textio.terminal import say as print  # noqa: A001
-from dsh_conformance.iut.in_process import InProcessIUT
-from dsh_conformance.iut.connection import IUTFailure
-from dsh_conformance.kit.scenario import load_scenario_document
-from dsh_conformance.measuring import mutation_report as mr
+from dsh_conformance.measuring.operators import Plan, plan
+from dsh_conformance.oracle import Scenario, parse_scenario, run_scenario
 from dsh_conformance.reporting.all_divergences import print_all_divergences
 from dsh_conformance.reporting.report import rule_outcomes
 from dsh_conformance.running.parallel import Worker, fork
@@ -78,9 +71,12 @@ from dsh_conformance.running.properties import content_id, hypothesis_home
 from dsh_conformance.running.references import corpus_items
 from dsh_conformance.running.runner import Runner
 from dsh_conformance.spec.corpus import CASES, load_case
+from dsh_conformance.spec.rules import ORACLE_PROFILES
 from dsh_conformance.strategies.draws import independent_draws
 from dsh_conformance.strategies.scenarios import examples as drawn
 from dsh_conformance.textio.outputs import check_directory, check_writable, write_atomic
+# A case file's text can reach the messages printed here: shown escaped (conformance.terminal).
+from dsh_conformance.textio.terminal import say as print  # noqa: A001
 
 EXIT_OK, EXIT_SURVIVORS, EXIT_USAGE, EXIT_BASELINE = 0, 1, 2, 3
 DETECTED = ("killed", "timeout")
@@ -151,7 +147,6 @@ _CASES: list[Case] = []  # set before the workers fork
 
 
 def package_name(mutant: Mutant | None) -> str:
-
     if mutant is None:
         return "dsh_mutant_baseline"
     return "dsh_mutant_" + hashlib.sha256(mutant.id.encode()).hexdigest()[:12]
@@ -307,7 +302,6 @@ def run_mutants(mutants: list[Mutant | None], cases: list[Case], jobs: int, scen
 # ============================================================================ the command
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-
     output = Path(args.output)
     if args.cases and not Path(args.cases).is_dir():
         print(f"error: --cases {args.cases}: no such directory", file=sys.stderr)

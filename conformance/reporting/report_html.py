@@ -37,14 +37,14 @@ from urllib.parse import quote
 
 from markdown_it import MarkdownIt
 
-from dsh_conformance.oracle import parse_scenario, run_scenario
+from dsh_conformance import __version__
+from dsh_conformance.judge import value_diff
+from dsh_conformance.judge.trace_lanes import Lane, divergences, lanes
 from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsonio import InputLimitError, loads, read_limited
 from dsh_conformance.kit.trace import parse_trace
-
-from dsh_conformance import __version__
+from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.reporting import skips
-from dsh_conformance.judge import value_diff
 from dsh_conformance.reporting.evidence import document_digest, trace_digest
 from dsh_conformance.reporting.report import (
     BROKEN,
@@ -55,14 +55,13 @@ from dsh_conformance.reporting.report import (
     replay_line,
     rule_outcomes,
 )
-from dsh_conformance.reporting.report_formats import matrix
 from dsh_conformance.reporting.report_assets import CSS, JS
-from dsh_conformance.spec.rule_text import section_of, statements
+from dsh_conformance.reporting.report_formats import matrix
 from dsh_conformance.reporting.scores import LEGEND, SCORE, RuleCount, case_totals, outcome_counts, scores
-from dsh_conformance.textio.terminal import visible
-from dsh_conformance.judge.trace_lanes import Lane, divergences, lanes
 from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.spec.rule_text import section_of, statements
 from dsh_conformance.spec.rules import PROFILES, rules
+from dsh_conformance.textio.terminal import visible
 
 FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
 SHOWN = FAILING | {Outcome.XFAIL.value, Outcome.XERROR.value}  # cells that open a detail view
@@ -391,7 +390,6 @@ def _cell(report: Report, index: int, rule: dict[str, Any], cell: dict[str, Any]
 
 
 def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -> str:
-
     head = "".join(f"<th>{esc(r.name)}</th>" for r in reports)
     out = []
     span = 2 + len(reports)
@@ -451,7 +449,6 @@ def _case_index(reports: list[Report], rows: list[dict[str, Any]]) -> str:
 
 
 def _statements(md: MarkdownIt) -> str:
-
     known = rules()
     out = []
     for rid, st in statements().items():

@@ -19,17 +19,16 @@ A report is input: its text is shown escaped, and nothing is read from a path it
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
-import hashlib
 
 from dsh_conformance.reporting.badges import badges
-from dsh_conformance.reporting.report import differs
-from dsh_conformance.reporting.report import CaseRecord, Report, rule_outcomes
+from dsh_conformance.reporting.report import CaseRecord, Report, differs, rule_outcomes
 from dsh_conformance.reporting.report_html import replay_command
-from dsh_conformance.spec.rules import PROFILES, rules
 from dsh_conformance.reporting.run_diff import RunDiff, diff_reports
 from dsh_conformance.reporting.scores import RuleCount, Score, rule_counts, scores
+from dsh_conformance.spec.rules import PROFILES, rules
 
 # What makes two reports comparable on one site: the suite and spec versions and the corpus.
 SAME_SUITE = ("suite", "spec", "corpus")

@@ -25,22 +25,22 @@ import re
 import sys
 from typing import Any
 
+from dsh_conformance.argtypes import UsageError
 from dsh_conformance.reporting.report import (
-    differs,
-    shown,
     CaseRecord,
     Footer,
     Header,
     Outcome,
     Report,
     ReportWriter,
+    differs,
     now,
     read_report,
     rule_outcomes,
+    shown,
 )
-from dsh_conformance.reporting.skips import footer_skips, too_many_skipped
-from dsh_conformance.argtypes import UsageError
 from dsh_conformance.reporting.scores import SCORED
+from dsh_conformance.reporting.skips import footer_skips, too_many_skipped
 from dsh_conformance.running.expectations import Expectations
 from dsh_conformance.running.parallel import account
 from dsh_conformance.running.properties import folded
@@ -148,6 +148,7 @@ def _stale(shards: list[Report], records: list[CaseRecord]) -> list[str]:
 def _exit(records: list[CaseRecord], stale: list[str], unscored: list[str], stopped: str | None,
           max_skipped: float | None = None) -> int:
     """``Runner.exit_code`` of the whole run, from its records."""
+
     class _Seen:
         broken = False
         judged = errors = 0
@@ -164,7 +165,6 @@ def _exit(records: list[CaseRecord], stale: list[str], unscored: list[str], stop
 
 
 def _unscored(header: Header, records: list[CaseRecord]) -> list[str]:
-
     outcomes = rule_outcomes(records)
     asked = header.options.get("profiles", "").split()
     return sorted(p for p in asked
@@ -191,7 +191,6 @@ def merge(reports: list[Report], max_skipped: float | None = None) -> tuple[Head
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-
     out = check_writable(args.output, "--output")
     check_distinct(args.output, "--output", args.reports)
     try:

@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
-from dsh_conformance.running.progress import Progress
 from dsh_conformance.iut.protocol import Started
+from dsh_conformance.iut.reaper import PR_SET_PDEATHSIG, prctl
 from dsh_conformance.reporting.report import CaseRecord, Outcome, ReportWriter
+from dsh_conformance.running.progress import Progress
 from dsh_conformance.running.properties import DrawTally, content_id, draws_in, not_run
 from dsh_conformance.running.references import parsed_reference
-from dsh_conformance.iut.reaper import PR_SET_PDEATHSIG, prctl
 from dsh_conformance.running.runner import Runner
 from dsh_conformance.running.shards import attempts_of
 from dsh_conformance.strategies.draws import attempt_seeds, draw_attempt
@@ -52,6 +52,7 @@ STOP_SECONDS = 10.0  # a worker's time to stop its implementation and exit, past
 
 class _Collect(ReportWriter):
     """A worker's report: the records its runner decided, handed back to the parent."""
+
     def __init__(self) -> None:
         super().__init__(None)
         self.taken: list[CaseRecord] = []
@@ -126,15 +127,14 @@ def _serve(conn: Connection, make: Callable[[], Any], cfg: Settings, items: list
 
 class _Draws:
     """The attempts of one seed, drawn on demand (``strategies.draw_attempt``)."""
-    def __init__(self, seed: int, profiles: frozenset[str], features: frozenset[str] | None = None) -> None:
 
+    def __init__(self, seed: int, profiles: frozenset[str], features: frozenset[str] | None = None) -> None:
         self.seed = seed
         self.strategy = examples(frozenset(profiles), features=features)
         self.seeds = attempt_seeds(seed)
         self.known: list[int] = []
 
     def at(self, attempt: int) -> Any:
-
         while len(self.known) <= attempt:
             self.known.append(next(self.seeds))
         return draw_attempt(self.strategy, self.known[attempt])

@@ -36,21 +36,21 @@ import hashlib
 import io
 import os
 import pickle
+import shutil
 import stat
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-import shutil
 
-from pydantic import BaseModel
 import pydantic
+from pydantic import BaseModel
 
-from dsh_conformance.kit.trace import unvalidated
-from dsh_conformance.dsh.adapter_install import cache_root
 import dsh_conformance.kit
 import dsh_conformance.oracle
+from dsh_conformance.dsh.adapter_install import cache_root
+from dsh_conformance.kit.trace import unvalidated
 
 if TYPE_CHECKING:
     from dsh_conformance.kit.trace import Trace

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh_conformance.spec.rules import rules
 from dsh_conformance.running.references import corpus_items
 from dsh_conformance.spec.corpus import load_case
+from dsh_conformance.spec.rules import rules
 
 Item = tuple[str, dict[str, Any], str]  # (case id, document, file name within its directory)
 
@@ -77,7 +77,6 @@ def gather(cases: Path, case_args: list[str]) -> tuple[list[Group], list[str], l
 
 
 def _one(path: Path) -> list[Item]:
-
     case = load_case(path)  # a bad file is a ScenarioFileError (exit 2)
     return [(case.id, case.document, path.name)]
 

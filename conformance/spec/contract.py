@@ -30,10 +30,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-
-
-from dsh_conformance.kit import results
-from dsh_conformance.kit import trace as oracle_trace
+from dsh_conformance.kit import results, trace as oracle_trace
 from dsh_conformance.kit.jsvalue import TOKEN_KINDS
 
 # ------------------------------------------------------------------ value schemas

@@ -8,18 +8,17 @@ Ids are stable: reports, expectation files and golden traces refer to them.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-import sys
 
 from dsh_conformance.kit.scenario import Scenario, ScenarioFileError, load_scenario_document
-
+from dsh_conformance.oracle import ScenarioRunError, run_scenario
 from dsh_conformance.resources import CASES as BUILTIN_CASES
+from dsh_conformance.spec.expect import check
 from dsh_conformance.spec.rules import rules
 from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_path
-from dsh_conformance.oracle import ScenarioRunError, run_scenario
-from dsh_conformance.spec.expect import check
 from dsh_conformance.textio.terminal import say as print
 
 CASES = BUILTIN_CASES  # the built-in corpus, package data

@@ -22,8 +22,8 @@ from typing import Any
 
 from dsh_conformance.spec.situations import (
     OPTIONAL_FEATURES,
-    repeats_next,
     SITUATIONS,
+    repeats_next,
     situations,
     step_lists,
     throwing_feedback,

@@ -18,13 +18,9 @@ from hypothesis.internal.conjecture.data import ConjectureData
 from hypothesis.internal.conjecture.providers import HypothesisProvider
 from hypothesis.internal.constants_ast import Constants
 
-
-
 from dsh_conformance.spec.rules import rules_of
-
-from dsh_conformance.strategies.citation import exercised_rules, observation_kinds
 from dsh_conformance.strategies.basics import S
-from dsh_conformance.strategies.citation import ALL_PROFILES, Example, sort_rules
+from dsh_conformance.strategies.citation import ALL_PROFILES, Example, exercised_rules, observation_kinds, sort_rules
 from dsh_conformance.strategies.scenarios import examples
 
 
@@ -121,7 +117,6 @@ def _seeded_provider() -> type:
 
 
 def _given_examples(strategy: S, n_examples: int, seed: int) -> Iterator[Example]:
-
     out: list[Example] = []
 
     @settings(max_examples=n_examples, phases=[Phase.generate], database=None, deadline=None,

@@ -118,6 +118,7 @@ def _lenient_block_message(feedback: Any, _original: Any = pipeline.block_messag
 
 def _finalizer_contexts(trace: dict[str, Any]) -> None:
     """Every failure a throwing finalizeContent left, with ``additionalContexts: []`` added."""
+
     def add(v: Any) -> None:  # the failure, wherever an observation after the throw carries it
         if isinstance(v, dict):
             if v.get("isError") is True and isinstance(v.get("content"), list):

@@ -447,3 +447,13 @@ def test_the_local_import_check_sees_one_without_a_reason(tmp_path: Path) -> Non
     module.write_text("def f():\n    import json\n    return json\n\n\ndef g():\n    # lazy (start-up): heavy\n"
                       "    import csv\n    import re\n    return csv, re\n")
     assert sorted(function_local_imports(module)) == [(2, False), (8, True), (9, True)]
+
+
+def test_the_wheel_lists_every_subpackage() -> None:
+    """setuptools packages only what pyproject.toml names: a subpackage left out of the list
+    is missing from the wheel (an installed suite fails to import it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    folders = {"dsh_conformance." + p.name for p in (ROOT / "conformance").iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= listed, f"pyproject.toml [tool.setuptools] packages: add {sorted(folders - listed)}"

@@ -264,9 +264,11 @@ def _mutate(w: RunState, inv: Invocation, step: Any) -> None:
         if not step.catch:
             raise Thrown(clone(failure))
         return
-    if root == "input" and written is not None:
+    if root in ("input", "result", "args") and written is not None:
         # P23: the caller's object is an object like any other: a later write below a field
-        # deleted or redefined here sees that (a deleted getter is not read again).
+        # deleted or redefined here sees that (a deleted getter is not read again). A result
+        # the registry left unfrozen (the reference's P11 departure, oracle.departures)
+        # changes as a real object does, for every later reader of it.
         writes.apply(written, path[-1], step.op, step.value)
     if root == "request" and len(path) == 1 and inv.stage == "approval" and isinstance(inv.request, dict):
         # P39 builds the request for this ask alone: a write changes what later reads of it see.
@@ -322,8 +324,10 @@ def _refusal(w: RunState, inv: Invocation, root: str, path: list[str],
         return writes.attempt(w, {**inv.request, "signal": {}}, path, op)[0], ("P39",), None
     # A participant handed no arguments or no result reads the root as undefined.
     if root == "args":
-        return writes.attempt(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op)[0], ("P25",), None
-    return writes.attempt(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op)[0], ("P11",), None
+        failure, node = writes.attempt(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op)
+        return failure, ("P25",), node
+    failure, node = writes.attempt(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op)
+    return failure, ("P11",), node
 
 
 def _message(op: str, key: str, exists: bool) -> str:

@@ -14,6 +14,12 @@ the departure breaks, each value says what the variant does.
 from __future__ import annotations
 
 KNOWN: dict[str, str] = {
+    # P11: rc.8 deep-freezes only what createSuccessResult and materializeFinalResult build
+    # (a success, a denial, the final outcome); toolErrorResult, the abort results, the
+    # results rebuilt around deferred contexts or a wrapper's authored one, and whatever
+    # next() resolves to in tools/execute are plain objects, and a write into one applies.
+    "P11": "only successes, denials and final outcomes deep-frozen: failures, aborts, rebuilt results and "
+           "what next() resolves to reach wrappers and post-execute listeners writable, and writes apply",
     # P119 clarification (CM:330, 344): the reference counts sub-calls per run of run_code's
     # body, so a tools/execute wrapper's retry (P69) numbers its sub-calls from 1 again.
     "P119": "sub-calls numbered per run of run_code's body: a retry through next() reuses the ids",

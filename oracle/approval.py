@@ -44,7 +44,7 @@ async def ask(w: World, rec: Record, reason: JsValue, waterfall: Waterfall) -> t
     if rec.agent is None:  # P37, P38
         w.obs(rec.callId, "approval", "deny", None, "no-agent", ("P37", "P38"))
         return "deny", texts.approval_no_agent(rec.name), False
-    request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.callId}
+    request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.current_call_id}
     if isinstance(reason, str):
         request["reason"] = reason  # P39
     signal = rec.signal  # P39: the record's signal at this moment

@@ -159,7 +159,8 @@ class Bridge:
         self.rec.sub_calls += 1
         self.accepted += 1
         n = self.accepted if "P119" in self.w.departures else self.rec.sub_calls
-        inp = Input(callId=f"{self.rec.callId}:code:{n}", rootCallId=self.rec.rootCallId, name=name,
+        # The record's callId as it is now (a write of it applies under the P24 departure).
+        inp = Input(callId=f"{self.rec.current_call_id}:code:{n}", rootCallId=self.rec.rootCallId, name=name,
                     arguments=dispatched, agent=self.rec.agent, parent=self.rec.token, signal=self.signal,
                     abort_target=self.rec.abort_target)
         sub = SubCall(n, inp, logged, Deferred())
@@ -302,7 +303,7 @@ class Bridge:
     # ------------------------------------------------------------------ dispatch logging (P122, P123)
 
     def _entry(self, sub: SubCall) -> dict[str, Any]:
-        return {"rootCallId": self.rec.rootCallId, "parentCallId": self.rec.callId,
+        return {"rootCallId": self.rec.rootCallId, "parentCallId": self.rec.current_call_id,
                 "subCallId": sub.input.callId, "name": sub.input.name, "arguments": clone(sub.logged)}
 
     async def _log(self, sub: SubCall, result: dict[str, Any]) -> None:

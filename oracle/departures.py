@@ -13,6 +13,10 @@ the departure breaks, each value says what the variant does.
 
 from __future__ import annotations
 
+from ..kit.jsvalue import UNDEFINED, JsValue, clone, is_undefined
+from ..kit.record import Record
+from ..kit.scenario_checks import ScenarioError
+
 KNOWN: dict[str, str] = {
     # P11: rc.8 deep-freezes only what createSuccessResult and materializeFinalResult build
     # (a success, a denial, the final outcome); toolErrorResult, the abort results, the
@@ -23,7 +27,40 @@ KNOWN: dict[str, str] = {
     # P119 clarification (CM:330, 344): the reference counts sub-calls per run of run_code's
     # body, so a tools/execute wrapper's retry (P69) numbers its sub-calls from 1 again.
     "P119": "sub-calls numbered per run of run_code's body: a retry through next() reuses the ids",
+    # P24: rc.8's record (createExecution) is a plain object until Object.freeze(exec) in
+    # notifyResult: a write of an identity field applies, and every later stage reads the field
+    # off the record (resolution and dispatch by exec.name, scopes by exec.agent, the body's
+    # exec.arguments, run_code's sub-call ids from exec.callId and exec.rootCallId, its
+    # sub-calls' parent exec.token, the canonical mark by exec.token).
+    "P24": "the record a plain object until the freeze before tools/result: identity writes apply and later "
+           "stages read what was written",
 }
+
+
+class NotComputable(ScenarioError):
+    """A write whose consequences under a departure the oracle does not compute: the variant
+    reference explains nothing then (``conformance.explained``)."""
+
+
+def write_identity(rec: Record, key: str, op: str, value: JsValue) -> None:
+    """Carry out a participant's write of ``rec``'s identity field ``key`` as rc.8's plain
+    record does (P24 departure). Only values whose reading later stages agree on are computed:
+    a string where a string was (name, callId, rootCallId, token, parent), any value but
+    undefined as the arguments (the adapter's body is handed no arguments then), and the
+    removal of agent and parent (undefined, as for a record without them).
+    An agent rc.8 is handed as a forged value resolves through scopes the oracle does not
+    model (its bridge throws: case code-forged-agent-stalls-the-bridge): not computed."""
+    v = UNDEFINED if op == "delete" else clone(value)
+    if key == "arguments" and not is_undefined(v):
+        rec.arguments = v  # not a snapshot and not frozen: what the body and render are handed now
+    elif key in ("agent", "parent") and is_undefined(v):
+        setattr(rec, key, None)  # `!== undefined` is how rc.8 reads both
+    elif isinstance(v, str) and key in ("name", "rootCallId", "token", "parent"):
+        setattr(rec, key, v)
+    elif isinstance(v, str) and key == "callId":
+        rec.written_call_id = v
+    else:
+        raise NotComputable(f"record.{key}", f"the reference's P24 departure with {op} of this value is not computed")
 
 
 def departures_of(rules: object) -> frozenset[str]:

@@ -104,11 +104,17 @@ def canonical(w: World, rec: Record, r: JsValue) -> bool:
     """P63 step 1: a result the registry built for this very execution. The reference's P11
     departure marks only what its output contract built (frozen): a failure or an abort its
     terminal made is rebuilt from what it holds now (a wrapper may have written it)."""
-    return isinstance(r, dict) and id(r) in rec.built and ("P11" not in w.departures or w.is_frozen(r))
+    if not isinstance(r, dict) or id(r) not in rec.built:
+        return False
+    # The reference's P24 departure: it marks a result with the record's token as it is then,
+    # and recognizes it by the token as it is now (a wrapper may have written the token).
+    marked = rec.built[id(r)][1]
+    same_token = marked is rec.token or (isinstance(marked, str) and marked == rec.token)
+    return same_token and ("P11" not in w.departures or w.is_frozen(r))
 
 
 def own_record(w: World, r: dict[str, Any], rec: Record) -> dict[str, Any]:
-    rec.built[id(r)] = r  # holding the object keeps its id unique for the run
+    rec.built[id(r)] = (r, rec.token)  # holding the object keeps its id unique for the run
     return r
 
 
@@ -711,13 +717,13 @@ def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
         try:
             returned = perform_sync(w, inv, l.script or Behavior())
         except Thrown as t:
-            w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(t.value)))  # P101
+            w.trace.warnings.append(texts.observer_failed(rec.name, rec.current_call_id, message_of(t.value)))  # P101
             continue
         if token(returned) == "promise" and "rejects" in returned:
             rejections.append(returned["rejects"])
     # P101: a rejection is reported asynchronously, after the notification's synchronous part.
     for x in rejections:
-        w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(x)))
+        w.trace.warnings.append(texts.observer_failed(rec.name, rec.current_call_id, message_of(x)))
     w.obs(rec.callId, "result", "end", None, None, ("P98",))
     return f  # F4: the very object the observers received
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import texts
 from .arguments import parse_arguments
+from .departures import write_identity
 from .inbox import cancel, splice_append
 from ..kit.jsvalue import JsValue, Thrown, js_error
 from ..kit.scenario import Guard, Listener, Program, Scenario, Tool
@@ -87,6 +88,12 @@ class World(RunState):
 
     def cancel(self, keep_inbox: bool, reason: JsValue) -> None:
         cancel(self, keep_inbox, reason)
+
+    def identity_writable(self) -> bool:
+        return "P24" in self.departures  # the reference's departure: a plain object until the freeze
+
+    def write_identity(self, rec: Any, key: str, op: str, value: JsValue) -> None:
+        write_identity(rec, key, op, value)
 
     def caller_input(self, call: str | None) -> JsValue:
         """The caller's input object (section 3.2) as far as a write into it can tell: a

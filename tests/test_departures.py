@@ -44,11 +44,13 @@ LISTED = {"P119": "sub-calls numbered per run of the body", "P11": "failures rea
           "P24": "identity writes apply until the freeze"}
 
 
-def _run(tmp_path: Path, cases: Path, listed: bool, fault: str = "", departure: str = "P119") -> tuple[int, Any]:
+def _run(tmp_path: Path, cases: Path, listed: bool, fault: str = "", departure: str = "P119",
+         also: str = "") -> tuple[int, Any]:
+    """``also``: a further listed rule (a departure the oracle does not compute) and its reason."""
     extra = []
     if listed:
         exp = tmp_path / f"expectations-{len(list(tmp_path.iterdir()))}.yaml"
-        exp.write_text(f"implementation: departing oracle\nrules:\n  {departure}: {LISTED[departure]}\n",
+        exp.write_text(f"implementation: departing oracle\nrules:\n  {departure}: {LISTED[departure]}\n{also}",
                        encoding="utf-8")
         extra = ["--expectations", str(exp)]
     code, report, _ = run_fake_module(tmp_path, "departing_oracle", {"DEPARTURES": departure, "DEPARTING_FAULT": fault},
@@ -162,3 +164,32 @@ def test_an_unlisted_fault_beside_a_listed_write_departure_stays_unexpected(tmp_
     code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=True, fault="unknown-tool-text", departure=departure)
     case = rep.cases[0]
     assert code == 1 and case.outcome.value == "fail" and case.expected_reason is None, case
+
+
+@pytest.mark.rules("P24", "P25", "P56")
+def test_a_listed_departure_the_oracle_does_not_compute_still_lets_a_consequence_be_derived(tmp_path):
+    """The release also words the unknown-tool failure otherwise, and lists the rules that
+    fault fails alone (a departure the oracle cannot compute): judged against the reference
+    computed with P24, the answer agrees up to that listed departure in the second call, so
+    P25 still follows from P24 (rc.8's sweeps: a P24 write in one call, its unvalidated
+    post-execute decisions, P78, in another)."""
+    alone = {"id": "unknown-alone", "title": "an unknown tool", "rules": ["P56"], "tools": [],
+             "run": {"kind": "direct", "calls": [{"callId": "c2", "name": "nothing"}]}}
+    apart = tmp_path / "alone"
+    apart.mkdir()
+    code, rep = _run(tmp_path, _cases(apart, alone), listed=False, fault="unknown-tool-text")
+    fault_rules = rep.cases[0].failing_rules
+    assert code == 1 and fault_rules and "P25" not in fault_rules, rep.cases[0]
+    doc = copy.deepcopy(REPLACE_ARGS)
+    doc["rules"] = [*doc["rules"], "P56"]
+    doc["run"]["calls"].append({"callId": "c2", "name": "nothing"})
+    also = "".join(f"  {r}: the unknown-tool failure worded otherwise\n" for r in fault_rules)
+    code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=True, fault="unknown-tool-text", departure="P24", also=also)
+    case = rep.cases[0]
+    assert code == 0 and case.outcome.value == "expected-fail", case
+    assert "P25" in case.failing_rules, case.failing_rules
+    assert "P25 follows from it" in case.expected_reason and case.expected_reason.endswith(f"up to {', '.join(fault_rules)})")
+    assert "the unknown-tool failure worded otherwise" in case.expected_reason
+    # Not listed, the same fault stays unexpected (test_an_unlisted_fault_beside_a_listed_write_departure_...)
+    code, rep = _run(tmp_path, tmp_path / "cases", listed=True, fault="unknown-tool-text", departure="P24")
+    assert code == 1 and rep.cases[0].outcome.value == "fail", rep.cases[0]

@@ -21,7 +21,9 @@ passed, or a listed rule that some scored case exercised without any case failin
 
 ``errors`` lists, by case id, the cases the implementation is known to answer with an
 error (``{"errored": true}``): such a case is ``expected-error`` instead of ``error``, and
-a listed one that no longer errors is stale. Crashes, hangs and protocol breaches cannot be
+a listed one that no longer errors is stale. A run that never settles because of a listed
+departure needs no entry: it is expected when the reference computed with the departure
+never settles either (``conformance.explained.explained_error``). Crashes, hangs and protocol breaches cannot be
 expected: they always declare the implementation broken.
 """
 

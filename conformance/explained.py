@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dsh_conformance.kit.driver import ScenarioRunError
 from dsh_conformance.oracle import Scenario, run_scenario
 from dsh_conformance.oracle.departures import KNOWN, departures_of
 from dsh_conformance.kit.trace import Trace
@@ -82,3 +83,37 @@ def _judged(scenario: Scenario, departures: frozenset[str], actual: Trace, check
     if divergence.rules and all(r in expectations.rules and r not in departures for r in divergence.rules):
         return sorted(divergence.rules, key=lambda r: int(r[1:]))
     return None
+
+
+NEVER_SETTLES = "never settles"
+"""What an answer that errored because its run never settled says (the JS kit's NeverSettles,
+the Python kit's ScenarioRunError), and what the oracle says of a variant run that does not."""
+
+
+def explained_error(expectations: Expectations, scenario: Scenario, message: str) -> str | None:
+    """Why an errored answer is expected after all, or None: the implementation's run never
+    settled, and the reference computed with the listed departures the oracle can compute
+    never settles either (rc.8's P24: a participant writes run_code's agent, and its bridge
+    stalls on the forged value: case code-forged-agent-stalls-the-bridge). Any other error,
+    or a variant that settles, stays unexpected. The reason names the departures needed."""
+    departures = departures_of(expectations.rules)
+    if not departures or NEVER_SETTLES not in message or not _never_settles(scenario, departures):
+        return None
+    needed = set(departures)
+    for rule in sorted(departures, key=lambda r: int(r[1:])):
+        if len(needed) > 1 and _never_settles(scenario, frozenset(needed - {rule})):
+            needed.discard(rule)
+    listed = sorted(needed, key=lambda r: int(r[1:]))
+    return (f"{'; '.join(dict.fromkeys(expectations.rules[r] for r in listed))} (the run never settles: the reference "
+            f"computed with the listed departure{'s' if len(listed) > 1 else ''} {', '.join(listed)}, "
+            f"{'; '.join(KNOWN[r] for r in listed)}, never settles either)")
+
+
+def _never_settles(scenario: Scenario, departures: frozenset[str]) -> bool:
+    try:
+        run_scenario(scenario, departures)
+    except ScenarioRunError as e:
+        return NEVER_SETTLES in str(e)
+    except Exception:  # noqa: BLE001 - a variant the oracle cannot compute explains nothing
+        return False
+    return False

@@ -35,7 +35,7 @@ from . import interrupts, reference_cache
 from .compare import judge
 from .evidence import evidence, kept_divergence, kept_message
 from .expectations import Expectations
-from .explained import explained
+from .explained import explained, explained_error
 from .iut import HARD_FAILURES, IUTFailure
 from .masks import within
 from .outputs import Ledger, OutputWriteError, holds, write_atomic
@@ -239,7 +239,8 @@ class Runner:
             return CaseRecord(**base, outcome=Outcome.SKIP, message=kept_message(answer.reason), duration_ms=_ms(t0))
         if isinstance(answer, Errored):
             self.errors += 1
-            reason = self.expectations.error_reason(case.id)
+            reason = self.expectations.error_reason(case.id) or explained_error(
+                self.expectations, case.scenario, answer.message)
             return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR,
                               message=kept_message(answer.message),
                               expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, case.source))

@@ -235,6 +235,11 @@ class Bridge:
 
     async def start(self, sub: SubCall) -> None:
         """A start: the start event, then entry, pre-execute, approval and guards (P121, P122)."""
+        if self.w.forged(self.rec.agent):
+            # The reference's P24 departure: a participant wrote run_code's agent. rc.8's lane
+            # reads the forged value's session here (exec.agent?.session.append) and throws
+            # inside its start: the sub-call never settles, nor does the run.
+            await Deferred()
         if self.rec.agent is not None:
             self.w.append_event(self.rec.agent, "tool/code-dispatch-start", self._entry(sub))
             self.w.obs(self.rec.callId, "tool-event", "append", None, {"type": "tool/code-dispatch-start"}, ("P122",))

@@ -33,7 +33,7 @@ KNOWN: dict[str, str] = {
     # exec.arguments, run_code's sub-call ids from exec.callId and exec.rootCallId, its
     # sub-calls' parent exec.token, the canonical mark by exec.token).
     "P24": "the record a plain object until the freeze before tools/result: identity writes apply and later "
-           "stages read what was written",
+           "stages read what was written (a forged agent is no scope's, and run_code's bridge stalls on it)",
 }
 
 
@@ -42,12 +42,16 @@ class NotComputable(ScenarioError):
     reference explains nothing then (``conformance.explained``)."""
 
 
-def write_identity(rec: Record, key: str, op: str, value: JsValue) -> None:
+def write_identity(rec: Record, key: str, op: str, value: JsValue, agents: frozenset[str]) -> None:
     """Carry out a participant's write of ``rec``'s identity field ``key`` as rc.8's plain
     record does (P24 departure). Only values whose reading later stages agree on are computed:
     a string where a string was (name, callId, rootCallId, token, parent), any value but
     undefined as the arguments (the adapter's body is handed no arguments then), and the
-    removal of agent and parent (undefined, as for a record without them).
+    removal of agent and parent (undefined, as for a record without them). A string written as
+    the agent is no agent object of the scenario (``agents``, by id) but a forged key: no
+    scope's (``World.forged``); a run_code body whose bridge then dispatches stalls
+    (``code_mode``: rc.8's lane reads the forged agent's session). Where a forged agent meets
+    an approval or a session, the oracle does not compute it.
     An agent rc.8 is handed as a forged value resolves through scopes the oracle does not
     model (its bridge throws: case code-forged-agent-stalls-the-bridge): not computed."""
     v = UNDEFINED if op == "delete" else clone(value)
@@ -55,6 +59,8 @@ def write_identity(rec: Record, key: str, op: str, value: JsValue) -> None:
         rec.arguments = v  # not a snapshot and not frozen: what the body and render are handed now
     elif key in ("agent", "parent") and is_undefined(v):
         setattr(rec, key, None)  # `!== undefined` is how rc.8 reads both
+    elif key == "agent" and isinstance(v, str) and v not in agents:
+        rec.agent = v  # a forged key, not the scenario's agent of that id (World.forged)
     elif isinstance(v, str) and key in ("name", "rootCallId", "token", "parent"):
         setattr(rec, key, v)
     elif isinstance(v, str) and key == "callId":

@@ -193,3 +193,30 @@ def test_a_listed_departure_the_oracle_does_not_compute_still_lets_a_consequence
     # Not listed, the same fault stays unexpected (test_an_unlisted_fault_beside_a_listed_write_departure_...)
     code, rep = _run(tmp_path, tmp_path / "cases", listed=True, fault="unknown-tool-text", departure="P24")
     assert code == 1 and rep.cases[0].outcome.value == "fail", rep.cases[0]
+
+
+@pytest.mark.rules("P24", "P122", "P125")
+def test_a_run_that_never_settles_under_a_listed_departure_is_an_expected_error(tmp_path):
+    """A guard writes run_code's agent: under the reference's P24 departure the bridge meets a
+    forged agent and the run never settles (case code-forged-agent-stalls-the-bridge, rc.8).
+    Listed P24 derives the expected error; listed P11 alone (whose variant settles) does not."""
+    from dsh_conformance.corpus import CASES
+
+    doc = json.loads((CASES / "code-forged-agent-stalls-the-bridge.json").read_text(encoding="utf-8"))
+    plain = copy.deepcopy(RETRY)  # a case that passes: a run whose every case errors says the IUT is broken
+    plain["id"], plain["listeners"] = "no-retry", []
+    cases = _cases(tmp_path, doc, plain)
+    code, rep = _run(tmp_path, cases, listed=False, departure="P24")
+    case = next(c for c in rep.cases if c.id == doc["id"])
+    assert code == 1 and case.outcome.value == "error" and "never settles" in case.message, case
+    code, rep = _run(tmp_path, cases, listed=True, departure="P24")
+    case = next(c for c in rep.cases if c.id == doc["id"])
+    assert code == 0 and case.outcome.value == "expected-error", case
+    assert case.expected_reason.startswith(LISTED["P24"] + " (the run never settles: the reference computed with "
+                                           "the listed departure P24,"), case.expected_reason
+    exp = tmp_path / "p11.yaml"
+    exp.write_text(f"implementation: departing oracle\nrules:\n  P11: {LISTED['P11']}\n", encoding="utf-8")
+    code, rep, _ = run_fake_module(tmp_path, "departing_oracle", {"DEPARTURES": "P24"}, "--cases", str(cases),
+                                   "--examples", "0", "--expectations", str(exp))
+    case = next(c for c in rep.cases if c.id == doc["id"])
+    assert code == 1 and case.outcome.value == "error" and case.expected_reason is None, case

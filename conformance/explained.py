@@ -11,7 +11,8 @@ checked profiles, or first part where a listed departure the oracle does not com
 (rc.8's unvalidated post-execute decisions, P78, in another call than a P24 write), and the
 answer breaks no law that the variant reference does not break as well. Anything else the
 implementation does differently still shows, so an unlisted fault beside a listed departure
-stays unexpected.
+stays unexpected. An answer ``errored`` because its run never settles is expected the same way
+when the variant reference never settles either (``explained_error``).
 """
 
 from __future__ import annotations

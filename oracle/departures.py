@@ -1,16 +1,17 @@
-"""The reference's stated departures from the spec, as variants of the oracle.
+"""The reference's departures from the spec, as variants of the oracle.
 
-Where the spec states what the reference release does and requires something else (P119's
-clarification: the reference numbers sub-calls per run of the body), the oracle can compute
-the reference *with* that departure. The suite uses it to tell which divergences a listed
-departure explains: a failure is a consequence of the departures an implementation is
-expected to have exactly when the trace computed with those departures agrees with the
-implementation's answer (nothing else differs), so no consequence is listed by hand.
+Where the reference release does something else than the spec requires, and what it does
+is known precisely (P119: the spec's clarification; P11 and P24: rc.8's own code, the
+package tools/dsh-adapter installs, lib/index.js createExecution, notifyResult,
+materializeFinalResult and toolErrorResult), the oracle can compute the reference *with*
+that departure. The suite uses it to tell which divergences a listed departure explains
+(``conformance.explained``): a failure is a consequence of the departures an implementation
+is expected to have when the trace computed with those departures is the implementation's
+answer, so no consequence is listed by hand.
 
-Only a departure the spec words precisely enough to compute is here; each key is the rule
-the departure breaks, each value says what the variant does.
+Each key is the rule the departure breaks, each value says what the variant does. A write
+whose consequences the oracle does not compute raises ``NotComputable``: it explains nothing.
 """
-
 from __future__ import annotations
 
 from ..kit.jsvalue import UNDEFINED, JsValue, clone, is_undefined
@@ -51,9 +52,7 @@ def write_identity(rec: Record, key: str, op: str, value: JsValue, agents: froze
     the agent is no agent object of the scenario (``agents``, by id) but a forged key: no
     scope's (``World.forged``); a run_code body whose bridge then dispatches stalls
     (``code_mode``: rc.8's lane reads the forged agent's session). Where a forged agent meets
-    an approval or a session, the oracle does not compute it.
-    An agent rc.8 is handed as a forged value resolves through scopes the oracle does not
-    model (its bridge throws: case code-forged-agent-stalls-the-bridge): not computed."""
+    an approval or a session, the oracle does not compute it."""
     v = UNDEFINED if op == "delete" else clone(value)
     if key == "arguments" and not is_undefined(v):
         rec.arguments = v  # not a snapshot and not frozen: what the body and render are handed now

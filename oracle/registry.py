@@ -13,6 +13,7 @@ from typing import Any
 
 from . import texts
 from .arguments import parse_arguments
+from .departures import NotComputable, write_identity
 from .inbox import cancel, splice_append
 from ..kit.jsvalue import JsValue, Thrown, js_error
 from ..kit.scenario import Guard, Listener, Program, Scenario, Tool
@@ -88,6 +89,18 @@ class World(RunState):
     def cancel(self, keep_inbox: bool, reason: JsValue) -> None:
         cancel(self, keep_inbox, reason)
 
+    def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None,
+                     fresh: bool = False) -> int:
+        if self.forged(agent):  # the reference's P24 departure: a forged agent has no session we compute
+            raise NotComputable(f"agent {agent}", "a session event of a forged agent")
+        return super().append_event(agent, type_, data, source, fresh)
+
+    def identity_writable(self) -> bool:
+        return "P24" in self.departures  # the reference's departure: a plain object until the freeze
+
+    def write_identity(self, rec: Any, key: str, op: str, value: JsValue) -> None:
+        write_identity(rec, key, op, value, frozenset(self.agents))
+
     def caller_input(self, call: str | None) -> JsValue:
         """The caller's input object (section 3.2) as far as a write into it can tell: a
         direct call's, a run_code sub-call's, or the one the loop made from a tool-call block."""
@@ -149,7 +162,8 @@ class World(RunState):
         a = agent
         while a is not None:
             out.append(a)
-            a = self.agents[a].spec.parent
+            # A forged agent (the reference's P24 departure) is a key of no scope: no parent.
+            a = self.agents[a].spec.parent if a in self.agents else None
         known = self.chains[agent] = tuple(out)
         return known
 
@@ -157,8 +171,14 @@ class World(RunState):
         """Effective presentation mode: the nearest scope's declaration, else the deployment's."""
         known = self.modes.get(agent)
         if known is None:
-            known = self.modes[agent] = effective_mode(self.scenario, agent)
+            known = self.modes[agent] = effective_mode(self.scenario, agent if not self.forged(agent) else None)
         return known
+
+    def forged(self, agent: str | None) -> bool:
+        """A record's agent that a participant wrote (the reference's P24 departure): a value
+        that is no agent of the scenario, so no scope's key (rc.8's scopeTarget and
+        chainLayers: the global layer and untagged listeners alone)."""
+        return agent is not None and agent not in self.agents
 
     def collapses(self, agent: str | None, name: str, nested: bool) -> bool:
         """P28: a model-direct call (not nested in ``run_code``) of an agent presenting in
@@ -203,7 +223,7 @@ class World(RunState):
         if inherited is None:
             return None, None
         for a in chain:
-            r = self.agents[a].spec.restrict
+            r = self.agents[a].spec.restrict if a in self.agents else None
             if r is not None and ((r.allow is not None and name not in r.allow)
                                   or (r.deny is not None and name in r.deny)):
                 # P56 (revision 3): a restriction anywhere on the chain hides every inherited

@@ -231,6 +231,18 @@ def test_a_reason_with_consequences_is_shown_once():
     assert merged_reasons(cell) == [f"{why} (and, as a consequence, P4, P12, P87)", "another"]
 
 
+def test_a_reason_with_derived_consequences_is_shown_once():
+    """conformance.explained's reasons: the consequences of one departure, derived in several
+    cases, are listed together under it."""
+    from dsh_conformance.reporting.report_html import merged_reasons
+
+    why = "only successes are frozen"
+    how = "the reference computed with the listed departure P11, writable results, gives this answer"
+    cell = {"cases": [{"reason": f"{why} (P4 follows from it: {how})"}, {"reason": f"{why} (P12, P87 follow from it: {how})"},
+                      {"reason": why}, {"reason": "another"}]}
+    assert merged_reasons(cell) == [f"{why} (P4, P12, P87 follow from it: {how})", "another"]
+
+
 def test_case_index_and_replay_at_the_top_of_a_case(tmp_path, monkeypatch, capsys):
     reps, page = _comparison(tmp_path, monkeypatch)
     index = re.search(r'<section id="cases">.*?</section>', page, re.S).group(0)

@@ -353,21 +353,37 @@ def _summary(report: Report, index: int) -> str:
 
 
 _CONSEQUENCE = re.compile(r"^(?P<why>.*) \(and, as a consequence, (?P<rules>P\d+(?:, P\d+)*)\)$", re.S)
+# A failure a listed departure explains (``conformance.explained``): "WHY (P4 follows from it:
+# the reference computed with ... gives this answer)"; reports of earlier releases have the
+# hand-listed form above.
+_DERIVED = re.compile(r"^(?P<why>.*) \((?:(?P<rules>P\d+(?:, P\d+)*) follows? from it: )?"
+                      r"(?P<how>the reference computed with the listed departures? .*)\)$", re.S)
 
 
 def merged_reasons(cell: dict[str, Any]) -> list[str]:
     """The cell's expectation reasons, each once: a reason that only adds consequences
-    (``expectations.reason``: "WHY (and, as a consequence, P4)") is merged with the others of
-    its cause, their consequences listed together."""
+    ("WHY (P4 follows from it: the reference computed with ...)", or an earlier report's
+    "WHY (and, as a consequence, P4)") is merged with the others of its cause, their
+    consequences listed together."""
     merged: dict[str, dict[str, None]] = {}
+    hows: dict[str, dict[str, None]] = {}
     for case in cell["cases"]:
         if not case["reason"]:
             continue
-        m = _CONSEQUENCE.match(case["reason"])
-        why, extra = (m["why"], m["rules"].split(", ")) if m else (case["reason"], [])
+        m = _DERIVED.match(case["reason"]) or _CONSEQUENCE.match(case["reason"])
+        why, extra = (m["why"], m["rules"].split(", ") if m["rules"] else []) if m else (case["reason"], [])
         merged.setdefault(why, {}).update(dict.fromkeys(extra))
-    return [why + (f" (and, as a consequence, {', '.join(sorted(extra, key=lambda r: int(r[1:])))})" if extra else "")
-            for why, extra in merged.items()]
+        if m is not None and "how" in m.groupdict():
+            hows.setdefault(why, {})[m["how"]] = None
+    out = []
+    for why, extra in merged.items():
+        rules = ", ".join(sorted(extra, key=lambda r: int(r[1:])))
+        if why in hows:
+            follows = f"{rules} follow{'s' if len(extra) == 1 else ''} from it: " if extra else ""
+            out.append(f"{why} ({follows}{'; '.join(hows[why])})")
+        else:
+            out.append(why + (f" (and, as a consequence, {rules})" if extra else ""))
+    return out
 
 
 def _words(cell: dict[str, Any]) -> str:

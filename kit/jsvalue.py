@@ -420,10 +420,6 @@ def _join(items: list[JsValue], seen: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def is_error_instance(x: JsValue) -> bool:
-    return token(x) == "error"
-
-
 UNPRINTABLE = "<unprintable thrown value>"
 
 

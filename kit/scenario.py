@@ -282,9 +282,6 @@ class ProgramThrow(_Model):
     message: str = Field(default="boom", description="the thrown Error's message")
 
 
-RUN_FAILURE_KINDS = ("exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit")
-
-
 class ProgramFail(_Model):
     """The runtime reports a failure of ``kind`` with ``message`` (a budget expiry, the
     substrate dying, ...): the run ends there (P128)."""
@@ -507,9 +504,6 @@ class Agent(_Model):
 
 
 # ----------------------------------------------------------------------------- runs
-
-GETTER_FIELDS = ("name", "rootCallId", "arguments")
-
 
 class Call(_Model):
     """One direct ``execute()`` call. ``parent`` gives the input a foreign execution token

@@ -85,20 +85,10 @@ def observer_failed(name: str, call_id: str, message: str) -> str:  # P101
 
 # Output-contract violation texts (P73).
 VALUE_NOT_LOSSLESS = "value is not lossless JSON"
-RENDER_NOT_LOSSLESS = "output.render returned non-lossless JSON"
-META_NOT_LOSSLESS = "output.presentationMeta returned non-lossless JSON"
 
 
 def value_snapshot_failed(m: str) -> str:
     return f"value snapshot failed: {m}"
-
-
-def render_failed(m: str) -> str:
-    return f"output.render failed: {m}"
-
-
-def meta_failed(m: str) -> str:
-    return f"output.presentationMeta failed: {m}"
 
 
 # A refused write raises a TypeError whose wording the engine chooses (and which depends on

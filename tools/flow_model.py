@@ -20,7 +20,6 @@ from dsh_conformance.kit.schema_doc import schema_document
 from dsh_conformance.resources import CATALOGS
 
 FLOW_FILE = CATALOGS / "tool-execution-pipeline.flow.yaml"
-FLOW_FORMAT = "dsh-conformance/flow/v1"
 
 NameKind = Literal["session-event", "live-event", "service", "tool", "type-member", "package", "event-scope"]
 

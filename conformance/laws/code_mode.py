@@ -37,7 +37,6 @@ class Run:
     abandoned: set[int] = field(default_factory=set)  # sub-call numbers abandoned in the queue (P125)
     program_start: int | None = None
     program_end: Observation | None = None
-    program_end_at: int | None = None
 
 
 def _rejected_at_call(settle: dict[str, Any] | None) -> bool:
@@ -78,7 +77,7 @@ def _runs(v: View) -> dict[str, Run]:
         elif o.what == "settle" and isinstance(value.get("n"), int):
             r.settles[(k, value["n"])] = value
         elif o.what == "end":
-            r.program_end, r.program_end_at = o, i
+            r.program_end = o
     for r in out.values():
         number = 0
         for k, b in r.binds:

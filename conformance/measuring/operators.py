@@ -279,10 +279,6 @@ def points(module: str) -> tuple[Point, ...]:
     return _walked(module)[1]
 
 
-def all_points() -> list[Point]:
-    return [p for m in oracle_modules() if m not in excluded_modules() for p in points(m) if not _left_out(p)]
-
-
 def operator_mutant(p: Point) -> Mutant:
     tree = _walked(p.module)[0]
     mutated = tree.deep_replace(p.original, p.replacement)

@@ -355,7 +355,6 @@ PROBE_POINTS = frozenset((p.stage, p.what) for p in PROBES)
 if PROBE_POINTS != oracle_trace.PROBE_POINTS:  # one truth: the oracle's
     raise RuntimeError(f"the observation catalog's probes part from kit.trace.PROBE_POINTS: "
                        f"{sorted(PROBE_POINTS ^ oracle_trace.PROBE_POINTS)}")
-PARTICIPANT_STAGES = tuple(p.stage for p in PARTICIPANTS)
 
 
 def steps_at(stage: str) -> tuple[Step, ...]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -157,6 +156,3 @@ def measure_coverage(n_examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEE
         "missing": [r for r in wanted if not rule_counts.get(r)],
     }
 
-
-def dumps_coverage(coverage: dict[str, Any]) -> str:
-    return json.dumps(coverage, indent=1)

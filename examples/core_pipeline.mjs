@@ -883,7 +883,8 @@ class CodeRun {
     input.parent = rec.exec.token
     input.signal = this.signal
     this.w.inputs.set(input.callId, input) // what a write into "the caller's input" meets (P23)
-    const sub = { n, input, logged: snapshot(dispatched), mode: 'exclusive', parked: null, outcome: deferred(), flight: deferred() }
+    // The bridge reads its own copies: the input object is the caller's, which participants may write into (P23).
+    const sub = { n, input, callId: input.callId, name, dispatched, logged: snapshot(dispatched), mode: 'exclusive', parked: null, outcome: deferred(), flight: deferred() }
     this.pending.push(sub)
     this.wakeup()
     this.drive()
@@ -919,10 +920,10 @@ class CodeRun {
           const head = this.pending[0]
           if (this.signal.aborted) { // P125: queued, never started
             this.pending.shift()
-            head.outcome.reject(runOver(this.signal.reason, head.input.name, 'tool call abandoned'))
+            head.outcome.reject(runOver(this.signal.reason, head.name, 'tool call abandoned'))
             continue
           }
-          const mode = this.classify(head.input)
+          const mode = this.classify(head)
           const free = mode === 'exclusive' ? this.inFlight.size === 0 : this.inFlight.size < (this.w.scenario.maxParallelSubCalls ?? 10)
           if (!this.exclusive && free) {
             this.exclusive = mode === 'exclusive'
@@ -944,14 +945,14 @@ class CodeRun {
   }
 
   /** P19: "parallel" only when the definition's isConcurrencySafe says exactly true. */
-  classify(input) {
-    const tool = this.p.view(this.rec.agentId, input.name)
+  classify(sub) {
+    const tool = this.p.view(this.rec.agentId, sub.name)
     if (tool === undefined || tool === this.p.runCode || !tool.item.concurrencySafe) return 'exclusive'
-    if (tool.item.define && violations(tool.item.parameters ?? {}, input.arguments, 'arguments').length > 0) return 'exclusive'
+    if (tool.item.define && violations(tool.item.parameters ?? {}, sub.dispatched, 'arguments').length > 0) return 'exclusive'
     const saved = this.w.classifying
-    this.w.classifying = input.callId // the classifier runs for this sub-call
+    this.w.classifying = sub.callId // the classifier runs for this sub-call
     try {
-      return tool.fns.isConcurrencySafe(input.arguments) === true ? 'parallel' : 'exclusive'
+      return tool.fns.isConcurrencySafe(sub.dispatched) === true ? 'parallel' : 'exclusive'
     } catch {
       return 'exclusive'
     } finally {
@@ -960,15 +961,15 @@ class CodeRun {
   }
 
   entry(sub) {
-    return { rootCallId: this.rec.exec.rootCallId, parentCallId: this.rec.exec.callId, subCallId: sub.input.callId, name: sub.input.name, arguments: snapshot(sub.logged) }
+    return { rootCallId: this.rec.exec.rootCallId, parentCallId: this.rec.exec.callId, subCallId: sub.callId, name: sub.name, arguments: snapshot(sub.logged) }
   }
 
   /** P121, P122: the start event, then entry, pre-execute, approval and guards. */
   async start(sub) {
     if (this.rec.agentId !== undefined) this.p.appendEvent(this.rec.agentId, 'tool/code-dispatch-start', this.entry(sub))
-    const [rec, route, r] = await this.w.within(sub.input.callId, () => this.p.prepare(sub.input))
+    const [rec, route, r] = await this.w.within(sub.callId, () => this.p.prepare(sub.input))
     if (route === DISPATCH) {
-      this.w.within(sub.input.callId, () => this.dispatch(sub, rec)) // bodies overlap (P121)
+      this.w.within(sub.callId, () => this.dispatch(sub, rec)) // bodies overlap (P121)
     } else {
       sub.parked = [rec, route, r]
       sub.flight.resolve()
@@ -982,7 +983,7 @@ class CodeRun {
 
   /** P121, P124, P126, P127: post-execute, finalizeContent, tools/result, the contexts carried to run_code's record, the binding settled, then the dispatch log. */
   async commit(sub) {
-    const cid = sub.input.callId
+    const cid = sub.callId
     const result = await this.w.within(cid, () => this.p.finalize(...sub.parked))
     this.w.recordResult(cid, result)
     if (!result.isError && result.content.some((b) => get(b, 'type') === 'image')) { // P126
@@ -1003,12 +1004,12 @@ class CodeRun {
   /** P122, P123: the tools/code-dispatch-log waterfall, then the tool/code-dispatch event. */
   async log(sub, result) {
     const content = result.content
-    const handed = { subCallId: sub.input.callId, name: sub.input.name, isError: result.isError, content, exec: this.rec.exec }
+    const handed = { subCallId: sub.callId, name: sub.name, isError: result.isError, content, exec: this.rec.exec }
     let logged
     try {
       logged = await this.p.waterfall('tools/code-dispatch-log', this.rec, [handed], async () => content)
     } catch (e) { // P123: contained
-      this.w.trace.warnings.push(`tools: code-dispatch-log listener failed for ${sub.input.name}: ${messageOf(e)}; logging the original settled content`)
+      this.w.trace.warnings.push(`tools: code-dispatch-log listener failed for ${sub.name}: ${messageOf(e)}; logging the original settled content`)
       logged = content
     }
     if (lossless(logged)) this.p.appendEvent(this.rec.agentId, 'tool/code-dispatch', { ...this.entry(sub), isError: result.isError, content: logged })

@@ -69,7 +69,7 @@ def _answer_doc(a: Traced | Skipped | Errored) -> dict[str, Any]:
         trace["observations"] = _abandoned_answerers(lanes)
         for e in trace["events"]:
             e.pop("at", None)  # where an event falls among the observations: no comparison reads it
-        trace["events"], trace["dispatch-log"] = _dispatch_log_apart(trace["events"])
+        trace["events"], trace["dispatch-log"] = dispatch_log_apart(trace["events"])
         return {"trace": trace}
     if isinstance(a, Skipped):
         return {"skipped": a.reason}
@@ -90,7 +90,7 @@ def _abandoned_answerers(lanes: dict[str, list[dict[str, Any]]]) -> dict[str, li
     return out
 
 
-def _dispatch_log_apart(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def dispatch_log_apart(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """P122: a sub-call's ``tool/code-dispatch`` follows its commit after the log waterfall, so
     where it falls against later starts and commits is microtask order (a JS port's every
     ``await`` takes a turn the Python kit's scheduler need not): as the suite compares them

@@ -1,19 +1,22 @@
 """Issue 38: the Python kit and the JavaScript kit give a scenario one meaning. The starter
 example written on each (examples/core_pipeline.py, examples/core_pipeline.mjs) is run over
 the corpus and a few generated draws of every profile, and their answers must be identical
-(``dsh-conformance kit agree`` runs the wide version: 5 seeds x 500 draws per profile set)."""
+(``dsh-conformance kit agree`` runs the wide version: 5 seeds x 500 draws per profile set).
+Code Mode is compared, not skipped: both examples run ``run_code`` (the Python kit's
+``kit.program`` and the JS kit's ``program.mjs`` interpret its programs)."""
 
 from __future__ import annotations
 
 import itertools
 import re
 import shutil
+from typing import Any
 
 import pytest
 
 from dsh_conformance.kit import KIT_VERSION
 from dsh_conformance.kit_agreement import (JS_EXAMPLE, PROFILE_SETS, PYTHON_EXAMPLE, compare, corpus_scenarios,
-                                          drawn_scenarios)
+                                          dispatch_log_apart, drawn_scenarios)
 from dsh_conformance.resources import ADAPTER, EXAMPLES, KIT
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="the JS kit needs Node")
@@ -24,6 +27,37 @@ def test_both_examples_give_identical_answers_on_the_corpus_and_draws() -> None:
     found = compare(scenarios)
     assert not found.differences, "\n".join(f"{label}: {what}" for label, what in found.differences)
     assert found.scenarios >= 292 + 25 and found.traced >= 150, found.summary()
+
+
+def _runs_code(doc: dict[str, Any]) -> bool:
+    run = doc["run"]
+    return any(c.get("name") == "run_code" for c in run.get("calls", run.get("blocks", [])))
+
+
+def test_code_mode_is_compared_and_not_skipped() -> None:
+    """The corpus's run_code scenarios and generated code-mode draws: both examples answer
+    traces (not skips), and the same ones."""
+    code = [(label, doc) for label, doc in corpus_scenarios() if _runs_code(doc) and doc["run"]["kind"] == "direct"]
+    code += list(drawn_scenarios([11], 8, [frozenset({"code-mode"})]))
+    found = compare(code)
+    assert not found.differences, "\n".join(f"{label}: {what}" for label, what in found.differences)
+    assert len(code) >= 40 and found.traced == found.scenarios, found.summary()
+
+
+def test_the_dispatch_logs_are_compared_by_sub_call() -> None:
+    """P122: where a sub-call's tool/code-dispatch falls against the next sub-call's start is
+    microtask order (the suite compares the logs in a lane of their own): one order or the
+    other is the same answer, a different log is not."""
+    def log(n: int, text: str = "1") -> dict[str, Any]:
+        return {"agent": "a", "type": "tool/code-dispatch", "data": {"subCallId": f"c1:code:{n}", "content": text}}
+
+    def start(n: int) -> dict[str, Any]:
+        return {"agent": "a", "type": "tool/code-dispatch-start", "data": {"subCallId": f"c1:code:{n}"}}
+    one = [start(1), log(1), start(2), log(2)]
+    other = [start(1), start(2), log(2), log(1)]
+    numbered = lambda events: [{**e, "seq": i + 1} for i, e in enumerate(events)]  # noqa: E731
+    assert dispatch_log_apart(numbered(one)) == dispatch_log_apart(numbered(other))
+    assert dispatch_log_apart(numbered(one)) != dispatch_log_apart(numbered([start(1), log(1), start(2), log(2, "2")]))
 
 
 def test_the_examples_are_package_data_beside_each_other() -> None:

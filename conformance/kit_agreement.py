@@ -46,13 +46,14 @@ class Agreement:
 
     scenarios: int = 0
     identical: int = 0
-    traced: int = 0  # both answered a trace (the others: both skipped, or both errored)
+    traced: int = 0  # both answered a trace
+    skipped: int = 0  # both answered the same skip: nothing of the kits was compared (a loop run, say)
     differences: list[tuple[str, str]] = field(default_factory=list)  # (label, what differs)
     judged_equal: int = 0  # differences the suite's own comparison would let through
 
     def summary(self) -> str:
-        line = (f"{self.scenarios} scenarios: {self.identical} identical answers ({self.traced} traces), "
-                f"{len(self.differences)} different")
+        line = (f"{self.scenarios} scenarios: {self.identical} identical answers ({self.traced} traces, "
+                f"{self.skipped} skipped by both), {len(self.differences)} different")
         if self.judged_equal:
             line += f" ({self.judged_equal} of them equal by the suite's comparison)"
         return line
@@ -155,6 +156,7 @@ def compare(scenarios: Iterable[tuple[str, dict[str, Any]]], python: list[str] |
             if py == js_:
                 found.identical += 1
                 found.traced += "trace" in py
+                found.skipped += "skipped" in py
                 continue
             a, b = answers
             if isinstance(a, Traced) and isinstance(b, Traced) and judge(a.trace, b.trace, set(ALL_PROFILES))[0] is None:

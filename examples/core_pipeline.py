@@ -11,7 +11,8 @@ policy and scoped listeners beyond the chain test; the reference profile's texts
 compares the two).
 
     PYTHONPATH=examples dsh-conformance run --impl py:core_pipeline --profiles core
-    dsh-conformance run --impl "python examples/core_pipeline.py" --profiles core
+    dsh-conformance run --impl "python examples/core_pipeline.py" --profiles core,reference
+    dsh-conformance run --impl "python examples/core_pipeline.py" --profiles code-mode
 """
 
 from __future__ import annotations

@@ -207,7 +207,8 @@ const TYPES = {
 }
 
 /**
- * P73, P75: the schema's violations (type, properties and required: what scenarios use) in
+ * P73, P75: the schema's violations (type, properties, required, items and additionalProperties:
+ * what scenarios and run_code's output contract use) in
  * jsonschema's wording, each as `<label><path>: <message>`, by path, then keyword.
  */
 function violations(schema, value, label) {
@@ -224,6 +225,12 @@ function violations(schema, value, label) {
         for (const [p, sub] of Object.entries(rule)) if (Object.hasOwn(x, p)) walk(sub, x[p], [...path, p])
       } else if (key === 'required' && TYPES.object(x)) {
         for (const p of rule) if (!Object.hasOwn(x, p)) found.push({ path, key, message: `${repr(p)} is a required property` })
+      } else if (key === 'items' && Array.isArray(x) && isObject(rule)) {
+        x.forEach((item, i) => walk(rule, item, [...path, i]))
+      } else if (key === 'additionalProperties' && rule === false && TYPES.object(x)) {
+        const extras = Object.keys(x).filter((p) => !Object.hasOwn(s.properties ?? {}, p)).sort()
+        const verb = extras.length === 1 ? 'was' : 'were'
+        if (extras.length > 0) found.push({ path, key, message: `Additional properties are not allowed (${extras.map(repr).join(', ')} ${verb} unexpected)` })
       }
     }
   }
@@ -233,7 +240,7 @@ function violations(schema, value, label) {
     if (a.path.length !== b.path.length) return a.path.length - b.path.length
     return a.key < b.key ? -1 : a.key > b.key ? 1 : 0
   }
-  return found.sort(order).map((e) => label + e.path.map((p) => `.${p}`).join('') + ': ' + e.message)
+  return found.sort(order).map((e) => label + e.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('') + ': ' + e.message)
 }
 
 const outputError = (name, why) => harnessError('ToolOutputError', 'INVALID_TOOL_OUTPUT', `tool "${name}" returned invalid output: ${why}`)

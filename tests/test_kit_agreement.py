@@ -71,3 +71,18 @@ def test_both_kits_carry_one_version_with_its_changelog_line() -> None:
     assert re.search(r"KIT_VERSION = '([0-9.]+)'", js).group(1) == KIT_VERSION  # type: ignore[union-attr]
     changelog = (KIT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert re.findall(r"^- \*\*([0-9.]+)\*\*", changelog, re.M)[0] == KIT_VERSION
+
+
+def test_run_codes_output_contract_is_worded_alike() -> None:
+    """A post-execute listener replaces run_code's value (P81): the value goes through
+    run_code's output contract (P128: ``{logs, result?}``, no other property), and both
+    examples word its violations alike (found by the wide ``kit agree``, seed 4)."""
+    doc = {"mode": "both", "programs": [{"id": "p1", "steps": [{"do": "return", "value": 1}]}],
+           "listeners": [{"id": "L1", "event": "tools/post-execute", "script": [
+               {"do": "return", "value": {"kind": "accept", "value": {"b": 1, "a": [2]}}}]}],
+           "run": {"kind": "direct", "calls": [
+               {"callId": "c1", "name": "run_code", "arguments": {"code": "p1", "description": "d"}}]}}
+    one = {**doc, "listeners": [{"id": "L1", "event": "tools/post-execute", "script": [
+        {"do": "return", "value": {"kind": "accept", "value": {"logs": ["x", 3], "z": True}}}]}]}
+    found = compare([("two extras", doc), ("one extra, a bad log line", one)])
+    assert not found.differences and found.traced == 2, "\n".join(f"{label}: {what}" for label, what in found.differences)

@@ -35,7 +35,7 @@ from . import texts
 from .classify import classify
 from ..kit.jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless, js_error, json_string, message_of, number_to_string,
                       snapshot, to_string, token)
-from .program import RunRequest, run_program
+from ..kit.program import RunRequest, run_program
 from ..kit.record import Input, Record
 from .registry import World
 from ..kit.scheduler import Deferred, Signal, Task

@@ -16,7 +16,7 @@ from .arguments import parse_arguments
 from .departures import NotComputable, write_identity
 from .inbox import cancel, splice_append
 from ..kit.jsvalue import JsValue, Thrown, js_error
-from ..kit.scenario import Guard, Listener, Program, Scenario, Tool
+from ..kit.scenario import Guard, Listener, Scenario, Tool
 from ..kit.scenario_checks import RUN_CODE, effective_mode
 from ..kit.session import RunState
 from .tool_definitions import RUN_CODE_TOOL
@@ -54,7 +54,6 @@ class World(RunState):
         self.inbox: list[JsValue] = []  # the loop agent's next-step queue
         self.inbox_next_turn: list[JsValue] = []  # waking input after an abort starts a new turn
         self.loop_agent: str | None = None
-        self.programs: dict[str, Program] = {p.id: p for p in scenario.programs}
         self.generated_messages = 0  # user messages the registry made itself (P126's image contexts)
         self.sub_inputs: dict[str, dict[str, Any]] = {}  # a run_code sub-call's input object, as writes see it
         self.wake_requested = False  # a steer after the abort asked for another turn (P112)

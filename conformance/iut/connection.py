@@ -36,7 +36,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
-from dsh_conformance.iut.protocol import message_schemas
+from dsh_conformance.iut.protocol import Errored, Skipped, Traced, message_schemas, parse_answer
 
 
 class IUTFailure(Exception):
@@ -98,3 +98,20 @@ def first_error(e: ValidationError) -> str:
 class NotAnImplementation(ValueError):
     """``py:MODULE`` names a module that cannot be imported or has no ``started()`` and
     ``answer()``: a usage error (found by the worker process, which alone imports it)."""
+
+
+def parsed_answer(doc: dict[str, Any], validate: bool, stderr: str = "") -> Traced | Skipped | Errored:
+    """An answer message (its sequence number checked already) read into its model, and
+    schema-checked first under ``--validate``. A well-framed answer with bad content leaves
+    the stream in step: its failure asks for no restart."""
+    if validate:
+        try:
+            validate_message("protocol-answer", doc)
+        except IUTFailure as e:
+            e.restart, e.stderr = False, stderr
+            raise
+    try:
+        return parse_answer(doc)
+    except ValidationError as e:
+        raise IUTFailure("invalid" if validate else "protocol", f"IUT sent invalid data: {first_error(e)}", stderr,
+                         restart=False) from None

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from dsh_conformance.defaults import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT
-from dsh_conformance.iut.connection import IUTFailure, first_error, validate_message
-from dsh_conformance.iut.protocol import Errored, Skipped, Started, Traced, parse_answer, parse_started, seq_error
+from dsh_conformance.iut.connection import IUTFailure, first_error, parsed_answer, validate_message
+from dsh_conformance.iut.protocol import Errored, Skipped, Started, Traced, parse_started, seq_error
 from dsh_conformance.oracle.serve import answer, started
 
 
@@ -126,17 +126,7 @@ class InProcessIUT:
                              restart=False)
         if doc.get("seq") != seq:
             raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", restart=False)
-        if self.validate:
-            try:
-                validate_message("protocol-answer", doc)
-            except IUTFailure as e:
-                e.restart = False
-                raise
-        try:
-            return parse_answer(doc)
-        except ValidationError as e:
-            raise IUTFailure("invalid" if self.validate else "protocol", f"IUT sent invalid data: {first_error(e)}",
-                             restart=False) from None
+        return parsed_answer(doc, self.validate)
 
     def restart(self) -> Started:
         if self._worker is not None and not self._worker.thread.is_alive():

@@ -26,14 +26,20 @@ from typing import Any
 from pydantic import ValidationError
 
 from dsh_conformance.defaults import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT
-from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation, ended, first_error, validate_message
+from dsh_conformance.iut.connection import (
+    IUTFailure,
+    NotAnImplementation,
+    ended,
+    first_error,
+    parsed_answer,
+    validate_message,
+)
 from dsh_conformance.iut.protocol import (
     Errored,
     Skipped,
     Started,
     Traced,
     dumps,
-    parse_answer,
     parse_started,
     seq_error,
 )
@@ -289,18 +295,7 @@ class ProcessIUT:
                              self.stderr_text(), restart=False)
         if doc.get("seq") != seq:
             raise IUTFailure("protocol", f"answer for seq {doc.get('seq')!r} while waiting for {seq}", self.stderr_text())
-        if self.validate:
-            try:
-                validate_message("protocol-answer", doc)
-            except IUTFailure as e:
-                e.restart = False
-                raise
-        try:
-            return parse_answer(doc)
-        except ValidationError as e:
-            kind = "invalid" if self.validate else "protocol"
-            raise IUTFailure(kind, f"IUT sent invalid data: {first_error(e)}", self.stderr_text(),
-                             restart=False) from None
+        return parsed_answer(doc, self.validate, self.stderr_text())
 
     def restart(self) -> Started:
         self.close(graceful=False)  # it hung, crashed or broke the protocol: no stop message

@@ -8,35 +8,30 @@ a message (a reason) of MB megabytes instead.
 
 from __future__ import annotations
 
-import json
 import sys
+from typing import Any
 
 from dsh_conformance.oracle import serve  # noqa: E402
+from serve_loop import serve_with  # the script's own directory is on sys.path
 
 PADDING = "x" * int(float(sys.argv[1]) * 1024 * 1024)
 WORDS = sys.argv[2:] == ["words"]
 
 
+def answer(msg: dict[str, Any]) -> dict[str, Any]:
+    if WORDS:
+        return ({"seq": msg["seq"], "errored": True, "message": PADDING} if msg["seq"] % 2
+                else {"seq": msg["seq"], "skipped": True, "reason": PADDING})
+    reply = serve.answer(msg["seq"], msg["scenario"])
+    if "trace" in reply:
+        reply["trace"].setdefault("warnings", []).append(PADDING)
+        for o in reply["trace"]["observations"][:1]:
+            o["value"] = "wrong"
+    return reply
+
+
 def main() -> int:
-    for line in sys.stdin:
-        msg = json.loads(line)
-        if msg["cmd"] == "stop":
-            return 0
-        if msg["cmd"] == "start":
-            reply = serve.started()
-            reply["implementation"]["name"] = "fake-big-trace"
-        elif WORDS:
-            reply = ({"seq": msg["seq"], "errored": True, "message": PADDING} if msg["seq"] % 2
-                     else {"seq": msg["seq"], "skipped": True, "reason": PADDING})
-        else:
-            reply = serve.answer(msg["seq"], msg["scenario"])
-            if "trace" in reply:
-                reply["trace"].setdefault("warnings", []).append(PADDING)
-                for o in reply["trace"]["observations"][:1]:
-                    o["value"] = "wrong"
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-    return 0
+    return serve_with(answer, lambda reply: reply["implementation"].update(name="fake-big-trace"))
 
 
 if __name__ == "__main__":

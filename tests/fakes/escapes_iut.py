@@ -14,11 +14,12 @@ characters XML 1.0 cannot carry (NUL, ESC, U+FFFE) and a lone surrogate.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+from typing import Any
 
 from dsh_conformance.oracle import serve  # noqa: E402
+from serve_loop import serve_with  # the script's own directory is on sys.path
 
 ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\x1b[H\rOK all pass\x08\x08\u009b31m\u202eevil\u2066"
 MARKUP = "<script>alert(1)</script> | cell | `tick` [link](http://x) \n## heading"
@@ -28,32 +29,29 @@ SKIPPED = {"finalize-content-only"}
 CRASHES = {"guard-denies-with-number"}
 
 
+def answer(msg: dict[str, Any]) -> dict[str, Any]:
+    case = msg["scenario"].get("id")
+    reply = serve.answer(msg["seq"], msg["scenario"])
+    if case in ERRORED:
+        return {"seq": msg["seq"], "errored": True, "message": f"errored {HOSTILE}"}
+    if case in SKIPPED:
+        return {"seq": msg["seq"], "skipped": True, "reason": f"skipped {HOSTILE}"}
+    if case in CRASHES:
+        sys.stderr.write(f"dying {ESCAPES}{MARKUP}\n")
+        sys.stderr.flush()
+        os._exit(70)
+    if "trace" in reply:
+        for o in reply["trace"]["observations"]:
+            o["value"] = ESCAPES + MARKUP + "\x00\ufffe"
+    return reply
+
+
+def started(reply: dict[str, Any]) -> None:
+    reply["implementation"].update(name=f"fake{ESCAPES}{MARKUP}", version=f"1{ESCAPES}", language=f"py{ESCAPES}")
+
+
 def main() -> int:
-    for line in sys.stdin:
-        msg = json.loads(line)
-        if msg["cmd"] == "stop":
-            return 0
-        if msg["cmd"] == "start":
-            reply = serve.started()
-            reply["implementation"].update(name=f"fake{ESCAPES}{MARKUP}", version=f"1{ESCAPES}",
-                                           language=f"py{ESCAPES}")
-        else:
-            case = msg["scenario"].get("id")
-            reply = serve.answer(msg["seq"], msg["scenario"])
-            if case in ERRORED:
-                reply = {"seq": msg["seq"], "errored": True, "message": f"errored {HOSTILE}"}
-            elif case in SKIPPED:
-                reply = {"seq": msg["seq"], "skipped": True, "reason": f"skipped {HOSTILE}"}
-            elif case in CRASHES:
-                sys.stderr.write(f"dying {ESCAPES}{MARKUP}\n")
-                sys.stderr.flush()
-                os._exit(70)
-            elif "trace" in reply:
-                for o in reply["trace"]["observations"]:
-                    o["value"] = ESCAPES + MARKUP + "\x00\ufffe"
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-    return 0
+    return serve_with(answer, started)
 
 
 if __name__ == "__main__":

@@ -7,22 +7,34 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from dsh_conformance.oracle import serve
 
 
-def serve_as(name: str, delay: float = 0.0) -> int:
+def serve_with(answer: Callable[[dict[str, Any]], dict[str, Any]],
+               started: Callable[[dict[str, Any]], None] = lambda reply: None) -> int:
+    """The loop: ``started`` edits the oracle's handshake reply, ``answer`` makes the reply to
+    a run message (the oracle's is ``serve.answer``)."""
     for line in sys.stdin:
         msg = json.loads(line)
         if msg["cmd"] == "stop":
             return 0
         if msg["cmd"] == "start":
             reply = serve.started()
-            reply["implementation"]["name"] = name
+            started(reply)
         else:
-            if delay:
-                time.sleep(delay)
-            reply = serve.answer(msg["seq"], msg["scenario"])
+            reply = answer(msg)
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
     return 0
+
+
+def serve_as(name: str, delay: float = 0.0) -> int:
+    def answer(msg: dict[str, Any]) -> dict[str, Any]:
+        if delay:
+            time.sleep(delay)
+        return serve.answer(msg["seq"], msg["scenario"])
+
+    return serve_with(answer, lambda reply: reply["implementation"].update(name=name))

@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from dsh_conformance.oracle import serve
+from serve_loop import serve_with  # the script's own directory is on sys.path
 
 MODE = sys.argv[1]
 
@@ -46,22 +47,16 @@ def change(trace: dict[str, Any]) -> None:
         raise SystemExit(f"unknown mode {MODE!r}")
 
 
+def answer(msg: dict[str, Any]) -> dict[str, Any]:
+    reply = serve.answer(msg["seq"], msg["scenario"])
+    if "trace" in reply:
+        reply = json.loads(json.dumps(reply))  # a copy of the oracle's own values
+        change(reply["trace"])
+    return reply
+
+
 def main() -> int:
-    for line in sys.stdin:
-        msg = json.loads(line)
-        if msg.get("cmd") == "stop":
-            return 0
-        if msg.get("cmd") == "start":
-            started = serve.started()
-            started["implementation"]["name"] = f"fake-{MODE}"
-            print(json.dumps(started), flush=True)
-            continue
-        reply = serve.answer(msg["seq"], msg["scenario"])
-        if "trace" in reply:
-            reply = json.loads(json.dumps(reply))  # a copy of the oracle's own values
-            change(reply["trace"])
-        print(json.dumps(reply), flush=True)
-    return 0
+    return serve_with(answer, lambda started: started["implementation"].update(name=f"fake-{MODE}"))
 
 
 if __name__ == "__main__":

@@ -107,25 +107,23 @@ def change(mode: str, trace: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     from dsh_conformance.oracle import serve
+    from serve_loop import serve_with  # the script's own directory is on sys.path
 
     mode = sys.argv[1]
     profiles = sys.argv[2].split(",") if len(sys.argv) > 2 else ["core"]
-    for line in sys.stdin:
-        msg = json.loads(line)
-        if msg.get("cmd") == "stop":
-            return 0
-        if msg.get("cmd") == "start":
-            started = serve.started()
-            started["implementation"]["name"] = f"profile-fake-{mode}"
-            started["profiles"] = profiles
-            print(json.dumps(started), flush=True)
-            continue
+
+    def started(reply: dict[str, Any]) -> None:
+        reply["implementation"]["name"] = f"profile-fake-{mode}"
+        reply["profiles"] = profiles
+
+    def answer(msg: dict[str, Any]) -> dict[str, Any]:
         reply = serve.answer(msg["seq"], msg["scenario"])
         if "trace" in reply:
             reply = json.loads(json.dumps(reply))  # a copy of the oracle's own values
             change(mode, reply["trace"])
-        print(json.dumps(reply), flush=True)
-    return 0
+        return reply
+
+    return serve_with(answer, started)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from dsh_conformance.tools.report_browser import browser_page, open_cell, open_r
 
 from .conftest import FAKE, ROOT, corpus_subset
 
-pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}")
+pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}"),
+              pytest.mark.usefixtures("browser_watchdog")]
 
 BYPASS = f"{sys.executable} {FAKE} guard-bypass"
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "guard-falsy-returns-deny", "approval-shipped-allowed-once"]
@@ -49,7 +50,7 @@ def test_fake_failures_in_the_browser(tmp_path, monkeypatch):
     assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "bad.jsonl"]) == 1
     assert main(["report", "good.jsonl", "bad.jsonl", "--format", "html", "-o", "report.html"]) == 0
     reps = [read_report("good.jsonl"), read_report("bad.jsonl")]
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, tmp_path / "report.html")
         # The summary: counts per outcome and the scores, as the reports have them.
         for i, rep in enumerate(reps):
@@ -109,7 +110,7 @@ def test_rc8_report_shows_p11_divergence(rc8):
     """The acceptance of the HTML report: rc.8's summary, then P11's cell clicked shows
     the first divergence of one of its cases next to the expected trace."""
     rep, html = rc8
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, html)
         summary = page.locator('section.summary[data-impl="0"]')
         assert summary.locator("h2").inner_text() == "@deepseek-ai/dsh-tools 0.1.0-rc.8"
@@ -151,7 +152,7 @@ def test_filters_index_and_summary_links_in_the_browser(tmp_path, monkeypatch):
     assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "bad.jsonl", "-q"]) == 1
     assert main(["report", "good.jsonl", "bad.jsonl", "--format", "html", "-o", "report.html"]) == 0
     bad = read_report("bad.jsonl")
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, tmp_path / "report.html")
         every = {r.get_attribute("data-rule") for r in page.locator("tr.rule").all()}
         seen: set[str] = set()

@@ -18,7 +18,7 @@ from dsh_conformance.tools.report_browser import browser_page, open_report, why_
 
 from .conftest import FAKE, corpus_subset
 
-pytestmark = [pytest.mark.rules("P46")]
+pytestmark = [pytest.mark.rules("P46"), pytest.mark.usefixtures("browser_watchdog")]
 browser = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}")
 
 BYPASS = f"{sys.executable} {FAKE} guard-bypass"
@@ -72,7 +72,7 @@ def test_the_title_names_the_implementations_and_versions(pages):
 @pytest.mark.parametrize("name", ["one.html", "two.html"])
 def test_at_420_px_no_sideways_scroll_and_no_broken_header(pages, name):
     shot = pages / f"{name}.420.png"
-    with browser_page(width=420, height=900) as page:
+    with browser_page(width=420, height=900, timeout_ms=0) as page:
         open_report(page, pages / name)
         assert page.evaluate("document.documentElement.scrollWidth") <= 420
         assert page.evaluate(BROKEN_WORDS) == []
@@ -86,7 +86,7 @@ def test_at_420_px_no_sideways_scroll_and_no_broken_header(pages, name):
 def test_the_search_box_finds_rules_and_cases(pages):
     bad = read_report(pages / "bad.jsonl")
     failing = next(c for c in bad.cases if c.id == "guard-denies-with-number")
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, pages / "one.html")
 
         def shown() -> set[str]:

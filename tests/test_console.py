@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +57,25 @@ def test_every_fail_block_ends_with_its_replay_command(tmp_path, capsys):
         case = block.split()[1]
         replay = re.search(r"^  replay: (dsh-conformance replay (\S+) --impl .*)$", block, re.M)
         assert replay and replay.group(2) == case, block
+
+
+def test_a_fail_blocks_replay_command_runs_where_the_run_was_started(tmp_path, capsys, monkeypatch):
+    """The console's replay line is pasted where the run was started: the command and the
+    corpus as given (the report's are made portable for other machines: a fake outside the
+    working directory and the suite's tree was named by its file name alone, which led nowhere)."""
+    elsewhere, here = tmp_path / "elsewhere", tmp_path / "here"
+    elsewhere.mkdir(), here.mkdir()
+    fake = elsewhere / "my_port.py"
+    shutil.copy(FAKE, fake)
+    cases = corpus_subset(elsewhere, ["guard-denies-with-number", "pre-deny-skips-body"])
+    monkeypatch.chdir(here)
+    impl = f"{sys.executable} {fake} guard-bypass"
+    assert main(["run", "--impl", impl, "--cases", str(cases), "--examples", "0", "-q", "--report", "r.jsonl"]) == 1
+    lines = re.findall(r"^  replay: dsh-conformance (.*)$", capsys.readouterr().out, re.M)
+    assert lines
+    for line in lines:
+        assert main(shlex.split(line)) == 1
+        assert "first divergence at observations" in capsys.readouterr().out
 
 
 def test_max_fail_scores_only_what_it_decided(tmp_path, capsys):

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from .interrupts import Interrupted, check, deferred, install
+from dsh_conformance.running.interrupts import Interrupted, check, deferred, install
 
 
 def main() -> int:
     install()
     try:
-        from .command_line import Command, parser
-        from .terminal import readable_streams
+        from dsh_conformance.command_line import Command, parser
+        from dsh_conformance.textio.terminal import readable_streams
 
         readable_streams()
         args = parser().parse_args()
@@ -23,7 +23,7 @@ def main() -> int:
         # serializers in Rust and turns what it catches there into a SchemaError) would be a
         # traceback and exit 1; the signal is recorded and raised once the imports are done.
         with deferred():
-            from .cli import run_command
+            from dsh_conformance.cli import run_command
 
             if isinstance(args.func, Command):  # a command whose module is heavy
                 args.func.load()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 
 class UsageError(Exception):
@@ -80,17 +80,9 @@ seed_range.__name__ = "range of seeds"
 
 def expectations_path(name: str) -> Path:
     """An expectations file, or the name of one the suite ships (``dsh-tools-0.1.0-rc.8``)."""
-    from .resources import EXPECTATIONS
+    from dsh_conformance.resources import EXPECTATIONS
 
     shipped = EXPECTATIONS / f"{name}.yaml"
     if not Path(name).exists() and "/" not in name and shipped.is_file():
         return shipped
     return Path(name)
-
-
-def load_named_expectations(name: str | None) -> Any:
-    """The expectations of ``expectations_path(name)`` (empty without a name); raises
-    ``ExpectationsError`` for a file that is missing or wrong."""
-    from .expectations import Expectations, load_expectations
-
-    return Expectations() if name is None else load_expectations(expectations_path(name))

@@ -31,35 +31,57 @@ from typing import Any
 from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
 from dsh_conformance.kit.scenario import load_scenario_document
 
-from . import __version__
-from .corpus import CASES
-from . import argtypes, interrupts, parallel, shards
-from .command_line import parser  # the grammar, in a light module (--help imports nothing of the rest)
-from .defaults import DEFAULT_EXAMPLES
-from .all_divergences import print_all_divergences
-from .interrupts import Interrupted
-from .expectations import ExpectationsError, from_records, load_expectations
-from .argtypes import UsageError
-from .connect import IUT, make_iut
-from .iut import IUTFailure, NotAnImplementation, embedded_oracle
-from .outputs import (EXIT_OUTPUT, Ledger, OutputError, OutputLock, OutputTampered, OutputWriteError,
-                      check_directory, check_distinct, check_writable, clear, incomplete_outputs, write_atomic)
-from .report import Outcome, ReportError, ReportWriter, new_header, partial, read_report, refuse_partial
-from .rules import ORACLE_PROFILES, PROFILES, rules
-from .portable import BUILTIN_CORPUS, corpus_name, portable_command, portable_path
-from .progress import Progress
-from .skips import describe as describe_skips
-from .runner import (EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Runner,
-                     corpus_items, expected_traces)
+from dsh_conformance import __version__
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.running import interrupts, parallel, shards
+from dsh_conformance.command_line import parser  # the grammar, in a light module (--help imports nothing of the rest)
+from dsh_conformance.defaults import DEFAULT_EXAMPLES
+from dsh_conformance.reporting.all_divergences import print_all_divergences
+from dsh_conformance.running.interrupts import Interrupted
+from dsh_conformance.running.expectations import ExpectationsError, from_records, load_expectations, load_named
+from dsh_conformance.argtypes import UsageError
+from dsh_conformance.iut.connect import IUT, make_iut
+from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation, embedded_oracle
+from dsh_conformance.textio.outputs import (
+    EXIT_OUTPUT,
+    Ledger,
+    OutputError,
+    OutputLock,
+    OutputTampered,
+    OutputWriteError,
+    check_directory,
+    check_distinct,
+    check_writable,
+    clear,
+    incomplete_outputs,
+    write_atomic,
+)
+from dsh_conformance.reporting.report import (
+    Outcome,
+    ReportError,
+    ReportWriter,
+    new_header,
+    partial,
+    read_report,
+    refuse_partial,
+)
+from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
+from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_command, portable_path
+from dsh_conformance.spec.corpus import corpus_name
+from dsh_conformance.running.progress import Progress
+from dsh_conformance.reporting.skips import describe as describe_skips
+from dsh_conformance.running.ending import EXIT_BROKEN, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from dsh_conformance.running.references import corpus_items, expected_traces
+from dsh_conformance.running.runner import Runner
 
-from .adapter_install import adapter_dir
+from dsh_conformance.dsh.adapter_install import adapter_dir
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
-from .terminal import one_line, readable_streams, say as print  # noqa: A001
+from dsh_conformance.textio.terminal import one_line, readable_streams, say as print  # noqa: A001
 
 
 
 
-_expectations = argtypes.load_named_expectations  # a file, or the name of one the suite ships
+_expectations = load_named  # a file, or the name of one the suite ships
 
 
 def _asked_profiles(args: argparse.Namespace) -> list[str]:
@@ -199,8 +221,8 @@ def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledge
         _print_summary(started.implementation.model_dump(), runner, footer.stale, profiles, footer.exit,
                        args.report, args.impl, _as_given(header, args, groups), _narrowed(args))
         if args.junit:
-            from .report import Report
-            from .report_formats import render_junit
+            from dsh_conformance.reporting.report import Report
+            from dsh_conformance.reporting.report_formats import render_junit
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)), ledger)
         writer.close()
@@ -212,7 +234,15 @@ def _selected(args: argparse.Namespace, cases: Path) -> tuple[list[Any], list[tu
     """The corpus cases the run's selection keeps (``conformance.selection``), and the rules
     cited by the cases it leaves out (not judged stale); ``args.examples`` is settled: a
     selection runs no generated scenarios unless ``--examples`` asks for them."""
-    from .selection import SelectionError, describe, gather, is_selective, left_out, rule_ids, select
+    from dsh_conformance.running.selection import (
+        SelectionError,
+        describe,
+        gather,
+        is_selective,
+        left_out,
+        rule_ids,
+        select,
+    )
 
     try:
         wanted = rule_ids(args.rule)
@@ -276,9 +306,18 @@ def _narrowed(args: argparse.Namespace) -> bool:
 
 def _print_summary(impl: dict[str, Any], runner: Runner, stale: list[str], profiles: set[str], code: int,
                    report: str | None, spec: str | None, header: Any, narrowed: bool) -> None:
-    from .report import replay_line, rule_outcomes
-    from .scores import BLAMED, CITING, LEGEND, NO_COUNT, SCORE, case_totals, outcome_counts, rule_counts
-    from .scores import profile_scores as scores_of
+    from dsh_conformance.reporting.report import replay_line, rule_outcomes
+    from dsh_conformance.reporting.scores import (
+        BLAMED,
+        CITING,
+        LEGEND,
+        NO_COUNT,
+        SCORE,
+        case_totals,
+        outcome_counts,
+        rule_counts,
+    )
+    from dsh_conformance.reporting.scores import profile_scores as scores_of
 
     records = runner.records
     outcomes = rule_outcomes(records)
@@ -347,7 +386,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not path.exists() and (CASES / f"{args.case}.json").is_file():
         path = CASES / f"{args.case}.json"  # a corpus case named by its id, as reports name it
     elif not path.exists():
-        from .selection import nearest
+        from dsh_conformance.running.selection import nearest
 
         raise UsageError(f"{args.case}: no such case file, nor a case of that id in the built-in corpus "
                          f"({portable_path(CASES)})" + nearest(path.stem, [p.stem for p in CASES.glob("*.json")]))
@@ -384,8 +423,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output, "--output")
         check_distinct(args.output, "--output", args.reports)
-    from .report_formats import render_json, render_markdown
-    from .report_html import render_html
+    from dsh_conformance.reporting.report_formats import render_json, render_markdown
+    from dsh_conformance.reporting.report_html import render_html
 
     reports = [read_report(p) for p in args.reports]
     render = {"md": render_markdown, "html": render_html, "json": render_json}[args.format]
@@ -421,7 +460,7 @@ PYTEST_SELECTION = "guard"  # the bench's pytest-against-run cases (the issue's 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every speed figure side by side in one run (``conformance.bench``)."""
-    from . import bench
+    from dsh_conformance.measuring import bench
 
     cases = Path(args.cases)
     if not cases.is_dir():

@@ -18,13 +18,22 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from . import __version__
-from .argtypes import count, fraction, seconds
-from .defaults import (DEFAULT_BUDGET, DEFAULT_EXAMPLES, DEFAULT_GIVE_UP_AFTER, DEFAULT_JOBS, DEFAULT_MAX_SKIPPED,
-                       DEFAULT_MUTANT_TIMEOUT, DEFAULT_SCENARIO_TIMEOUT, DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT)
-from .resources import CASES, COVERAGE_EXCEPTIONS
-from .rules import PROFILES
-from .shards import shard
+from dsh_conformance import __version__
+from dsh_conformance.argtypes import count, fraction, seconds
+from dsh_conformance.defaults import (
+    DEFAULT_BUDGET,
+    DEFAULT_EXAMPLES,
+    DEFAULT_GIVE_UP_AFTER,
+    DEFAULT_JOBS,
+    DEFAULT_MAX_SKIPPED,
+    DEFAULT_MUTANT_TIMEOUT,
+    DEFAULT_SCENARIO_TIMEOUT,
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_TIMEOUT,
+)
+from dsh_conformance.resources import CASES, COVERAGE_EXCEPTIONS
+from dsh_conformance.spec.rules import PROFILES
+from dsh_conformance.running.shards import shard
 
 PROG = "dsh-conformance"
 
@@ -61,7 +70,7 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        from .terminal import one_line  # light: the user's words shown escaped, on one line
+        from dsh_conformance.textio.terminal import one_line  # light: the user's words shown escaped, on one line
 
         self.exit(2, f"{self.prog}: error: {one_line(message + self.nearest(message))} "
                      f"(see {self.chosen().prog} --help)\n")
@@ -242,7 +251,7 @@ def _badge(sub: Subparsers) -> None:
     p.add_argument("-o", "--output", default=".", help="the directory to write the badges in (default: here)")
     p.add_argument("--allow-partial", action="store_true",
                    help="badges even of a partial report (a killed or early-stopped run; refused by default, exit 2)")
-    _runs(p, "badges", "cmd_badge")
+    _runs(p, "reporting.badges", "cmd_badge")
 
 
 def _coverage(sub: Subparsers) -> None:
@@ -255,7 +264,7 @@ def _coverage(sub: Subparsers) -> None:
     p.add_argument("--exceptions", default=str(COVERAGE_EXCEPTIONS),
                    help="the listed branches no draw can reach, with why (default: the committed list)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="the output format (default text)")
-    _runs(p, "coverage", "cmd_coverage")
+    _runs(p, "measuring.coverage", "cmd_coverage")
 
 
 def _diff(sub: Subparsers) -> None:
@@ -268,7 +277,7 @@ def _diff(sub: Subparsers) -> None:
     p.add_argument("--full", action="store_true", help="text: also every changed case, trace and divergence, one by one")
     p.add_argument("--allow-partial", action="store_true",
                    help="diff even a partial report (a killed or early-stopped run; refused by default, exit 2)")
-    _runs(p, "run_diff", "cmd_diff")
+    _runs(p, "reporting.run_diff", "cmd_diff")
 
 
 def _merge(sub: Subparsers) -> None:
@@ -279,7 +288,7 @@ def _merge(sub: Subparsers) -> None:
     p.add_argument("--max-skipped", type=fraction, default=DEFAULT_MAX_SKIPPED, metavar="FRACTION",
                    help=f"as run's: the whole run fails when the implementation skipped more than this share "
                         f"(default {DEFAULT_MAX_SKIPPED:g})")
-    _runs(p, "merge", "cmd_merge")
+    _runs(p, "running.merge", "cmd_merge")
 
 
 def _site(sub: Subparsers) -> None:
@@ -288,7 +297,7 @@ def _site(sub: Subparsers) -> None:
     p.add_argument("reports", nargs="+", metavar="REPORT.jsonl", help="JSON-lines reports written by run --report")
     p.add_argument("-o", "--output", required=True, help="the directory to write the site in (created if missing)")
     p.add_argument("--title", default="dsh conformance results", help="the site's title")
-    _runs(p, "site_pages", "cmd_site")
+    _runs(p, "reporting.site_pages", "cmd_site")
 
 
 def _tree(sub: Subparsers) -> None:
@@ -318,11 +327,11 @@ def _kit(sub: Subparsers) -> None:
     js = kits.add_parser("js", help="write the Node adapter's kit (kit/, adapter.mjs, binding.mjs) into DIR")
     js.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
                     "overwritten)")
-    _runs(js, "kit_js", "cmd_kit")
+    _runs(js, "porting.kit_js", "cmd_kit")
     py = kits.add_parser("py", help="write a Python starter port on dsh_conformance.kit (core_pipeline.py) into DIR")
     py.add_argument("directory", metavar="DIR", help="where to write it (created when missing; nothing in it is "
                     "overwritten)")
-    _runs(py, "kit_py", "cmd_kit")
+    _runs(py, "porting.kit_py", "cmd_kit")
     agree = kits.add_parser("agree", help="run the starter example on the Python kit and on the JS kit over the "
                             "corpus and generated draws; exit 1 when any answer differs")
     agree.add_argument("--seeds", default="1-5", help="seeds of the generated draws, N or N-M (default 1-5)")
@@ -330,7 +339,7 @@ def _kit(sub: Subparsers) -> None:
     agree.add_argument("--profiles", help="draw for these profiles only (comma-separated; default: core, "
                        "core+reference, code-mode, loop and all four, each)")
     agree.add_argument("--no-corpus", action="store_true", help="the draws only")
-    _runs(agree, "kit_agreement", "cmd_agree")
+    _runs(agree, "measuring.kit_agreement", "cmd_agree")
 
 
 def _mutate(sub: Subparsers) -> None:
@@ -360,4 +369,4 @@ def _mutate(sub: Subparsers) -> None:
     p.add_argument("--markdown", help="also write the Markdown report here (e.g. docs/mutation-report.md)")
     p.add_argument("--html", help="also write the HTML report here")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per mutant on stderr")
-    _runs(p, "mutate", "cmd_mutate")
+    _runs(p, "measuring.mutate", "cmd_mutate")

@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
 from dsh_conformance.kit import jsontext
-from dsh_conformance.outputs import write_atomic
-from dsh_conformance.report import Outcome
-from dsh_conformance.runner import content_id
+from dsh_conformance.textio.outputs import write_atomic
+from dsh_conformance.reporting.report import Outcome
+from dsh_conformance.running.properties import content_id
 from dsh_conformance.strategies.citation import observation_kinds
 from dsh_conformance.strategies.scenarios import examples
-from dsh_conformance.terminal import visible
+from dsh_conformance.textio.terminal import visible
 
 # Outcomes of a drawn scenario that are no failure of the implementation.
 _ACCEPTED = (Outcome.PASS, Outcome.XFAIL, Outcome.XERROR, Outcome.SKIP, Outcome.NOT_SCORED)

@@ -29,7 +29,7 @@ XDIST_FRAMES = 1000  # room for the frames an xdist worker's loop holds under ea
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from . import argtypes  # the command line's own option types: one definition of each
+    from dsh_conformance import argtypes  # the command line's own option types: one definition of each
 
     group = parser.getgroup("dsh-conformance")
     group.addoption("--dsh-impl", help="the implementation under test: oracle, dsh, py:MODULE or a command line")
@@ -60,7 +60,7 @@ EXPECTATIONS_KEY = pytest.StashKey[object]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the spec rules (P1..Pn) a test checks")
-    from . import worker_exit
+    from dsh_conformance import worker_exit
 
     if worker_exit.is_worker(config):  # no KeyboardInterrupt traceback as an xdist worker exits
         config.pluginmanager.register(worker_exit, "dsh-conformance-worker-exit")
@@ -107,18 +107,19 @@ def _check_options(config: pytest.Config) -> None:
     """What ``run`` refuses before any work, refused here as one usage error (option types
     are checked by argparse already): a profile the oracle lacks, an expectations file that
     is missing or wrong, an implementation spec that names none."""
-    from .argtypes import UsageError, load_named_expectations
-    from .connect import make_iut
-    from .expectations import ExpectationsError
-    from .iut import IUTFailure
-    from .rules import ORACLE_PROFILES
+    from dsh_conformance.argtypes import UsageError
+    from dsh_conformance.running.expectations import load_named
+    from dsh_conformance.iut.connect import make_iut
+    from dsh_conformance.running.expectations import ExpectationsError
+    from dsh_conformance.iut.connection import IUTFailure
+    from dsh_conformance.spec.rules import ORACLE_PROFILES
 
     opt = config.getoption
     for p in opt("--dsh-profile") or []:
         if p not in ORACLE_PROFILES:
             raise pytest.UsageError(f"--dsh-profile {p}: the oracle does not implement this profile yet")
     try:
-        config.stash[EXPECTATIONS_KEY] = load_named_expectations(opt("--dsh-expectations"))
+        config.stash[EXPECTATIONS_KEY] = load_named(opt("--dsh-expectations"))
     except ExpectationsError as e:
         raise pytest.UsageError(f"--dsh-expectations: {e}") from None
     try:
@@ -135,10 +136,11 @@ def _check_options(config: pytest.Config) -> None:
 def dsh_runner(request: pytest.FixtureRequest):
     """The session's runner on the implementation under test, shared by the suite's tests
     (``suite_tests.py``, ``fuzz_tests.py``)."""
-    from .iut import IUTFailure, NotAnImplementation
-    from .rules import ORACLE_PROFILES
-    from .runner import EXIT_BROKEN, Runner
-    from .terminal import one_line, visible
+    from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
+    from dsh_conformance.spec.rules import ORACLE_PROFILES
+    from dsh_conformance.running.ending import EXIT_BROKEN
+    from dsh_conformance.running.runner import Runner
+    from dsh_conformance.textio.terminal import one_line, visible
 
     opt = request.config.getoption
     if not opt("--dsh-impl"):
@@ -187,7 +189,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     directory is the point (HypoFuzz's dashboard and later runs share it)."""
     config = session.config
     if config.getoption("--dsh-impl") and not config.getoption("--dsh-fuzz"):
-        from .runner import hypothesis_home
+        from dsh_conformance.running.properties import hypothesis_home
 
         home = hypothesis_home()
         home.__enter__()

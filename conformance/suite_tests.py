@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_conformance.corpus import CASES
-from dsh_conformance.report import Outcome
-from dsh_conformance.runner import corpus_items, expected_traces
-from dsh_conformance.terminal import visible
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.report import Outcome
+from dsh_conformance.running.references import corpus_items, expected_traces
+from dsh_conformance.textio.terminal import visible
 
 ITEMS = corpus_items(CASES)
 

@@ -20,12 +20,18 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .adapter_install import AdapterInstallError, AdapterSpecError, cache_root, lock_digest, tree_home
-from .report import read_report
-from .resources import ADAPTER, CASES, ORACLE
-from .run_diff import diff_reports, render_json, render_markdown, render_text
-from .tree import build_tree
+from dsh_conformance import __version__
+from dsh_conformance.dsh.adapter_install import (
+    AdapterInstallError,
+    AdapterSpecError,
+    cache_root,
+    lock_digest,
+    tree_home,
+)
+from dsh_conformance.reporting.report import read_report
+from dsh_conformance.resources import ADAPTER, CASES, ORACLE
+from dsh_conformance.reporting.run_diff import diff_reports, render_json, render_markdown, render_text
+from dsh_conformance.dsh.tree import build_tree
 
 EXIT_BROKEN = 3
 

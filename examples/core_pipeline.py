@@ -21,9 +21,26 @@ import jsonschema
 
 from dsh_conformance import kit
 from dsh_conformance.kit.decisions import GRANTED, OUTCOMES, POST_KINDS, PRE_REASONS
-from dsh_conformance.kit.jsvalue import (UNDEFINED, NotLossless, Thrown, get, has_own, info_of, is_object,
-                                         is_undefined, js_error, js_string, json_text, message_of, message_value,
-                                         snapshot, to_string, token, truthy, type_error)
+from dsh_conformance.kit.jsvalue import (
+    UNDEFINED,
+    NotLossless,
+    Thrown,
+    get,
+    has_own,
+    info_of,
+    is_object,
+    is_undefined,
+    js_error,
+    js_string,
+    json_text,
+    message_of,
+    message_value,
+    snapshot,
+    to_string,
+    token,
+    truthy,
+    type_error,
+)
 from dsh_conformance.kit.record import Input, Record
 from dsh_conformance.kit.scheduler import ABORT_REASON, fuse
 

@@ -30,7 +30,7 @@ from .scenario import DELEGATE, Behavior, Scenario
 from .scheduler import Signal
 from .script import NOTHING, FsIntent, Invocation, perform, perform_sync
 from .session import RunState
-from .trace import Trace
+from .trace import EVENT_STAGES, Trace
 
 Next = Callable[[], Awaitable[JsValue]]
 
@@ -74,9 +74,6 @@ class Tool:
         return perform_sync(self.run, inv, behavior)
 
 
-_STAGE = {"tools/pre-execute": "pre-execute", "tools/execute": "execute", "tools/post-execute": "post-execute",
-          "approval/request": "approval", "fs/write-intent": "fs-intent", "fs/edit-intent": "fs-intent",
-          "tools/result": "result"}
 _DELEGATE = Behavior.model_validate(DELEGATE)
 
 
@@ -91,7 +88,7 @@ class Listener:
         """A waterfall listener ``(ctx, next)``: what it returns, or raises ``Thrown``.
         ``result``: for ``tools/post-execute``, the result handed to it; ``args``: an intent's
         target; ``request``/``request_signal``: an ``approval/request`` answerer's request."""
-        inv = Invocation(who=self.decl.id, stage=_STAGE[self.decl.event], record=record, rules=("P5",),
+        inv = Invocation(who=self.decl.id, stage=EVENT_STAGES[self.decl.event], record=record, rules=("P5",),
                          next=next_, result=result, args=args, request=request, request_signal=request_signal)
         return await perform(self.run, inv, self.decl.script or _DELEGATE)
 

@@ -40,6 +40,13 @@ INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dis
 PIPELINE_STAGES: tuple[str, ...] = ("pre-execute", "approval", "guards", "execute", "body", "post-execute",
                                     "finalize", "result")
 
+# The stage a listener's observations carry, by the event it listens to (every participant
+# event of the scenario language; the oracle and a port's listeners both read it here).
+EVENT_STAGES: dict[str, str] = {
+    "tools/pre-execute": "pre-execute", "tools/execute": "execute", "tools/post-execute": "post-execute",
+    "approval/request": "approval", "fs/write-intent": "fs-intent", "fs/edit-intent": "fs-intent",
+    "tools/code-dispatch-log": "code-dispatch-log", "tools/result": "result"}
+
 What = Literal[
     "start", "end", "throw", "call", "return", "mutate", "observe", "to", "abort", "snapshot",
     "resolve", "request", "outcome", "deny", "collapse", "defer", "conclude", "register",
@@ -190,7 +197,7 @@ there; an implementation never sends it."""
 
 # The stage boundaries an outermost probe on each seam can see in any implementation. An
 # IUT reports these and every observation of a scripted participant (the observation
-# catalog, conformance/contract.py, describes each, with its value's schema); the oracle's other
+# catalog, conformance/spec/contract.py, describes each, with its value's schema); the oracle's other
 # observations (entry, routes, checkpoints, materialization, resolution, classification,
 # loop bookkeeping) explain its reasoning and are never compared.
 PROBE_POINTS = frozenset({

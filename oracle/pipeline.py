@@ -24,6 +24,7 @@ from ..kit.jsvalue import (UNDEFINED, JsValue, NotLossless, Thrown, get, has_own
                       is_undefined, js_error, json_text, message_of, message_value, snapshot, to_string,
                       token, truthy, type_error)
 from ..kit.engine_texts import nullish_read
+from ..kit.trace import EVENT_STAGES
 from ..kit.record import Input, Record
 from .schema_check import schema_violations
 from .registry import World
@@ -143,29 +144,20 @@ class _Cursor:
             # P6: the shared cursor moved on since the listener at ``caller`` was called (its
             # second next(), or one after an inner listener's): what runs now is P6's decision,
             # where a cursor per listener would run the one after it again (P5 alone).
-            self.w.obs(self.rec.callId, _STAGE[self.event], "cursor", None, self.position, ("P6",))
+            self.w.obs(self.rec.callId, EVENT_STAGES[self.event], "cursor", None, self.position, ("P6",))
         value = await self.step()
         return self.w.freeze(value) if self.freeze_next else value
 
     async def call_listener(self, l: Listener, position: int) -> JsValue:
         if l.id == TIMEOUT_POLICY:
             return await timeout_wrapper(self.w, self.rec, self.next_)
-        inv = Invocation(who=l.id, stage=_STAGE[self.event], record=self.rec, rules=self.rules,
+        inv = Invocation(who=l.id, stage=EVENT_STAGES[self.event], record=self.rec, rules=self.rules,
                          next=partial(self.next_, position), **self.args)
         return await perform(self.w, inv, l.script or _DELEGATE)
 
 
 _DELEGATE = Behavior.model_validate(DELEGATE)  # a listener without a script: validated once (never changed)
 
-_STAGE = {
-    "tools/pre-execute": "pre-execute",
-    "tools/execute": "execute",
-    "tools/post-execute": "post-execute",
-    "approval/request": "approval",
-    "fs/write-intent": "fs-intent",
-    "fs/edit-intent": "fs-intent",
-    "tools/code-dispatch-log": "code-dispatch-log",
-}
 
 
 async def body_waterfall(w: World, rec: Record, event: str, target: JsValue) -> JsValue:

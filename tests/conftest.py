@@ -22,7 +22,7 @@ FAKES = Path(__file__).parent / "fakes"
 def run_fake_module(tmp_path: Path, module: str, env: dict[str, str], *args: str) -> tuple[int, Any, str]:
     """``dsh-conformance run --impl py:MODULE`` on a module of tests/fakes (``env``: how the
     fake is set), in a process of its own: the exit code, the report read back, stdout."""
-    from dsh_conformance.report import read_report
+    from dsh_conformance.reporting.report import read_report
 
     report = tmp_path / f"{module}-{len(list(tmp_path.iterdir()))}.jsonl"
     full = {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(FAKES), str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -71,7 +71,7 @@ def corpus_subset(tmp_path: Path, names: list[str]) -> Path:
     """A directory holding copies of the named corpus cases, for short suite runs."""
     import shutil
 
-    from dsh_conformance.corpus import CASES
+    from dsh_conformance.spec.corpus import CASES
 
     d = tmp_path / "cases"
     d.mkdir()
@@ -85,6 +85,6 @@ def default_draws() -> list:
     """The default run's generated scenarios (100 draws, seed 0) with the oracle's traces:
     drawn and run once a test process, not once in each module that reads them (the side
     recipes' tests and the swarm test all look at these same draws). Read them, never edit."""
-    from dsh_conformance.mutate import default_cases
+    from dsh_conformance.measuring.mutate import default_cases
 
     return default_cases(100, 0, corpus=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_conformance.cli import main
-from dsh_conformance.report import CaseRecord, Report, ReportWriter, read_report
+from dsh_conformance.reporting.report import CaseRecord, Report, ReportWriter, read_report
 
 from .conftest import FAKE, corpus_subset
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.adapter_install import AdapterInstallError, adapter_dir
+from dsh_conformance.dsh.adapter_install import AdapterInstallError, adapter_dir
 from dsh_conformance.resources import ADAPTER
 
 FAKE_NPM = """#!/bin/sh

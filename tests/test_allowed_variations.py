@@ -28,15 +28,16 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance import contract, masks
-from dsh_conformance.compare import first_divergence
-from dsh_conformance.corpus import CASES
+from dsh_conformance.spec import contract
+from dsh_conformance.judge import masks
+from dsh_conformance.judge.compare import first_divergence
+from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.kit.scenario import ScenarioError, parse_scenario
 from dsh_conformance.kit.trace import parse_trace
 from dsh_conformance.laws import check
 from dsh_conformance.oracle.run import run_scenario
-from dsh_conformance.rules import rules
-from dsh_conformance.situations import needed_profiles
+from dsh_conformance.spec.rules import rules
+from dsh_conformance.spec.situations import needed_profiles
 from dsh_conformance.strategies.draws import draw_examples
 
 sys.path.insert(0, str(Path(__file__).parent / "fakes"))

@@ -10,9 +10,9 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.corpus import CASES
-from dsh_conformance.report import read_report
-from dsh_conformance.rules import rules
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.report import read_report
+from dsh_conformance.spec.rules import rules
 
 from .conftest import FAKE, corpus_subset
 
@@ -79,7 +79,7 @@ def test_a_long_implementation_name_gives_bounded_distinct_file_names(tmp_path, 
     crashed ``badge`` with ENAMETOOLONG (issue 40). File names are cut, keep a digest of the
     whole name (two long names differing at the end stay apart), and an output path too long
     for the file system is one line, exit 2."""
-    from dsh_conformance.report import CaseRecord, Footer, Outcome, ReportWriter, new_header
+    from dsh_conformance.reporting.report import CaseRecord, Footer, Outcome, ReportWriter, new_header
 
     reports = []
     for end in ("a", "b"):

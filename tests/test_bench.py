@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.bench import Figure, attribute, plain_calls, wide_arguments
+from dsh_conformance.measuring.bench import Figure, attribute, plain_calls, wide_arguments
 from dsh_conformance.cli import main
 from dsh_conformance.resources import ADAPTER
 from dsh_conformance.oracle import parse_scenario, run_scenario

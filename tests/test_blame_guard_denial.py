@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.compare import first_divergence
+from dsh_conformance.judge.compare import first_divergence
 from dsh_conformance.kit.jsvalue import Thrown
 from dsh_conformance.kit.trace import Trace
 from dsh_conformance.oracle import parse_scenario, pipeline, run_scenario

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.compare import first_divergence
-from dsh_conformance.corpus import CASES
+from dsh_conformance.judge.compare import first_divergence
+from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.kit.scenario import parse_scenario
 from dsh_conformance.kit.trace import parse_trace
 from dsh_conformance.oracle.run import run_scenario

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.compare import first_divergence
+from dsh_conformance.judge.compare import first_divergence
 from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.kit.trace import Trace
 

@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from dsh_conformance.corpus import load_corpus
+from dsh_conformance.spec.corpus import load_corpus
 from dsh_conformance.oracle import run_scenario
 from dsh_conformance.kit.scenario import scenario_to_json
 from dsh_conformance.tools import catalogs

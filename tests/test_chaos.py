@@ -24,7 +24,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dsh_conformance.report import read_report, report_schemas
+from dsh_conformance.reporting.report import read_report, report_schemas
 
 from .conftest import FAKE, ROOT, corpus_subset
 from .hang_guards import wait_until
@@ -491,7 +491,7 @@ def test_memory_does_not_grow_with_the_traces_of_every_case(tmp_path: Path) -> N
 
 _GC_SIGNAL = """
 import gc, os, signal
-from dsh_conformance import interrupts
+from dsh_conformance.running import interrupts
 
 fired = []
 
@@ -524,7 +524,7 @@ def test_a_signal_swallowed_in_a_gc_callback_is_raised_at_the_next_safe_point() 
 
 _SECOND_SIGNAL = """
 import os, signal, time
-from dsh_conformance import interrupts
+from dsh_conformance.running import interrupts
 
 with interrupts.handled():
     try:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dsh_conformance.cli import main, parser
-from dsh_conformance.report import Outcome
-from dsh_conformance.progress import Progress
+from dsh_conformance.reporting.report import Outcome
+from dsh_conformance.running.progress import Progress
 
 from .conftest import FAKE, ROOT, corpus_subset
 
@@ -117,7 +117,7 @@ def test_no_see_the_report_without_a_report(tmp_path, capsys):
     """More than 20 failures without --report: the console says how to see them all."""
     cases = tmp_path / "cases"
     cases.mkdir()
-    from dsh_conformance.corpus import CASES
+    from dsh_conformance.spec.corpus import CASES
 
     for path in sorted(CASES.glob("*.json"))[:30]:
         (cases / path.name).write_bytes(path.read_bytes())

@@ -13,7 +13,7 @@ import pytest
 from dsh_conformance.cli import main
 from dsh_conformance.oracle import code_mode
 from dsh_conformance.oracle.code_mode import render_json  # noqa: F401
-from dsh_conformance.report import read_report
+from dsh_conformance.reporting.report import read_report
 
 from .conftest import corpus_subset
 
@@ -51,7 +51,7 @@ def test_a_code_mode_law_catches_the_fake(tmp_path, mode, case, rule):
 
 @pytest.mark.parametrize("case", sorted({b[1] for b in BREAKS}))
 def test_the_oracle_breaks_no_code_mode_law_there(case):
-    from dsh_conformance.corpus import CASES, load_case
+    from dsh_conformance.spec.corpus import CASES, load_case
     from dsh_conformance.laws import check
     from dsh_conformance.oracle import run_scenario
 
@@ -102,7 +102,7 @@ WRONG_RENDERS = [
 @pytest.mark.rules("P128")
 @pytest.mark.parametrize("name,wrong,case", WRONG_RENDERS, ids=[w[0] for w in WRONG_RENDERS])
 def test_the_p128_law_catches_a_wrong_render_in_the_oracle(monkeypatch, name, wrong, case):
-    from dsh_conformance.corpus import CASES, load_case
+    from dsh_conformance.spec.corpus import CASES, load_case
     from dsh_conformance.laws import check
     from dsh_conformance.oracle import run_scenario
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.strategies.code_side import (CALL_PREFIX, EXCLUSIVE_TOOL, NOT_LOSSLESS, SAFE_TOOL,
-                                                   SIDE_AGENT)
+from dsh_conformance.strategies.code_side import CALL_PREFIX, EXCLUSIVE_TOOL, NOT_LOSSLESS, SAFE_TOOL, SIDE_AGENT
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dsh_conformance.compare import agree, events_for, first_divergence
+from dsh_conformance.judge.agreement import agree
+
+from dsh_conformance.judge.lanes import events_for
+
+from dsh_conformance.judge.compare import first_divergence
 from dsh_conformance.oracle import texts
 from dsh_conformance.kit.trace import Event, Trace
 
@@ -179,8 +183,8 @@ def test_equal_items_of_other_types_are_not_taken_as_the_same_json():
     """The matcher's fast path (``==``, then the same marshal bytes or repr) takes two items
     as one only when they are the same JSON: ``True`` and ``1``, ``1`` and ``1.0``, ``-0.0``
     and ``0.0`` are equal in Python, and each pair goes to the comparison proper."""
-    from dsh_conformance.compare import matcher
-    from dsh_conformance.same_json import same_json as _same_json
+    from dsh_conformance.judge.agreement import matcher
+    from dsh_conformance.judge.same_json import same_json as _same_json
 
     for e, a in ((True, 1), (1, 1.0), (-0.0, 0.0), ({"v": [False]}, {"v": [0]}), ({"a": 1, "b": 2}, {"b": 2, "a": 1})):
         assert e == a and not _same_json(e, a)

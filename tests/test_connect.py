@@ -10,13 +10,14 @@ import inspect
 import pytest
 
 from dsh_conformance.argtypes import UsageError
-from dsh_conformance.connect import IUT, Pipeline, make_iut
-from dsh_conformance.corpus import CASES
-from dsh_conformance.iut import InProcessIUT, ProcessIUT, PythonIUT
-from dsh_conformance.report import Outcome
+from dsh_conformance.iut.connect import IUT, Pipeline, make_iut
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.iut.connection import InProcessIUT, ProcessIUT, PythonIUT
+from dsh_conformance.reporting.report import Outcome
 from dsh_conformance.resources import SUITE
-from dsh_conformance.rules import ORACLE_PROFILES
-from dsh_conformance.runner import Runner, corpus_items
+from dsh_conformance.spec.rules import ORACLE_PROFILES
+from dsh_conformance.running.runner import Runner
+from dsh_conformance.running.references import corpus_items
 
 pytestmark = pytest.mark.rules("P1")
 
@@ -82,10 +83,10 @@ def test_build_goes_only_with_a_tree():
 def test_the_plugin_and_the_runner_do_not_import_the_cli():
     """What --impl means is connect's: the plugin takes it from there, and the runner asks
     an IUT's pipeline, not its class."""
-    for name in ("plugin.py", "runner.py", "bench.py"):
+    for name in ("plugin.py", "running/runner.py", "measuring/bench.py"):
         tree = ast.parse((SUITE / name).read_text(encoding="utf-8"))
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert "cli" not in imported, name
+        assert not imported & {"cli", "dsh_conformance.cli"}, name
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "isinstance"]
         assert not [ast.unparse(c) for c in calls if "IUT" in ast.unparse(c.args[1])], name
 
@@ -94,9 +95,9 @@ def test_the_plugin_and_the_runner_do_not_import_the_cli():
 def test_a_run_message_spliced_from_the_case_text_is_the_encoded_message(extra):
     """The runner sends the document's text as it encoded it once for the case (its key,
     its size): spliced into the run line, it must be the bytes protocol.dumps writes."""
-    from dsh_conformance.iut import run_message
-    from dsh_conformance.protocol import dumps
-    from dsh_conformance.runner import _document_text, corpus_items
+    from dsh_conformance.iut.connection import run_message
+    from dsh_conformance.iut.protocol import dumps
+    from dsh_conformance.running.references import corpus_items, document_text as _document_text
 
     for seq, (_, doc, _) in enumerate(corpus_items(CASES), start=1):
         doc = doc if extra is None else {**doc, "extra": extra}

@@ -19,10 +19,10 @@ import pytest
 
 from dsh_conformance import cli
 from dsh_conformance.cli import main
-from dsh_conformance.iut import IUTFailure, ProcessIUT
-from dsh_conformance.report import read_report, rule_outcomes
-from dsh_conformance.rules import rules
-from dsh_conformance.scores import SCORED, profile_scores
+from dsh_conformance.iut.connection import IUTFailure, ProcessIUT
+from dsh_conformance.reporting.report import read_report, rule_outcomes
+from dsh_conformance.spec.rules import rules
+from dsh_conformance.reporting.scores import SCORED, profile_scores
 
 from .conftest import FAKE, ROOT, corpus_subset
 from .hang_guards import wait_until

@@ -13,15 +13,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dsh_conformance import trace_lanes
+from dsh_conformance.judge import trace_lanes
 from dsh_conformance.cli import main
-from dsh_conformance.blame import contract_error
-from dsh_conformance.compare import divergences, first_divergence
-from dsh_conformance.corpus import CASES, load_case, load_corpus
-from dsh_conformance import contract
+from dsh_conformance.judge.blame import contract_error
+from dsh_conformance.judge.compare import divergences, first_divergence
+from dsh_conformance.spec.corpus import CASES, load_case, load_corpus
+from dsh_conformance.spec import contract
 from dsh_conformance.oracle import parse_trace, run_scenario
 from dsh_conformance.kit.trace import is_portable, trace_json_schema
-from dsh_conformance.report import read_report
+from dsh_conformance.reporting.report import read_report
 from dsh_conformance.tools import observation_catalog
 
 from .conftest import corpus_subset
@@ -284,7 +284,7 @@ def test_replay_all_lists_a_code_mode_text_divergence(tmp_path, capsys):
 
 
 def _needed(case):
-    from dsh_conformance.rules import profiles_needed
+    from dsh_conformance.spec.rules import profiles_needed
 
     return profiles_needed(list(case.scenario.rules))
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.corpus import CASES
-from dsh_conformance.report import read_report
-from dsh_conformance.rules import rules, rules_of
-from dsh_conformance.situations import needed_profiles, situations, uncited
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.report import read_report
+from dsh_conformance.spec.rules import rules, rules_of
+from dsh_conformance.spec.situations import needed_profiles, situations, uncited
 
 from .hang_guards import hang_guard
 
@@ -100,10 +100,11 @@ def test_reference_only_faults_leave_core_only_cases_passing(tmp_path):
     # core (the comparison's masks), so nothing else may show. A fault with which the copy cannot run a case
     # (it answers errored: a throw outside the pipeline, which breaks core's P90 as well)
     # proves nothing here.
-    from dsh_conformance.iut import InProcessIUT
-    from dsh_conformance.mutants import faults
-    from dsh_conformance.mutate import load
-    from dsh_conformance.runner import Runner, corpus_items
+    from dsh_conformance.iut.connection import InProcessIUT
+    from dsh_conformance.measuring.mutants import faults
+    from dsh_conformance.measuring.mutate import load
+    from dsh_conformance.running.runner import Runner
+    from dsh_conformance.running.references import corpus_items
 
     index = rules()
     items = [(i, d, p) for i, d, p in corpus_items(CASES) if needed_profiles(d) == {"core"}]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_conformance.corpus import load_corpus
-from dsh_conformance.expect import check
+from dsh_conformance.spec.corpus import load_corpus
+from dsh_conformance.spec.expect import check
 from dsh_conformance.oracle import run_scenario
 
 CORPUS = load_corpus()
@@ -39,7 +39,7 @@ def test_every_case_has_expectations():
 
 @pytest.mark.parametrize("case", [_param(c) for c in CORPUS])
 def test_every_observation_names_known_rules(case):
-    from dsh_conformance.rules import rules
+    from dsh_conformance.spec.rules import rules
 
     known = set(rules())
     for o in run_scenario(case.scenario).observations:

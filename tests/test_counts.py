@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from dsh_conformance.report import CaseRecord, Outcome, read_report
-from dsh_conformance.scores import case_totals, rule_counts
+from dsh_conformance.reporting.report import CaseRecord, Outcome, read_report
+from dsh_conformance.reporting.scores import case_totals, rule_counts
 
 from .conftest import FAKE, corpus_subset
 

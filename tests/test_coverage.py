@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance import coverage as cov
-from dsh_conformance.corpus import CASES
+from dsh_conformance.measuring import coverage as cov
+from dsh_conformance.spec.corpus import CASES
 
 BIN = Path(sys.executable).parent / "dsh-conformance"
 SMALL_CORPUS = ("post-accept-value-contract-failures", "thrown-values-to-message", "pre-deny-skips-body")
@@ -90,7 +90,7 @@ def test_the_committed_exceptions_are_well_formed():
 
 def test_the_generated_run_is_the_mutation_reports():
     """Both measures count the same scenarios: the generated-only column's and coverage's."""
-    from dsh_conformance.mutate import default_cases
+    from dsh_conformance.measuring.mutate import default_cases
 
     assert cov.generated_docs(20, 0) == [c.doc for c in default_cases(20, 0, corpus=False)]
 

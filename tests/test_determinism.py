@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from dsh_conformance.corpus import CASES, load_corpus
+from dsh_conformance.spec.corpus import CASES, load_corpus
 from dsh_conformance.oracle import parse_scenario, parse_trace, run_scenario
 from dsh_conformance.kit.scenario import scenario_to_json
 

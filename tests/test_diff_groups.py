@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.diff_groups import blame_order, place
-from dsh_conformance.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
-from dsh_conformance.run_diff import diff_reports, render_json, render_text
+from dsh_conformance.reporting.diff_groups import blame_order, place
+from dsh_conformance.reporting.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
+from dsh_conformance.reporting.run_diff import diff_reports, render_json, render_text
 
 from .conftest import FAKE
 

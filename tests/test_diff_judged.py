@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dsh_conformance.run_diff import kind
+from dsh_conformance.reporting.run_diff import kind
 
 from .test_run_diff import case, write
 

@@ -21,8 +21,7 @@ from .upstream_findings import is_upstream_finding
 from dsh_conformance.tools.md_structure import parse
 from dsh_conformance.tools.pairing import blob_hash, render_record
 from dsh_conformance.tools.pipeline_page import PAGE, PROSE_FILE, generate
-from dsh_conformance.tools.prose_claims import (Claim, LexiconError, OrderGraph, closure, load_lexicon,
-                                                sentence_claims)
+from dsh_conformance.tools.prose_claims import Claim, LexiconError, OrderGraph, closure, load_lexicon, sentence_claims
 
 MODEL = load_flow_model()
 LEXICON = load_lexicon(MODEL)

@@ -4,7 +4,6 @@ that is broken fails the tests; the README stays a map of under 400 lines whose 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.corpus import CASES
+from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.resources import EXPECTATIONS
-from dsh_conformance.expectations import load_expectations
+from dsh_conformance.running.expectations import load_expectations
 from dsh_conformance.kit import jsontext
-from dsh_conformance.protocol import Errored, Skipped, Traced, parse_answer, parse_started
+from dsh_conformance.iut.protocol import Errored, Skipped, Traced, parse_answer, parse_started
 
 from .hang_guards import SLICE, watch
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.package_sets import NotPublished, lockstep_version, resolve, semver_key
+from dsh_conformance.dsh.package_sets import NotPublished, lockstep_version, resolve, semver_key
 
 from .conftest import FAKE, corpus_subset
 from .dsh_trees import assemble_tree, patch

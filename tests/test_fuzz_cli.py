@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_conformance.cli import main
-from dsh_conformance.corpus import CASES
+from dsh_conformance.spec.corpus import CASES
 
 from .test_hostile_files import small_report
 

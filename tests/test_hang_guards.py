@@ -89,7 +89,7 @@ def test_the_code_under_test_keeps_its_limits():
 
     wait = hang_guards._guarded_wait(Fake.wait)
     exec(compile("wait(proc, timeout=30)", "<suite>", "exec"),
-         {"__name__": "dsh_conformance.iut", "wait": wait, "proc": Fake()})  # a call from the suite's own module
+         {"__name__": "dsh_conformance.iut.connection", "wait": wait, "proc": Fake()})  # a call from the suite's own module
     assert seen == [30]
 
 

@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.corpus import CASES
-from dsh_conformance.evidence import document_digest
-from dsh_conformance.outputs import EXIT_OUTPUT, OutputLock, OutputError, write_atomic
-from dsh_conformance.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
-from dsh_conformance.report_html import builtin_case
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.evidence import document_digest
+from dsh_conformance.textio.outputs import EXIT_OUTPUT, OutputLock, OutputError, write_atomic
+from dsh_conformance.reporting.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
+from dsh_conformance.reporting.report_html import builtin_case
 
 from .conftest import FAKE, ROOT, corpus_subset
 
@@ -275,7 +275,7 @@ def test_special_files_in_a_cases_directory_are_refused(tmp_path):
 
 
 def test_a_report_over_the_limit_is_refused_unread(tmp_path, monkeypatch):
-    from dsh_conformance import report as report_module
+    from dsh_conformance.reporting import report as report_module
 
     good = small_report(tmp_path / "good.jsonl")
     monkeypatch.setattr(report_module, "MAX_REPORT_BYTES", 100)
@@ -442,8 +442,8 @@ def test_a_saved_case_never_writes_or_reads_through_what_is_planted_at_its_path(
     a victim and a FIFO nobody writes sit at the names it would take: neither is written
     through or replaced (another run's file is never overwritten), the FIFO is not opened
     (it would hang), and the case is saved beside them with the umask's mode."""
-    from dsh_conformance.iut import embedded_oracle
-    from dsh_conformance.runner import Runner
+    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.running.runner import Runner
 
     failures = tmp_path / "failures"
     failures.mkdir()

@@ -16,8 +16,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from markdown_it import MarkdownIt
 
-from dsh_conformance.markup import md_code, md_text, xml_text
-from dsh_conformance.terminal import json_visible, one_line, visible
+from dsh_conformance.textio.markup import md_code, md_text, xml_text
+from dsh_conformance.textio.terminal import json_visible, one_line, visible
 
 from .conftest import ROOT, corpus_subset
 

@@ -288,7 +288,7 @@ def test_a_published_version_from_elsewhere(installed, tmp_path):
 def test_the_js_kit_is_in_the_wheel_and_writes_from_elsewhere(installed):
     """The JS kit travels as package data: its generic half, the skeleton and the real adapter's
     binding; ``kit js`` from the installed suite writes the same bytes as the clone has."""
-    from dsh_conformance.kit_js import kit_files
+    from dsh_conformance.porting.kit_js import kit_files
 
     shipped = installed["site"] / "dsh_conformance" / "tools" / "dsh-adapter"
     listed = sorted(str(p.relative_to(shipped)) for p in shipped.rglob("*") if p.is_file() and p.suffix in (".mjs", ".md"))

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_conformance.kit.jsvalue import (NotLossless, Thrown, info_of, is_lossless, json_text, message_of,
-                            number_to_string, snapshot, to_string)
+from dsh_conformance.kit.jsvalue import (
+    NotLossless,
+    Thrown,
+    info_of,
+    is_lossless,
+    json_text,
+    message_of,
+    number_to_string,
+    snapshot,
+    to_string,
+)
 
 U = {"$js": "undefined"}
 

@@ -87,7 +87,7 @@ def test_the_oracle_runs_on_the_kits_interpreter() -> None:
 
 
 def test_kit_version_is_tied_to_the_protocol() -> None:
-    from dsh_conformance.protocol import PROTOCOL_VERSION
+    from dsh_conformance.iut.protocol import PROTOCOL_VERSION
 
     assert kit.PROTOCOL_VERSION == PROTOCOL_VERSION
     assert int(kit.KIT_VERSION.split(".")[0]) == PROTOCOL_VERSION

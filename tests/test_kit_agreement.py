@@ -12,8 +12,14 @@ import shutil
 import pytest
 
 from dsh_conformance.kit import KIT_VERSION
-from dsh_conformance.kit_agreement import (JS_EXAMPLE, PROFILE_SETS, PYTHON_EXAMPLE, compare, corpus_scenarios,
-                                          drawn_scenarios)
+from dsh_conformance.measuring.kit_agreement import (
+    JS_EXAMPLE,
+    PROFILE_SETS,
+    PYTHON_EXAMPLE,
+    compare,
+    corpus_scenarios,
+    drawn_scenarios,
+)
 from dsh_conformance.resources import ADAPTER, EXAMPLES, KIT
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="the JS kit needs Node")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.kit_js import SKELETON, kit_files
+from dsh_conformance.porting.kit_js import SKELETON, kit_files
 
 from .conftest import ROOT
 

@@ -11,7 +11,7 @@ import tomllib
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.kit_py import STARTER
+from dsh_conformance.porting.kit_py import STARTER
 
 from .conftest import ROOT
 

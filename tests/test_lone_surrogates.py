@@ -11,12 +11,12 @@ import sys
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.corpus import CASES
-from dsh_conformance.iut import ProcessIUT
-from dsh_conformance.report import CaseRecord, Outcome, ReportWriter, new_header, read_report
-from dsh_conformance.report_formats import render_json, render_junit, render_markdown
-from dsh_conformance.report_html import render_html
-from dsh_conformance.runner import Runner
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.iut.connection import ProcessIUT
+from dsh_conformance.reporting.report import CaseRecord, Outcome, ReportWriter, new_header, read_report
+from dsh_conformance.reporting.report_formats import render_json, render_junit, render_markdown
+from dsh_conformance.reporting.report_html import render_html
+from dsh_conformance.running.runner import Runner
 from dsh_conformance.oracle import load_scenario, run_scenario
 from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsvalue import json_text
@@ -104,7 +104,7 @@ def test_report_records_and_views_keep_them(tmp_path):
 
 
 def test_saved_counterexample_keeps_them(tmp_path):
-    from dsh_conformance.iut import embedded_oracle
+    from dsh_conformance.iut.connection import embedded_oracle
 
     iut = embedded_oracle()
     iut.start()

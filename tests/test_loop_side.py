@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance import mutants
-from dsh_conformance.mutate import run_mutants
+from dsh_conformance.measuring import mutants
+from dsh_conformance.measuring.mutate import run_mutants
 from dsh_conformance.strategies.loop_side import ENTER_NOTHING, SIDE_TOOLS
 
 

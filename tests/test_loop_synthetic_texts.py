@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from dsh_conformance.compare import first_divergence
-from dsh_conformance.corpus import CASES
+from dsh_conformance.judge.compare import first_divergence
+from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.oracle import load_scenario, parse_trace, run_scenario
 
 

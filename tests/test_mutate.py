@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance import mutants
+from dsh_conformance.measuring import mutants
 from dsh_conformance.cli import main
-from dsh_conformance.mutate import default_cases, run_mutants
-from dsh_conformance.rules import rules
+from dsh_conformance.measuring.mutate import default_cases, run_mutants
+from dsh_conformance.spec.rules import rules
 
 
 def test_every_fault_applies_once_and_compiles():
@@ -29,8 +29,8 @@ def test_every_fault_applies_once_and_compiles():
 
 
 def test_blame_accuracy_counts_the_caught_faults_blamed_on_their_rule():
-    from dsh_conformance.mutate import Result
-    from dsh_conformance.mutation_report import blame_accuracy
+    from dsh_conformance.measuring.mutate import Result
+    from dsh_conformance.measuring.mutation_report import blame_accuracy
 
     pool, guard = (next(f for f in mutants.faults() if f.id == i)
                    for i in ("fault:pool-size-plus-one", "fault:guard-throw-abstains"))
@@ -115,7 +115,7 @@ def small_corpus(tmp_path: Path) -> Path:
     """A few corpus cases, so that the smoke run stays quick."""
     import shutil
 
-    from dsh_conformance.corpus import CASES
+    from dsh_conformance.spec.corpus import CASES
 
     d = tmp_path / "cases"
     d.mkdir()
@@ -152,7 +152,7 @@ def test_the_replay_command_reruns_a_killing_case(capsys):
 
 
 def test_an_unmutated_copy_that_fails_stops_the_measurement(monkeypatch, tmp_path, capsys):
-    import dsh_conformance.mutate as mutate_module
+    import dsh_conformance.measuring.mutate as mutate_module
 
     real = mutate_module.materialize
     fault = next(f for f in mutants.faults() if f.id == "fault:guard-throw-abstains")

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from dsh_conformance.cli import main
-from dsh_conformance.expectations import load_expectations
-from dsh_conformance.outputs import OutputError, OutputLock, write_atomic
-from dsh_conformance.report import read_report
+from dsh_conformance.running.expectations import load_expectations
+from dsh_conformance.textio.outputs import OutputError, OutputLock, write_atomic
+from dsh_conformance.reporting.report import read_report
 
 from .conftest import FAKE, ROOT, corpus_subset
 from .hang_guards import wait_until

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.report import read_report
+from dsh_conformance.reporting.report import read_report
 
 from .conftest import FAKE, corpus_subset
 from .hang_guards import wait_until
@@ -114,7 +114,7 @@ def test_three_shards_merged_are_the_whole_run(tmp_path, impl, extra):
 
 
 def test_a_shard_is_a_slice_and_every_case_is_in_one(tmp_path):
-    from dsh_conformance.shards import Shard, attempts_of, cases_of
+    from dsh_conformance.running.shards import Shard, attempts_of, cases_of
 
     items = list(range(10))
     got = [cases_of(Shard(k, 3), items) for k in (1, 2, 3)]

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.report import Outcome, read_report
+from dsh_conformance.reporting.report import Outcome, read_report
 
 from .dsh_trees import assemble_tree, patch
 

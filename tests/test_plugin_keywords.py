@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from dsh_conformance.corpus import CASES
-from dsh_conformance.runner import corpus_items
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.running.references import corpus_items
 
 pytestmark = pytest.mark.rules("P1")
 

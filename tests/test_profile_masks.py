@@ -18,15 +18,17 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance import contract, masks
+from dsh_conformance.spec import contract
+from dsh_conformance.judge import masks
 from dsh_conformance.cli import main
-from dsh_conformance.compare import agree, first_divergence
-from dsh_conformance.corpus import CASES
+from dsh_conformance.judge.agreement import agree
+from dsh_conformance.judge.compare import first_divergence
+from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.oracle.run import run_scenario
 from dsh_conformance.kit.scenario import parse_scenario
 from dsh_conformance.kit.trace import parse_trace
-from dsh_conformance.report import read_report
-from dsh_conformance.situations import needed_profiles
+from dsh_conformance.reporting.report import read_report
+from dsh_conformance.spec.situations import needed_profiles
 
 sys.path.insert(0, str(Path(__file__).parent / "fakes"))
 import profile_fake  # noqa: E402
@@ -143,7 +145,7 @@ def test_the_port_passes_core_and_fails_reference_on_the_fixing_rule(tmp_path: P
 def test_every_part_of_the_catalog_is_fixed_by_rules_of_one_profile_set_and_core_masks_them_all() -> None:
     """Each part names rules the rule index knows; none is core's, so core masks every one and
     reference none (the parts say what only reference fixes)."""
-    from dsh_conformance.rules import rules
+    from dsh_conformance.spec.rules import rules
 
     known = rules()
     for part in contract.PARTS:

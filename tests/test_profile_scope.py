@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.rules import rules
-from dsh_conformance.situations import OPTIONAL_FEATURES, situations
+from dsh_conformance.spec.rules import rules
+from dsh_conformance.spec.situations import OPTIONAL_FEATURES, situations
 from dsh_conformance.strategies.draws import draw_examples
 
 from .conftest import run_fake_module
@@ -69,7 +69,7 @@ def test_re_registration_that_replaces_passes_every_profile(tmp_path):
 
 
 def test_no_corpus_case_registers_a_name_registered_already():
-    from dsh_conformance.corpus import CASES
+    from dsh_conformance.spec.corpus import CASES
 
     for path in sorted(CASES.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -124,10 +124,10 @@ def test_max_skipped_takes_a_fraction(bad, capsys):
 def test_a_corpus_case_needing_an_undeclared_feature_is_not_sent(tmp_path):
     # core-strict declares no feature; with reference declared too it would be sent the
     # timeout-policy cases: they are not-scored ("needs feature"), not skipped.
-    from dsh_conformance.runner import Runner
-    from dsh_conformance.iut import InProcessIUT
+    from dsh_conformance.running.runner import Runner
+    from dsh_conformance.iut.connection import InProcessIUT
     from dsh_conformance.oracle import serve
-    from dsh_conformance.corpus import CASES
+    from dsh_conformance.spec.corpus import CASES
 
     def started():
         return {**serve.started(), "profiles": ["core", "reference"], "features": []}

@@ -14,8 +14,8 @@ import sys
 import termios
 from pathlib import Path
 
-from dsh_conformance.progress import DELAY, Progress
-from dsh_conformance.report import Outcome
+from dsh_conformance.running.progress import DELAY, Progress
+from dsh_conformance.reporting.report import Outcome
 
 from .conftest import ROOT, corpus_subset
 

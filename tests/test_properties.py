@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dsh_conformance.laws import check
-from dsh_conformance.rules import ORACLE_PROFILES, rules, rules_of
+from dsh_conformance.spec.rules import ORACLE_PROFILES, rules, rules_of
 from dsh_conformance.strategies.citation import ALL_PROFILES, cite
 from dsh_conformance.strategies.draws import DEFAULT_EXAMPLES, DEFAULT_SEED, measure_coverage
 from dsh_conformance.strategies.scenarios import scenarios
@@ -337,7 +337,7 @@ def test_invariants_catch_a_broken_trace(doc, corrupt, rule):
 
 
 def test_invariants_hold_on_the_corpus():
-    from dsh_conformance.corpus import load_corpus
+    from dsh_conformance.spec.corpus import load_corpus
 
     for case in load_corpus():
         assert check(case.scenario, run_scenario(case.scenario)) == [], case.id

@@ -21,7 +21,7 @@ def test_committed_page_is_current():
 
 
 def test_every_rule_of_every_profile_has_a_row():
-    from dsh_conformance.rules import rules
+    from dsh_conformance.spec.rules import rules
 
     text = reach_page.PAGE.read_text(encoding="utf-8")
     rows = re.findall(r"^\| (P\d+) \|", text, flags=re.M)
@@ -47,10 +47,10 @@ def test_listed_sentences_are_the_specs(shared):
 
 def test_generated_counts_are_the_default_runs_draws(monkeypatch):
     # The page counts the scenarios Runner.run_properties draws: run both on a few examples.
-    from dsh_conformance.iut import embedded_oracle
-    from dsh_conformance.report import CaseRecord, Outcome
-    from dsh_conformance.rules import ORACLE_PROFILES
-    from dsh_conformance.runner import Runner
+    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.reporting.report import CaseRecord, Outcome
+    from dsh_conformance.spec.rules import ORACLE_PROFILES
+    from dsh_conformance.running.runner import Runner
 
     seen: list[list[str]] = []
     iut = embedded_oracle()

@@ -13,24 +13,25 @@ from pathlib import Path
 import pytest
 
 import dsh_conformance.oracle
-from dsh_conformance import reference_cache, runner
+from dsh_conformance.running import reference_cache, references
+from dsh_conformance.running.runner import Runner
 from dsh_conformance.oracle import parse_scenario, run_scenario
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance" / "cases"
-DOC = runner.corpus_items(CORPUS)[0][1]
+DOC = references.corpus_items(CORPUS)[0][1]
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DSH_CONFORMANCE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(reference_cache.SWITCH, raising=False)
-    runner.forget_references()
+    references.forget_references()
     yield tmp_path / "cache"
-    runner.forget_references()
+    references.forget_references()
 
 
 def _key(doc):
-    return runner._key_of(runner._document_text(doc))
+    return references.key_of(references.document_text(doc))
 
 
 def _oracle_runs(monkeypatch) -> list[int]:
@@ -40,27 +41,27 @@ def _oracle_runs(monkeypatch) -> list[int]:
     def counted(scenario):
         runs.append(1)
         return run_scenario(scenario)
-    monkeypatch.setattr(runner, "run_scenario", counted)
+    monkeypatch.setattr(references, "run_scenario", counted)
     return runs
 
 
 def test_a_reference_is_kept_and_read_back_by_the_next_run_the_same(cache, monkeypatch):
     fresh = run_scenario(parse_scenario(DOC))
-    runner.reference(None, DOC)
+    references.reference(None, DOC)
     assert (reference_cache.directory() / f"{_key(DOC)}.pickle").is_file()
-    runner.forget_references()  # a new run: nothing in memory
+    references.forget_references()  # a new run: nothing in memory
     runs = _oracle_runs(monkeypatch)
-    kept = runner.reference(None, DOC)
+    kept = references.reference(None, DOC)
     assert runs == [] and kept == fresh and kept.dumps() == fresh.dumps()
 
 
 def test_another_process_reads_the_kept_reference(cache):
     """Written by this process, read by a fresh interpreter whose oracle cannot run."""
-    runner.reference(None, DOC)
-    script = ("import json, sys\nfrom dsh_conformance import runner\n"
-              "runner.run_scenario = lambda s: sys.exit('the oracle ran')\n"
-              "doc = json.loads(sys.stdin.read())\nprint(runner.reference(None, doc).dumps(), end='')\n")
-    done = subprocess.run([sys.executable, "-c", script], input=runner.jsontext.dumps(DOC), capture_output=True,
+    references.reference(None, DOC)
+    script = ("import json, sys\nfrom dsh_conformance.running import references\n"
+              "references.run_scenario = lambda s: sys.exit('the oracle ran')\n"
+              "doc = json.loads(sys.stdin.read())\nprint(references.reference(None, doc).dumps(), end='')\n")
+    done = subprocess.run([sys.executable, "-c", script], input=references.jsontext.dumps(DOC), capture_output=True,
                           text=True, env={**os.environ}, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == run_scenario(parse_scenario(DOC)).dumps()
@@ -78,21 +79,21 @@ def test_changed_oracle_code_is_another_digest_and_the_reference_is_computed_ane
     (copy / "extra.py").write_text("")
     assert reference_cache.digest_of({"dsh_conformance.oracle": copy}) != after
 
-    runner.reference(None, DOC)
-    runner.forget_references()
+    references.reference(None, DOC)
+    references.forget_references()
     monkeypatch.setattr(reference_cache, "source_digest", lambda: after)  # the code changed since
     runs = _oracle_runs(monkeypatch)
-    runner.reference(None, DOC)
+    references.reference(None, DOC)
     assert runs == [1]
     assert (reference_cache.directory(after) / f"{_key(DOC)}.pickle").is_file()
 
 
 def test_a_changed_document_is_another_key_even_in_key_order(cache, monkeypatch):
-    runner.reference(None, DOC)
-    runner.forget_references()
+    references.reference(None, DOC)
+    references.forget_references()
     runs = _oracle_runs(monkeypatch)
     reordered = dict(reversed(list(DOC.items())))
-    runner.reference(None, reordered)
+    references.reference(None, reordered)
     assert runs == [1]
 
 
@@ -106,71 +107,71 @@ def test_the_running_code_is_what_the_digest_covers():
 
 @pytest.mark.parametrize("spoil", ["torn", "another key", "group-writable", "folder world-writable"])
 def test_a_file_not_to_trust_is_not_read(cache, monkeypatch, spoil):
-    runner.reference(None, DOC)
+    references.reference(None, DOC)
     path = reference_cache.directory() / f"{_key(DOC)}.pickle"
     if spoil == "torn":
         path.write_bytes(path.read_bytes()[:100])
     elif spoil == "another key":
-        other = runner.corpus_items(CORPUS)[1][1]
-        runner.reference(None, other)
+        other = references.corpus_items(CORPUS)[1][1]
+        references.reference(None, other)
         shutil.copy(reference_cache.directory() / f"{_key(other)}.pickle", path)
     elif spoil == "group-writable":
         path.chmod(0o664)
     else:
         path.parent.chmod(0o777)
-    runner.forget_references()
+    references.forget_references()
     runs = _oracle_runs(monkeypatch)
-    assert runner.reference(None, DOC) == run_scenario(parse_scenario(DOC))
+    assert references.reference(None, DOC) == run_scenario(parse_scenario(DOC))
     assert runs == [1]
 
 
 def test_off_reads_and_writes_nothing(cache, monkeypatch):
     monkeypatch.setenv(reference_cache.SWITCH, "off")
-    runner.reference(None, DOC)
+    references.reference(None, DOC)
     assert not cache.exists()
 
 
 def test_an_unwritable_cache_costs_the_speed_not_the_run(cache, monkeypatch):
     cache.write_text("a file where the folder would be")
-    assert runner.reference(None, DOC) == run_scenario(parse_scenario(DOC))
+    assert references.reference(None, DOC) == run_scenario(parse_scenario(DOC))
 
 
 def test_a_kept_reference_is_read_when_its_case_is_prepared_and_judged_the_same(cache, monkeypatch):
     """A run after the first: ``expected_traces`` only sees that the file is there (the
     oracle ran the case to an end with this code), the case reads it when it is prepared,
     and the record is the one of a run that read it first."""
-    from dsh_conformance.iut import embedded_oracle
-    from dsh_conformance.report import ReportWriter
-    from dsh_conformance.rules import ORACLE_PROFILES
+    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.reporting.report import ReportWriter
+    from dsh_conformance.spec.rules import ORACLE_PROFILES
 
-    items = runner.corpus_items(CORPUS)[:6]
+    items = references.corpus_items(CORPUS)[:6]
 
     def records():
         iut = embedded_oracle()
         iut.start()
         try:
-            got = runner.Runner(iut, set(ORACLE_PROFILES), writer=ReportWriter(None))
-            got.run_cases(items, None, runner.expected_traces(items, CORPUS))
+            got = Runner(iut, set(ORACLE_PROFILES), writer=ReportWriter(None))
+            got.run_cases(items, None, references.expected_traces(items, CORPUS))
             return [r.model_dump(exclude={"duration_ms"}) for r in got.records]
         finally:
             iut.close()
 
     first = records()  # computes and keeps every reference
-    runner.forget_references()
+    references.forget_references()
     runs = _oracle_runs(monkeypatch)
-    expected = runner.expected_traces(items, CORPUS)
-    assert all(isinstance(v, runner.KeptReference) for v in expected.values())
+    expected = references.expected_traces(items, CORPUS)
+    assert all(isinstance(v, references.KeptReference) for v in expected.values())
     assert expected[items[0][0]].resolve() == run_scenario(parse_scenario(items[0][1]))
-    runner.forget_references()
+    references.forget_references()
     assert records() == first
     assert runs == []
 
 
 def test_a_kept_file_spoiled_after_the_check_is_computed_when_its_case_is_prepared(cache, monkeypatch):
-    runner.reference(None, DOC)
-    runner.forget_references()
-    kept = runner.expected_traces([("x", DOC, "x.json")], CORPUS)["x"]
-    assert isinstance(kept, runner.KeptReference)
+    references.reference(None, DOC)
+    references.forget_references()
+    kept = references.expected_traces([("x", DOC, "x.json")], CORPUS)["x"]
+    assert isinstance(kept, references.KeptReference)
     path = reference_cache.directory() / f"{_key(DOC)}.pickle"
     path.write_bytes(path.read_bytes()[:100])  # torn between the run's start and the case
     runs = _oracle_runs(monkeypatch)
@@ -180,7 +181,7 @@ def test_a_kept_file_spoiled_after_the_check_is_computed_when_its_case_is_prepar
 
 def test_without_the_cache_every_reference_is_computed_before_any_work(cache, monkeypatch):
     monkeypatch.setenv(reference_cache.SWITCH, "off")
-    expected = runner.expected_traces([("x", DOC, "x.json")], CORPUS)
+    expected = references.expected_traces([("x", DOC, "x.json")], CORPUS)
     assert expected["x"] == run_scenario(parse_scenario(DOC))
 
 

@@ -10,9 +10,10 @@ import sys
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.compare import digest, divergences, first_divergence
-from dsh_conformance.corpus import CASES
-from dsh_conformance.report import read_report
+from dsh_conformance.judge.lanes import digest
+from dsh_conformance.judge.compare import divergences, first_divergence
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.report import read_report
 from dsh_conformance.oracle import load_scenario, parse_trace, run_scenario
 
 from .conftest import FAKE, corpus_subset

@@ -13,8 +13,8 @@ import pytest
 
 from dsh_conformance.cli import main
 from dsh_conformance.resources import ADAPTER
-from dsh_conformance.report import read_report
-from dsh_conformance.scores import scores
+from dsh_conformance.reporting.report import read_report
+from dsh_conformance.reporting.scores import scores
 from dsh_conformance.tools.report_browser import browser_page, open_cell, open_report, why_no_browser
 
 from .conftest import FAKE, ROOT, corpus_subset

@@ -13,15 +13,15 @@ import jsonschema
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.corpus import CASES
-from dsh_conformance.evidence import document_digest, trace_digest
-from dsh_conformance.iut import ProcessIUT
-from dsh_conformance.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
-from dsh_conformance.report import Outcome, ReportWriter, new_header, read_report, report_schemas
-from dsh_conformance.report_html import case_view, render, replay_command
-from dsh_conformance.rule_text import STATEMENTS, dumps_statements, statements, statements_from_spec
-from dsh_conformance.rules import rules
-from dsh_conformance.runner import Runner
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.evidence import document_digest, trace_digest
+from dsh_conformance.iut.connection import ProcessIUT
+from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
+from dsh_conformance.reporting.report import Outcome, ReportWriter, new_header, read_report, report_schemas
+from dsh_conformance.reporting.report_html import case_view, render, replay_command
+from dsh_conformance.spec.rule_text import STATEMENTS, dumps_statements, statements, statements_from_spec
+from dsh_conformance.spec.rules import rules
+from dsh_conformance.running.runner import Runner
 from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.kit.trace import parse_trace
 
@@ -206,7 +206,7 @@ def test_every_rule_is_reachable_through_the_outcome_filter(tmp_path, monkeypatc
 
 
 def test_expected_errors_and_every_rule_outcome_have_an_option():
-    from dsh_conformance.report import CaseRecord, Footer, Report
+    from dsh_conformance.reporting.report import CaseRecord, Footer, Report
 
     header = new_header({"name": "x", "version": "1", "language": "python", "packages": {"a": "1.0", "b": "2.0"}},
                         ["core", "reference", "loop", "code-mode"], 0, 0)
@@ -223,7 +223,7 @@ def test_expected_errors_and_every_rule_outcome_have_an_option():
 
 
 def test_a_reason_with_consequences_is_shown_once():
-    from dsh_conformance.report_html import merged_reasons
+    from dsh_conformance.reporting.report_html import merged_reasons
 
     why = "only successes are frozen"
     cell = {"cases": [{"reason": f"{why} (and, as a consequence, P4)"}, {"reason": f"{why} (and, as a consequence, P12, P87)"},

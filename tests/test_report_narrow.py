@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.report import read_report
-from dsh_conformance.report_html import page_title
+from dsh_conformance.reporting.report import read_report
+from dsh_conformance.reporting.report_html import page_title
 from dsh_conformance.tools.report_browser import browser_page, open_report, why_no_browser
 
 from .conftest import FAKE, corpus_subset

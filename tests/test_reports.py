@@ -13,8 +13,8 @@ import pytest
 from dsh_conformance.cli import main
 
 from .conftest import FAKE, corpus_subset
-from dsh_conformance.corpus import CASES
-from dsh_conformance.report import read_report, report_schemas
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.report import read_report, report_schemas
 
 BYPASS = f"{sys.executable} {FAKE} guard-bypass"
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "guard-falsy-returns-deny", "approval-shipped-allowed-once"]
@@ -144,7 +144,7 @@ def test_bench_prints_ratios(tmp_path, cases, capsys):
 
 
 def test_consequences_are_expected_only_beside_their_cause(tmp_path):
-    from dsh_conformance.expectations import load_expectations
+    from dsh_conformance.running.expectations import load_expectations
 
     f = tmp_path / "exp.yaml"
     f.write_text("rules:\n  P11: handed results are mutable\nconsequences:\n  P11: [P12, P87]\n")

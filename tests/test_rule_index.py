@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_conformance.rules import ORACLE_PROFILES, dumps_index, index_from_spec, INDEX, rules, rules_of
+from dsh_conformance.spec.rules import ORACLE_PROFILES, dumps_index, index_from_spec, INDEX, rules, rules_of
 
 from .conftest import CITED, whole_suite_collected
 

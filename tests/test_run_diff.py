@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
-from dsh_conformance.run_diff import diff_reports, kind, render_json, render_markdown, render_text
-from dsh_conformance.value_diff import first_difference
+from dsh_conformance.reporting.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
+from dsh_conformance.reporting.run_diff import diff_reports, kind, render_json, render_markdown, render_text
+from dsh_conformance.judge.value_diff import first_difference
 
 pytestmark = pytest.mark.rules("P1")
 

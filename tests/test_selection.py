@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.corpus import CASES, load_corpus
-from dsh_conformance.report import Outcome, read_report
-from dsh_conformance.selection import SelectionError, keyword
+from dsh_conformance.spec.corpus import CASES, load_corpus
+from dsh_conformance.reporting.report import Outcome, read_report
+from dsh_conformance.running.selection import SelectionError, keyword
 
 from .conftest import FAKE
 

@@ -14,10 +14,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.report import read_report, rule_outcomes
-from dsh_conformance.rules import rules
-from dsh_conformance.scores import scores
-from dsh_conformance.site import build, page_name, version_key
+from dsh_conformance.reporting.report import read_report, rule_outcomes
+from dsh_conformance.spec.rules import rules
+from dsh_conformance.reporting.scores import scores
+from dsh_conformance.reporting.site import build, page_name, version_key
 
 from .site_reports import hostile_site_in, small_reports, write
 from .test_hostile_text import assert_inert

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.report import read_report, rule_outcomes
-from dsh_conformance.scores import rule_counts, scores
+from dsh_conformance.reporting.report import read_report, rule_outcomes
+from dsh_conformance.reporting.scores import rule_counts, scores
 from dsh_conformance.tools.report_browser import why_no_browser
 from dsh_conformance.tools.site_browser import open_page, watched_page
 

@@ -10,8 +10,8 @@ import pytest
 from dsh_conformance.cli import main
 
 from .conftest import FAKE, corpus_subset
-from dsh_conformance.corpus import CASES
-from dsh_conformance.report import read_report
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.reporting.report import read_report
 
 # A few corpus cases that exercise what the fakes break.
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "loop-contexts-after-batch",

@@ -22,10 +22,18 @@ from typing import Any
 
 import pytest
 
-from dsh_conformance.package_sets import satisfies
-from dsh_conformance.adapter_install import tree_home
-from dsh_conformance.tree import (StaleBuild, check_fresh, plan, provenance, runtime_digest, source_digest, stale_reason,
-                                  wanted_major)
+from dsh_conformance.dsh.package_sets import satisfies
+from dsh_conformance.dsh.adapter_install import tree_home
+from dsh_conformance.dsh.tree import (
+    StaleBuild,
+    check_fresh,
+    plan,
+    provenance,
+    runtime_digest,
+    source_digest,
+    stale_reason,
+    wanted_major,
+)
 
 from .conftest import corpus_subset
 from .dsh_trees import assemble_tree, patch
@@ -250,7 +258,7 @@ def test_the_tree_runs_its_install_scripts_unless_told_not_to(tmp_path, ignore):
     """``tree PATH`` runs the tree's code with the user's rights, its install's lifecycle
     scripts first (issue 40): a tree whose postinstall leaves a mark. ``--ignore-scripts``
     installs without them (the build then stops: this tree has no compiler)."""
-    from dsh_conformance.adapter_install import pinned_set
+    from dsh_conformance.dsh.adapter_install import pinned_set
 
     root = tmp_path / "hostile-tree"
     package = root / "packages" / "tools"

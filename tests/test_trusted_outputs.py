@@ -69,7 +69,7 @@ def test_outputs_forged_after_the_footer_are_found_at_the_end(tmp_path, cases):
 
 
 def test_the_ledger_finds_a_file_changed_in_place_or_replaced(tmp_path):
-    from dsh_conformance.outputs import Ledger, write_atomic
+    from dsh_conformance.textio.outputs import Ledger, write_atomic
 
     ledger = Ledger()
     same, changed, replaced = (tmp_path / n for n in ("same", "changed", "replaced"))

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from dsh_conformance.cli import main
-from dsh_conformance.compare import agree
-from dsh_conformance.value_diff import MISSING, first_difference, locate, path_text, value_at, window
+from dsh_conformance.judge.agreement import agree
+from dsh_conformance.judge.value_diff import MISSING, first_difference, locate, path_text, value_at, window
 
 from .conftest import FAKE, corpus_subset
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dsh_conformance import compare
-from dsh_conformance.corpus import CASES, load_case
-from dsh_conformance import contract
+from dsh_conformance.judge import compare
+from dsh_conformance.spec.corpus import CASES, load_case
+from dsh_conformance.spec import contract
 from dsh_conformance.oracle import parse_trace, run_scenario
 from dsh_conformance.kit.trace import is_portable
 

@@ -16,10 +16,10 @@ import time
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dsh_conformance.corpus import CASES
-    from dsh_conformance.iut import PythonIUT, Worker, embedded_oracle
-    from dsh_conformance.protocol import parse_answer
-    from dsh_conformance.runner import corpus_items
+    from dsh_conformance.spec.corpus import CASES
+    from dsh_conformance.iut.connection import PythonIUT, Worker, embedded_oracle
+    from dsh_conformance.iut.protocol import parse_answer
+    from dsh_conformance.running.references import corpus_items
     from dsh_conformance.oracle.serve import answer
 
     repeats = int((argv if argv is not None else sys.argv[1:] or ["15"])[0])

@@ -21,11 +21,11 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from dsh_conformance import rule_text
-from dsh_conformance import rules as rule_index
-from dsh_conformance import contract
-from dsh_conformance.protocol import message_schemas
-from dsh_conformance.report import report_schemas
+from dsh_conformance.spec import rule_text
+from dsh_conformance.spec import rules as rule_index
+from dsh_conformance.spec import contract
+from dsh_conformance.iut.protocol import message_schemas
+from dsh_conformance.reporting.report import report_schemas
 from dsh_conformance.resources import CATALOGS as CATALOG_DIR
 from dsh_conformance.resources import CLONE, DOCS, SUITE
 from dsh_conformance.kit.scenario import scenario_json_schema

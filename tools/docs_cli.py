@@ -242,7 +242,7 @@ def _coverage(args: argparse.Namespace) -> int:
         if args.cases is None:
             traces = corpus_traces()
         else:
-            from dsh_conformance.corpus import load_corpus
+            from dsh_conformance.spec.corpus import load_corpus
 
             cases = Path(args.cases)
             if not cases.is_dir():

@@ -292,7 +292,7 @@ def coverage(model: FlowModel, traces: dict[str, Trace]) -> Coverage:
 
 
 def corpus_traces() -> dict[str, Trace]:
-    from dsh_conformance.corpus import load_corpus
+    from dsh_conformance.spec.corpus import load_corpus
     from dsh_conformance.oracle import run_scenario
 
     return {c.id: run_scenario(c.scenario) for c in load_corpus()}

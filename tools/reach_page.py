@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from dsh_conformance.resources import DOCS, TOOLS
-from dsh_conformance.rules import ORACLE_PROFILES, PROFILES, rules
+from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
 
 PAGE = (DOCS if DOCS is not None else Path("docs")) / "rule-reach.md"
 INEXPRESSIBLE = TOOLS / "data" / "inexpressible.yaml"
@@ -100,7 +100,7 @@ def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED
 
 
 def corpus_citations() -> dict[str, list[str]]:
-    from dsh_conformance.corpus import load_corpus
+    from dsh_conformance.spec.corpus import load_corpus
 
     out: dict[str, list[str]] = {}
     for case in load_corpus():

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dsh_conformance.kit.scenario import Scenario
 from dsh_conformance.kit.trace import Trace
 
-from . import adjacency, code_mode, gate, immutability, ordering, outcomes
-from .framework import Law, View, Violation, law, view
+from dsh_conformance.laws import adjacency, code_mode, gate, immutability, ordering, outcomes
+from dsh_conformance.laws.framework import Law, View, Violation, law, view
 
 LAWS: tuple[Law, ...] = (
     ordering.stage_order,

@@ -11,7 +11,7 @@ from typing import Any
 from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.scenario import DirectRun
 
-from .framework import ABSENT, UI_STAGES, View, Violation, law
+from dsh_conformance.laws.framework import ABSENT, UI_STAGES, View, Violation, law
 
 
 @law

@@ -19,7 +19,7 @@ from dsh_conformance.kit.jsvalue import Thrown, json_text, same_value, to_string
 from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS, code_run_failed
 from dsh_conformance.kit.trace import Observation
 
-from .framework import ABSENT, UNKNOWN, View, Violation, law
+from dsh_conformance.laws.framework import ABSENT, UNKNOWN, View, Violation, law
 
 RUN_OVER = "run_code run is over ("
 REJECTED_AT_CALL = ("tool arguments must be lossless JSON",)  # P118.2; P118.1 ends in "not dispatched"

@@ -15,7 +15,17 @@ from dsh_conformance.kit.jsvalue import Thrown, is_lossless, to_string
 from dsh_conformance.kit.scenario import Behavior, Scenario, ShippedApproval
 from dsh_conformance.kit.trace import Observation
 
-from .framework import ABSENT, CallSpec, CallTrace, UNDEFINED, View, Violation, is_failure, law, own_props
+from dsh_conformance.laws.framework import (
+    ABSENT,
+    CallSpec,
+    CallTrace,
+    UNDEFINED,
+    View,
+    Violation,
+    is_failure,
+    law,
+    own_props,
+)
 
 
 def _is_getter(v: Any) -> bool:

@@ -9,7 +9,17 @@ from typing import Any
 from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.trace import Observation
 
-from .framework import ABSENT, IDENTITY_FIELDS, UI_STAGES, UNDEFINED, UNKNOWN, View, Violation, law, own_props
+from dsh_conformance.laws.framework import (
+    ABSENT,
+    IDENTITY_FIELDS,
+    UI_STAGES,
+    UNDEFINED,
+    UNKNOWN,
+    View,
+    Violation,
+    law,
+    own_props,
+)
 
 
 NO_RESULT_STAGES = ("pre-execute", "approval", "guards", "body", "render", "presentationMeta", "classify")

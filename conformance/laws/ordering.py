@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from .framework import AFTER_RESULT, BODY_WORK, RANK, STAGE_NAME, UI_STAGES, View, Violation, law
+from dsh_conformance.laws.framework import AFTER_RESULT, BODY_WORK, RANK, STAGE_NAME, UI_STAGES, View, Violation, law
 
 
 @law

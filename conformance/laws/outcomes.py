@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dsh_conformance.kit.jsvalue import NotLossless, Thrown, is_lossless, same_value, snapshot
 from dsh_conformance.kit.scenario import DirectRun
 
-from .framework import ABSENT, UNDEFINED, View, Violation, is_failure, law
+from dsh_conformance.laws.framework import ABSENT, UNDEFINED, View, Violation, is_failure, law
 
 
 @law

@@ -11,10 +11,10 @@ from typing import Any
 
 from dsh_conformance.oracle import Scenario, Trace
 from dsh_conformance.kit.scenario import DELEGATE, Behavior, CustomApproval, DirectRun, LoopRun
-from dsh_conformance.rules import rules_of
+from dsh_conformance.spec.rules import rules_of
 
-from . import code_mode
-from .settle import settle
+from dsh_conformance.strategies import code_mode
+from dsh_conformance.strategies.settle import settle
 
 ALL_PROFILES: frozenset[str] = frozenset({"core", "reference", "loop", "code-mode"})
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from dsh_conformance.oracle import Scenario, Trace
 from dsh_conformance.kit.scenario import DirectRun, LoopRun
 
-from .basics import PARTICIPANTS, UNDEF, S, edit_steps, err, reused, text, weighted
+from dsh_conformance.strategies.basics import PARTICIPANTS, UNDEF, S, edit_steps, err, reused, text, weighted
 
 # Lossless JSON a program hands a binding or completes with (the value strategies of
 # strategies.values cover the wider domain at every other boundary).

@@ -60,9 +60,9 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .basics import UNDEF, S, weighted
-from .code_mode import DEEP, FAIL_KINDS
-from .side_calls import step_aside
+from dsh_conformance.strategies.basics import UNDEF, S, weighted
+from dsh_conformance.strategies.code_mode import DEEP, FAIL_KINDS
+from dsh_conformance.strategies.side_calls import step_aside
 
 CALL_PREFIX = "cv"  # the side runs' call ids: cv1, cv2, ...
 SIDE_AGENT = "ac"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from .basics import S, UNDEF, text, weighted
-from .values import boundary_values, contents, context_lists, lossless_values
+from dsh_conformance.strategies.basics import S, UNDEF, text, weighted
+from dsh_conformance.strategies.values import boundary_values, contents, context_lists, lossless_values
 
 
 PRE_ALLOW = [{"kind": "allow"}, {"kind": "allow", "arguments": {"x": 99}, "name": "forged", "callId": "forged"}]

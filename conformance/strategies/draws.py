@@ -11,12 +11,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from dsh_conformance.rules import rules_of
+from dsh_conformance.spec.rules import rules_of
 
-from .citation import exercised_rules, observation_kinds
-from .basics import S
-from .citation import ALL_PROFILES, Example, sort_rules
-from .scenarios import examples
+from dsh_conformance.strategies.citation import exercised_rules, observation_kinds
+from dsh_conformance.strategies.basics import S
+from dsh_conformance.strategies.citation import ALL_PROFILES, Example, sort_rules
+from dsh_conformance.strategies.scenarios import examples
 
 
 DEFAULT_EXAMPLES = 300  # the default example budget of the coverage measurement

@@ -49,8 +49,8 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .basics import UNDEF, message, weighted
-from .runs import NEXT_TURN
+from dsh_conformance.strategies.basics import UNDEF, message, weighted
+from dsh_conformance.strategies.runs import NEXT_TURN
 
 FEATURES = ("fifo", "conclude", "spare", "gone", "deadline", "pool")
 SIDE_TOOLS = ("tq", "tc", "ta", "tg", "tt", "tp")

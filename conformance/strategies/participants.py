@@ -12,16 +12,51 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE, FS_INTENTS
 
-from .decisions import approval_outcomes
-from .basics import S, err, message, reused, weighted
-from .roles import (ANSWER, APPROVAL, BODY, EXEC, FINALIZER, GUARD, INTENT, OBSERVER, POST, PRE, RENDER, Role, THROWS,
-                    behaviors, ret, then_return)
-from .terminals import (DELEGATES, HOT_PRE, answer_terminals, approval_terminals, body_terminals, classifier_behaviors,
-                        exec_terminals, finalizer_terminals, guard_terminals, hot_answer_terminals, hot_exec_terminals,
-                        hot_guard_terminals, hot_intent_terminals, hot_observer_terminals, hot_post_terminals,
-                        intent_terminals, meta_terminals, observer_terminals, post_terminals, pre_terminals,
-                        presenter_behaviors, render_terminals)
-from .values import ABORT_AND_WAIT, ABORT_CALLER
+from dsh_conformance.strategies.decisions import approval_outcomes
+from dsh_conformance.strategies.basics import S, err, message, reused, weighted
+from dsh_conformance.strategies.roles import (
+    ANSWER,
+    APPROVAL,
+    BODY,
+    EXEC,
+    FINALIZER,
+    GUARD,
+    INTENT,
+    OBSERVER,
+    POST,
+    PRE,
+    RENDER,
+    Role,
+    THROWS,
+    behaviors,
+    ret,
+    then_return,
+)
+from dsh_conformance.strategies.terminals import (
+    DELEGATES,
+    HOT_PRE,
+    answer_terminals,
+    approval_terminals,
+    body_terminals,
+    classifier_behaviors,
+    exec_terminals,
+    finalizer_terminals,
+    guard_terminals,
+    hot_answer_terminals,
+    hot_exec_terminals,
+    hot_guard_terminals,
+    hot_intent_terminals,
+    hot_observer_terminals,
+    hot_post_terminals,
+    intent_terminals,
+    meta_terminals,
+    observer_terminals,
+    post_terminals,
+    pre_terminals,
+    presenter_behaviors,
+    render_terminals,
+)
+from dsh_conformance.strategies.values import ABORT_AND_WAIT, ABORT_CALLER
 
 
 DEFINE_PARAMETERS = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .basics import S, UNDEF, err, message, text, weighted
-from .runs import RAW_BOUNDARIES, RAW_PARSES, hot_raw_arguments
-from .terminals import ABORT_REPLACED, FRESH_SIGNAL
-from .values import ABORT_CALLER
+from dsh_conformance.strategies.basics import S, UNDEF, err, message, text, weighted
+from dsh_conformance.strategies.runs import RAW_BOUNDARIES, RAW_PARSES, hot_raw_arguments
+from dsh_conformance.strategies.terminals import ABORT_REPLACED, FRESH_SIGNAL
+from dsh_conformance.strategies.values import ABORT_CALLER
 
 
 # Values the spec turns into text (P9's String of a thrown value, JSON text of an approval

@@ -11,8 +11,17 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .basics import S, message, reused, weighted
-from .values import CALL_SLOTS, MESSAGE_IDS, REF_SLOTS, append_steps, dispatch_steps, messages, scalars, thrown_values
+from dsh_conformance.strategies.basics import S, message, reused, weighted
+from dsh_conformance.strategies.values import (
+    CALL_SLOTS,
+    MESSAGE_IDS,
+    REF_SLOTS,
+    append_steps,
+    dispatch_steps,
+    messages,
+    scalars,
+    thrown_values,
+)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .basics import S, reused, weighted
-from .participants import chance
-from .value_shapes import ARGS_GETTER, NAME_GETTER, ROOT_GETTER
-from .values import boundary_values, js_only_values
+from dsh_conformance.strategies.basics import S, reused, weighted
+from dsh_conformance.strategies.participants import chance
+from dsh_conformance.strategies.value_shapes import ARGS_GETTER, NAME_GETTER, ROOT_GETTER
+from dsh_conformance.strategies.values import boundary_values, js_only_values
 
 
 RAW_ARGUMENTS = ['{"x":1}', "", "{}", '{"x":"s"}', "not json", '{"x":1,"x":2}', "[1,2]", '"text"', '{"n":-0}',

@@ -11,17 +11,37 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
 
-from . import code_mode, code_side, loop_side, script_calls, side_calls
-from .basics import S, leave_defaults_out, message, reused, weighted
-from .participants import (FOCI, LISTENER_COUNTS, PRE_STEP, agent_lists, approvals, chance, guard_defs, hot_terminals,
-                           listener_defs, tool_defs)
-from .recipes import (abort_recipe, aim_first_call, has_step, layered_guards, observed_raw_arguments, prepend_steps,
-                      quiet_calls, spared_by_restriction, spared_finalizer, value_rounds)
-from .citation import ALL_PROFILES, cited
-from .confine import confine
-from .runs import direct_runs, loop_runs
-from .value_shapes import getter_declarations, unique_shared_ids
-from .values import ABORT_CALLER, append_steps, dispatch, dispatch_steps
+from dsh_conformance.strategies import code_mode, code_side, loop_side, script_calls, side_calls
+from dsh_conformance.strategies.basics import S, leave_defaults_out, message, reused, weighted
+from dsh_conformance.strategies.participants import (
+    FOCI,
+    LISTENER_COUNTS,
+    PRE_STEP,
+    agent_lists,
+    approvals,
+    chance,
+    guard_defs,
+    hot_terminals,
+    listener_defs,
+    tool_defs,
+)
+from dsh_conformance.strategies.recipes import (
+    abort_recipe,
+    aim_first_call,
+    has_step,
+    layered_guards,
+    observed_raw_arguments,
+    prepend_steps,
+    quiet_calls,
+    spared_by_restriction,
+    spared_finalizer,
+    value_rounds,
+)
+from dsh_conformance.strategies.citation import ALL_PROFILES, cited
+from dsh_conformance.strategies.confine import confine
+from dsh_conformance.strategies.runs import direct_runs, loop_runs
+from dsh_conformance.strategies.value_shapes import getter_declarations, unique_shared_ids
+from dsh_conformance.strategies.values import ABORT_CALLER, append_steps, dispatch, dispatch_steps
 
 
 LISTENER_EVENTS = ["tools/pre-execute", "tools/execute", "tools/post-execute", "tools/result", "approval/request",
@@ -169,7 +189,7 @@ def scenario_docs(draw: Any, profiles: frozenset[str] = ALL_PROFILES, wide: bool
     if extra:
         doc["tools"][0]["body"] = prepend_steps(doc["tools"][0]["body"], extra)
     if not loop and len(plan) == n_tools and foci >= {"entry", "guards"}:
-        spared_by_restriction(doc)  # with run_code too: a spared binding is blamed on P56 (compare.RESOLUTION_REASONS)
+        spared_by_restriction(doc)  # with run_code too: a spared binding is blamed on P56 (judge.lanes.RESOLUTION_REASONS)
     if loop:
         observed_raw_arguments(draw, doc, listeners, guards)
     if "guards" in foci:

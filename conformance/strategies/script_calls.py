@@ -50,8 +50,8 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .basics import UNDEF, err, text
-from .side_calls import mentions_ask, step_aside
+from dsh_conformance.strategies.basics import UNDEF, err, text
+from dsh_conformance.strategies.side_calls import mentions_ask, step_aside
 
 SCRIPT_TOOL = "ts"
 SCRIPT_AGENT = "as"

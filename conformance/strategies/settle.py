@@ -8,7 +8,7 @@ from typing import Any
 from dsh_conformance.oracle import Scenario, ScenarioRunError, Trace, parse_scenario, run_scenario
 from dsh_conformance.kit.jsvalue import clone
 
-from .basics import edit_steps
+from dsh_conformance.strategies.basics import edit_steps
 
 
 def settle(doc: dict[str, Any]) -> tuple[dict[str, Any], Scenario, Trace]:

@@ -41,9 +41,17 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .basics import UNDEF, err, weighted
-from .recipes import TO_JSON_TEXT, TO_MESSAGE, value_post_decisions
-from .value_probes import ASKED_CALL, PROBE_CALLS, PROBE_TOOL, asked_probe, outcome_probes, probe_listeners, probes
+from dsh_conformance.strategies.basics import UNDEF, err, weighted
+from dsh_conformance.strategies.recipes import TO_JSON_TEXT, TO_MESSAGE, value_post_decisions
+from dsh_conformance.strategies.value_probes import (
+    ASKED_CALL,
+    PROBE_CALLS,
+    PROBE_TOOL,
+    asked_probe,
+    outcome_probes,
+    probe_listeners,
+    probes,
+)
 
 SIDE_TOOL = "tv"
 SIDE_AGENT = "av"

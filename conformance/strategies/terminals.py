@@ -11,12 +11,33 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .decisions import (GUARD_DENIALS, PRE_ALLOW, PRE_ASK, PRE_DENY, PRE_DENY_NO_REASON, PRE_MALFORMED,
-                        approval_outcomes, authored_results, post_decisions, pre_decisions)
-from .basics import S, UNDEF, message, text, weighted
-from .roles import THROWS, result_writes, ret, then_return
-from .values import (ABORT_AND_WAIT, ABORT_CALLER, CALL_SLOTS, REF_SLOTS, boundary_values, contents, context_lists,
-                     js_only_values, lossless_values, messages, thrown_values)
+from dsh_conformance.strategies.decisions import (
+    GUARD_DENIALS,
+    PRE_ALLOW,
+    PRE_ASK,
+    PRE_DENY,
+    PRE_DENY_NO_REASON,
+    PRE_MALFORMED,
+    approval_outcomes,
+    authored_results,
+    post_decisions,
+    pre_decisions,
+)
+from dsh_conformance.strategies.basics import S, UNDEF, message, text, weighted
+from dsh_conformance.strategies.roles import THROWS, result_writes, ret, then_return
+from dsh_conformance.strategies.values import (
+    ABORT_AND_WAIT,
+    ABORT_CALLER,
+    CALL_SLOTS,
+    REF_SLOTS,
+    boundary_values,
+    contents,
+    context_lists,
+    js_only_values,
+    lossless_values,
+    messages,
+    thrown_values,
+)
 
 
 DELEGATES = st.just(list(DELEGATE))

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import DELEGATE
 
-from .basics import S, err, message
+from dsh_conformance.strategies.basics import S, err, message
 
 PROBE_CALLS = ("p1", "p2", "p3", "p4")
 PROBE_TOOL = "tp"

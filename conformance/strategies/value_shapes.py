@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dsh_conformance.kit.jsvalue import token
 from dsh_conformance.kit.value_refs import has_refs, walk
 
-from .basics import S
+from dsh_conformance.strategies.basics import S
 
 VALUE_GETTERS = ("g1", "g2")  # inside values
 NAME_GETTER, ARGS_GETTER, ROOT_GETTER = "g-name", "g-args", "g-root"  # input fields (P23)

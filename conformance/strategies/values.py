@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
 
-from .basics import S, UNDEF, err, message, text, weighted
-from .value_shapes import ERROR_SHAPES, getter_values, shared_values
+from dsh_conformance.strategies.basics import S, UNDEF, err, message, text, weighted
+from dsh_conformance.strategies.value_shapes import ERROR_SHAPES, getter_values, shared_values
 
 
 ABORT_CALLER = {"do": "abort", "signal": "caller"}

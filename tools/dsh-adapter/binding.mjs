@@ -49,7 +49,7 @@ export function implementation() {
     node: process.version,
     ...(process.env.DSH_ADAPTER_SOURCE ? { source: process.env.DSH_ADAPTER_SOURCE } : {}),
     // What was run, from the suite's side: the packages' versions and built-code digests, and for
-    // a working tree its commit and dirty flag (conformance/tree.py).
+    // a working tree its commit and dirty flag (conformance/dsh/tree.py).
     ...(process.env.DSH_ADAPTER_TREE ? { build: JSON.parse(process.env.DSH_ADAPTER_TREE) } : {}),
     packages: others,
   }

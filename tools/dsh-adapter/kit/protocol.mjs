@@ -1,4 +1,4 @@
-// The protocol loop: the IUT protocol v1 (conformance/protocol.py) on stdin/stdout, one JSON
+// The protocol loop: the IUT protocol v1 (conformance/iut/protocol.py) on stdin/stdout, one JSON
 // object a line, for the implementation a binding binds (binding.mjs):
 //   <- {"cmd":"start","version":1}        -> the handshake (the binding's implementation, profiles, features)
 //   <- {"cmd":"run","seq":N,"scenario":S} -> {"seq":N,"trace":T} | {"seq":N,"skipped":true,"reason":R}

@@ -3,7 +3,7 @@
 // one and ask it what the installed set can do: supporting another version is a change here.
 //
 // What the published sets need (the set for a version is resolved by
-// conformance/adapter_install.py; checked against every published @deepseek-ai/dsh-tools):
+// conformance/dsh/adapter_install.py; checked against every published @deepseek-ai/dsh-tools):
 //
 // | need                         | 0.0.1-rc.1                 | 0.1.0-rc.6 | 0.1.0-rc.7      | 0.1.0-rc.8 |
 // |------------------------------|----------------------------|------------|-----------------|------------|

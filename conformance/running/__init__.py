@@ -1,0 +1,1 @@
+"""Running the suite: sending cases and generated scenarios to an implementation, the reference traces kept between runs, shrinking, outcomes and exit codes, jobs, shards and merges, selection, progress and interrupts."""

@@ -1,0 +1,1 @@
+"""The spec as the suite reads it: the rule index and statements, the observation catalog (what an implementation reports and what each rule fixes), the corpus of named cases and their expectations, the profiles a case's situations need."""

@@ -4,7 +4,8 @@ The script opens a cell's detail view (a ``<template>`` per failing cell, cloned
 ``<dialog>``; also from the page's ``#d-<report>-<rule>[-c<case>]`` fragment), moves to a
 listed case or divergence, and filters the matrix by outcome, profile and a search for a rule or
 a case (the index by case with it). A profile's rows fold under its header; rules no report
-has a case of, and the rule statements, are folded until asked for (a page a phone can scroll). It uses
+has a case of, and the rule statements, are folded until asked for, and on a narrow screen an
+expected failure's reason shows its first two lines in the cell (whole in the cell's detail view). It uses
 nothing but the DOM, so the page works from ``file://`` and without a network.
 """
 
@@ -108,6 +109,7 @@ header.page,main{padding-left:10px;padding-right:10px}
 .meter{width:56px}
 .wide{overflow-x:auto;max-width:100%}
 table.matrix th,table.matrix td{padding:3px 4px}
+td.cell .reason{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:2;overflow:hidden}
 dialog#detail{width:100vw;max-width:100vw;height:100vh;max-height:100vh;border-radius:0}
 dialog .body{padding:4px 8px 12px}
 table.kv,table.kv tbody,table.kv tr,table.kv th,table.kv td{display:block}
@@ -181,11 +183,12 @@ JS = """
     if (GROUPS[v]) return outcomes.some(function (o) { return GROUPS[v].indexOf(o) >= 0; });
     return outcomes.indexOf(v) >= 0;
   }
-  // Rules no report has a case of (a selection's other 100-odd) stay folded unless asked for.
+  // Rules no report has a case of (a selection's other 100-odd) stay folded unless asked for:
+  // the box ticked, their outcome chosen, one profile chosen (at most 49 rows) or a search.
   var fn = document.getElementById('f-nocase');
   function caseless(tr) {
     return tr.dataset.nocase === '1' && !(fn && fn.checked) && ['no-case', 'unscored'].indexOf(fo.value) < 0 &&
-      !fs.value.trim();
+      fp.value === 'all' && !fs.value.trim();
   }
   function filter() {
     var shown = 0, found = searched(), searching = !!fs.value.trim();

@@ -6,9 +6,9 @@ the CPU. So a guard fires only when the processes it watches
 
 - used no CPU at all for ``IDLE`` seconds (blocked for good: a deadlock, a read that never
   returns; no correct program of this suite waits that long on nothing), or
-- used more CPU seconds than the limit written for an idle machine allows all the cores, times
-  ``HANG_FACTOR`` (``$DSH_TEST_HANG_FACTOR``, default 10: spinning; CPU time, unlike the wall
-  clock, does not grow with the load).
+- used more CPU seconds since the watch began than the limit written for an idle machine
+  allows all the cores, times ``HANG_FACTOR`` (``$DSH_TEST_HANG_FACTOR``, default 10:
+  spinning; CPU time, unlike the wall clock, does not grow with the load).
 
 Where it applies:
 
@@ -92,6 +92,7 @@ class Progress:
         self.wall_budget = hang_guard(seconds)  # only without /proc
         self.started = self.moved = time.monotonic()
         self.sample: object = None
+        self.before: dict[str, int] | None = None  # CPU ticks of the processes there at the start
 
     def stalled(self) -> str | None:
         """Why the watched processes count as hung, or None while they make progress."""
@@ -104,7 +105,9 @@ class Progress:
             self.sample, self.moved = sample, now
         elif now - self.moved > IDLE:
             return f"no CPU used for {IDLE:g} s by processes {[pid for pid, _, _ in sample]} (blocked)"
-        cpu = sum(ticks for _, ticks, _ in sample) / _TICK
+        if self.before is None:  # what was used before the watch began is not counted
+            self.before = {pid: ticks for pid, ticks, _ in sample}
+        cpu = sum(ticks - self.before.get(pid, 0) for pid, ticks, _ in sample) / _TICK
         if cpu > self.cpu_budget:
             return f"{cpu:.0f} CPU seconds used, past {self.cpu_budget:g} (a limit of {self.seconds:g} s idle)"
         return None

@@ -12,7 +12,7 @@ import pytest
 
 from . import hang_guards
 from .conftest import ROOT
-from .hang_guards import install, wait_until, watchdog
+from .hang_guards import Progress, install, wait_until, watchdog
 
 pytestmark = pytest.mark.rules("P1")
 
@@ -76,6 +76,20 @@ def test_a_watchdog_kills_stalled_children_and_spares_busy_ones(tight):
     with watchdog(10) as fired:
         subprocess.run([sys.executable, "-c", LOADED], check=True)
     assert fired == []
+
+
+def test_cpu_used_before_a_watch_is_not_counted(tight, monkeypatch):
+    """A watchdog over a worker's children sees those of other tests too (a server a module
+    keeps): the CPU they used before is not this wait's."""
+    monkeypatch.setattr(hang_guards, "HANG_FACTOR", 0.01)
+    proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 1: pass\n"
+                             "print('ready', flush=True)\ntime.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        assert Progress(lambda: [proc.pid], 10).stalled() is None  # 1 s used, past 0.2: before the watch
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_the_code_under_test_keeps_its_limits():

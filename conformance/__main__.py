@@ -14,6 +14,8 @@ from dsh_conformance.running.interrupts import Interrupted, check, deferred, ins
 def main() -> int:
     install()
     try:
+        # lazy (start-up): imported once the signal handlers are in place, so that Ctrl-C
+        # during the imports is handled; the grammar is light (--help within 0.3 s)
         from dsh_conformance.command_line import Command, parser
         from dsh_conformance.textio.terminal import readable_streams
 
@@ -23,6 +25,7 @@ def main() -> int:
         # serializers in Rust and turns what it catches there into a SchemaError) would be a
         # traceback and exit 1; the signal is recorded and raised once the imports are done.
         with deferred():
+            # lazy (start-up): the commands' module, heavy, only once a command is chosen
             from dsh_conformance.cli import run_command
 
             if isinstance(args.func, Command):  # a command whose module is heavy

@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 from typing import Callable
 
+from dsh_conformance.resources import EXPECTATIONS
+
 
 class UsageError(Exception):
     """An option value the command refuses: its one-line reason, exit 2 (the plugin turns it
@@ -18,6 +20,7 @@ class UsageError(Exception):
 
 def count(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``minimum``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -80,8 +83,6 @@ seed_range.__name__ = "range of seeds"
 
 def expectations_path(name: str) -> Path:
     """An expectations file, or the name of one the suite ships (``dsh-tools-0.1.0-rc.8``)."""
-    from dsh_conformance.resources import EXPECTATIONS
-
     shipped = EXPECTATIONS / f"{name}.yaml"
     if not Path(name).exists() and "/" not in name and shipped.is_file():
         return shipped

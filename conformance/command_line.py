@@ -13,9 +13,12 @@ A new command or option: its code in a module of its own, its few lines of gramm
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from dsh_conformance import __version__
@@ -30,10 +33,11 @@ from dsh_conformance.defaults import (
     DEFAULT_SCENARIO_TIMEOUT,
     DEFAULT_START_TIMEOUT,
     DEFAULT_TIMEOUT,
+    DOCS_MAX_PER_FILE,
 )
-from dsh_conformance.resources import CASES, COVERAGE_EXCEPTIONS
-from dsh_conformance.spec.rules import PROFILES
+from dsh_conformance.resources import CASES, CATALOGS, CLONE, COVERAGE_EXCEPTIONS, DOCS as OUR_DOCS
 from dsh_conformance.running.shards import shard
+from dsh_conformance.spec.rules import PROFILES
 
 PROG = "dsh-conformance"
 
@@ -76,9 +80,6 @@ class Parser(argparse.ArgumentParser):
                      f"(see {self.chosen().prog} --help)\n")
 
     def nearest(self, message: str) -> str:
-        import difflib
-        import re
-
         if m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
             near = difflib.get_close_matches(m.group(1), re.findall(r"'([^']*)'", m.group(2)), n=1)
             return f"; did you mean {near[0]!r}?" if near else ""
@@ -119,9 +120,7 @@ def parser() -> argparse.ArgumentParser:
     _tree(sub)
     _kit(sub)
     _mutate(sub)
-    from dsh_conformance.tools import docs_cli  # light: its commands import what they need when they run
-
-    docs_cli.register(sub)
+    _docs(sub)
     return p
 
 
@@ -236,7 +235,7 @@ def _bench(sub: Subparsers) -> None:
     bench.add_argument("--seed", type=int, default=2, help="the seed of --generated (default 2)")
     bench.add_argument("--skip-run", action="store_true", help="do not time `dsh-conformance run` (make run) "
                        "from start to end")
-    _runs(bench, "cli", "cmd_bench")
+    _runs(bench, "measuring.bench_command", "cmd_bench")
 
 
 def _catalogs(sub: Subparsers) -> None:
@@ -370,3 +369,38 @@ def _mutate(sub: Subparsers) -> None:
     p.add_argument("--html", help="also write the HTML report here")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per mutant on stderr")
     _runs(p, "measuring.mutate", "cmd_mutate")
+
+
+def _docs(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``docs generate|check|record|coverage`` (tools/docs_cli.py)."""
+    # Light (conformance.command_line): where the files are, not the modules that read them.
+
+    docs_dir = OUR_DOCS if OUR_DOCS is not None else Path("docs")  # as tools.pipeline_page: installed, ./docs
+
+    docs = sub.add_parser("docs", help="generate or check the pipeline doc page, or show the flow's coverage")
+    actions = docs.add_subparsers(dest="action", required=True)
+    gen = actions.add_parser("generate", help="write docs/tool-execution-pipeline.{md,zh.md,i18n.yaml} and docs/rule-reach.md")
+    gen.add_argument("--docs", default=str(docs_dir), help="the directory to write into (default: this project's "
+                     "docs/ in a clone, else ./docs)")
+    gen.set_defaults(func=Command("dsh_conformance.tools.docs_cli", "cmd_generate"))
+    check = actions.add_parser("check", help="check a docs tree: pairing, Mermaid block, names")
+    check.add_argument("--root", default=str(CLONE) if CLONE is not None else None, required=CLONE is None,
+                       help="the tree: a directory holding docs/, or the docs directory itself (default: this "
+                            "project, in a clone; an installed suite needs it)")
+    check.add_argument("--catalogs", default=str(CATALOGS), help="the catalogs and flow model (default: catalogs/)")
+    check.add_argument("--max-per-file", type=int, default=DOCS_MAX_PER_FILE, metavar="N",
+                       help=f"findings shown per file; the rest are counted (default {DOCS_MAX_PER_FILE}; 0: all)")
+    check.add_argument("--as-of", metavar="COMMIT", default=None,
+                       help="check the tree as it was at COMMIT (ROOT must be in a git repository): its pairs by the "
+                            "pairing rules its own tooling enforced then, its pipeline facts by the catalogs")
+    check.add_argument("--tree-rules", action="store_true",
+                       help="judge the pairs by the pairing rules the checked tree's own tooling enforces "
+                            "(implied by --as-of)")
+    check.set_defaults(func=Command("dsh_conformance.tools.docs_cli", "cmd_check"))
+    record = actions.add_parser("record", help="re-record a pair: write PAGE.i18n.yaml with both sides' hashes")
+    record.add_argument("pages", nargs="+", metavar="PAGE.md", help="a pair's English (or Chinese) side")
+    record.set_defaults(func=Command("dsh_conformance.tools.docs_cli", "cmd_record"))
+    cov = actions.add_parser("coverage", help="list each flow edge with the corpus cases that walk it")
+    cov.add_argument("--catalogs", default=str(CATALOGS), help="where the flow model is (default: catalogs/)")
+    cov.add_argument("--cases", default=None, help="a directory of case files (default: the built-in corpus)")
+    cov.set_defaults(func=Command("dsh_conformance.tools.docs_cli", "cmd_coverage"))

@@ -18,3 +18,6 @@ DEFAULT_BUDGET = 20  # operator mutants drawn
 DEFAULT_JOBS = 2  # mutants run at once
 DEFAULT_SCENARIO_TIMEOUT = 10.0  # seconds per scenario inside a mutant
 DEFAULT_MUTANT_TIMEOUT = 180.0  # seconds for a mutant's whole run
+
+# docs check (tools/docs_cli.py)
+DOCS_MAX_PER_FILE = 50  # findings shown per file

@@ -14,6 +14,11 @@ xdist deals them.
 Only the suite is collected, unless test paths are given on the command line: run from a
 project's root, ``pytest --dsh-impl CMD`` must not also run that project's own tests (its
 ``testpaths``).
+
+Imports: pytest loads this plugin in every session where the package is installed (its
+``pytest11`` entry point), the project's own tests and any other project's included, and
+most of those sessions never use the suite. So the module imports pytest alone, and each
+hook imports what it needs when it runs (``lazy (start-up)`` at each such import).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ EXPECTATIONS_KEY = pytest.StashKey[object]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the spec rules (P1..Pn) a test checks")
+    # lazy (start-up): see the module's docstring, "Imports"
     from dsh_conformance import worker_exit
 
     if worker_exit.is_worker(config):  # no KeyboardInterrupt traceback as an xdist worker exits
@@ -95,6 +101,7 @@ def _fuzz_profile() -> None:
     """HypoFuzz needs an example database and random search: hypothesis' "ci" profile (loaded
     when CI is set) has neither, so a fuzz session loads a profile of its own on top of the
     current one, with the default database in the current directory."""
+    # lazy (start-up): hypothesis only in a fuzz session
     from hypothesis import settings
     from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -107,6 +114,7 @@ def _check_options(config: pytest.Config) -> None:
     """What ``run`` refuses before any work, refused here as one usage error (option types
     are checked by argparse already): a profile the oracle lacks, an expectations file that
     is missing or wrong, an implementation spec that names none."""
+    # lazy (start-up): only a session given --dsh-impl
     from dsh_conformance.argtypes import UsageError
     from dsh_conformance.running.expectations import load_named
     from dsh_conformance.iut.connect import make_iut
@@ -136,6 +144,7 @@ def _check_options(config: pytest.Config) -> None:
 def dsh_runner(request: pytest.FixtureRequest):
     """The session's runner on the implementation under test, shared by the suite's tests
     (``suite_tests.py``, ``fuzz_tests.py``)."""
+    # lazy (start-up): the runner, the judge and the oracle only in a session of the suite
     from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
     from dsh_conformance.spec.rules import ORACLE_PROFILES
     from dsh_conformance.running.ending import EXIT_BROKEN
@@ -189,6 +198,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     directory is the point (HypoFuzz's dashboard and later runs share it)."""
     config = session.config
     if config.getoption("--dsh-impl") and not config.getoption("--dsh-fuzz"):
+        # lazy (start-up): only a session of the suite
         from dsh_conformance.running.properties import hypothesis_home
 
         home = hypothesis_home()

@@ -1,14 +1,17 @@
-// A minimal JavaScript implementation of the pipeline's `core` profile, written on the JS kit.
+// A minimal JavaScript implementation of the pipeline's `core`, `reference` and `code-mode`
+// profiles, written on the JS kit.
 //
 // THIS IS AN EXAMPLE OF THE JS KIT (the `kit/` that `dsh-conformance kit js DIR` writes),
 // NOT A SECOND ORACLE. It is examples/core_pipeline.py, stage for stage, in JavaScript: the
 // same registry, entry, gate, approval, guards, dispatch, output contract, post-execute,
-// materialization, finalizer and notification, with the reference profile's texts, so that
-// the two examples, each on its own kit, give the same answers on every scenario
+// materialization, finalizer and notification, with the reference profile's texts, and Code
+// Mode's run_code bridge on the kit's program interpreter (kit/program.mjs), so that the two
+// examples, each on its own kit, give the same answers on every scenario
 // (`dsh-conformance kit agree`: any difference is a difference of the kits, or of the
-// examples). What is left out, as in the Python one: the loop, Code Mode and the timeout policy.
+// examples). What is left out, as in the Python one: the loop and the timeout policy.
 //
 //   dsh-conformance run --impl "node examples/core_pipeline.mjs" --profiles core,reference
+//   dsh-conformance run --impl "node examples/core_pipeline.mjs" --profiles code-mode
 //
 // It is itself the binding: it finds the JS kit beside it (DSH_KIT_DIR, or the kit of the
 // installed suite, or tools/dsh-adapter/kit of a clone) and serves the protocol.
@@ -26,6 +29,7 @@ const kit = async (name) => import(pathToFileURL(path.join(KIT, name)).href)
 const { Unsupported } = await kit('faults.mjs')
 const { KIT_VERSION } = await kit('version.mjs')
 const { guardFunction, listenerFunction, toolFunctions, approvalRequest } = await kit('participants.mjs')
+const { runProgram } = await kit('program.mjs')
 
 // ----------------------------------------------------------------------------- pipeline logic
 
@@ -203,7 +207,8 @@ const TYPES = {
 }
 
 /**
- * P73, P75: the schema's violations (type, properties and required: what scenarios use) in
+ * P73, P75: the schema's violations (type, properties, required, items and additionalProperties:
+ * what scenarios and run_code's output contract use) in
  * jsonschema's wording, each as `<label><path>: <message>`, by path, then keyword.
  */
 function violations(schema, value, label) {
@@ -220,6 +225,12 @@ function violations(schema, value, label) {
         for (const [p, sub] of Object.entries(rule)) if (Object.hasOwn(x, p)) walk(sub, x[p], [...path, p])
       } else if (key === 'required' && TYPES.object(x)) {
         for (const p of rule) if (!Object.hasOwn(x, p)) found.push({ path, key, message: `${repr(p)} is a required property` })
+      } else if (key === 'items' && Array.isArray(x) && isObject(rule)) {
+        x.forEach((item, i) => walk(rule, item, [...path, i]))
+      } else if (key === 'additionalProperties' && rule === false && TYPES.object(x)) {
+        const extras = Object.keys(x).filter((p) => !Object.hasOwn(s.properties ?? {}, p)).sort()
+        const verb = extras.length === 1 ? 'was' : 'were'
+        if (extras.length > 0) found.push({ path, key, message: `Additional properties are not allowed (${extras.map(repr).join(', ')} ${verb} unexpected)` })
       }
     }
   }
@@ -229,7 +240,7 @@ function violations(schema, value, label) {
     if (a.path.length !== b.path.length) return a.path.length - b.path.length
     return a.key < b.key ? -1 : a.key > b.key ? 1 : 0
   }
-  return found.sort(order).map((e) => label + e.path.map((p) => `.${p}`).join('') + ': ' + e.message)
+  return found.sort(order).map((e) => label + e.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('') + ': ' + e.message)
 }
 
 const outputError = (name, why) => harnessError('ToolOutputError', 'INVALID_TOOL_OUTPUT', `tool "${name}" returned invalid output: ${why}`)
@@ -250,6 +261,8 @@ class CorePipeline {
     this.guards = new Map() // scope -> [[{item, fn}, active]]
     this.approvals = 0
     this.tokens = 0
+    this.generated = 0 // user messages made for image-bearing sub-calls (P126)
+    this.runCode = { item: RUN_CODE_ITEM, fns: { render: (_args, value) => renderRun(value) } }
     const approval = w.scenario.approval
     this.approval = approval?.service === 'custom' ? approvalRequest(() => w) : approval ?? null
   }
@@ -259,6 +272,7 @@ class CorePipeline {
   register(kind, item) {
     const scope = item.scope ?? null
     if (kind === 'tool') {
+      if (item.name === RUN_CODE) throw new Error('run_code is reserved for the Code Mode transport and cannot be registered') // P114
       if (!this.tools.has(scope)) this.tools.set(scope, new Map())
       const layer = this.tools.get(scope)
       if (layer.has(item.name)) {
@@ -295,6 +309,7 @@ class CorePipeline {
   // P56: the agent's own definition; else the nearest inherited one (ancestors, then the
   // global layer), which a restriction anywhere on the chain hides.
   view(agent, name) {
+    if (name === RUN_CODE) return this.mode(agent) !== 'native' ? this.runCode : undefined // P114: outside the layers
     const chain = this.chain(agent)
     const own = chain.length > 0 ? this.tools.get(chain[0])?.get(name) : undefined
     if (own !== undefined) return own
@@ -338,11 +353,31 @@ class CorePipeline {
   // ------------------------------------------------------------- execute()
 
   async execute(input) {
+    let [rec, route, r] = await this.prepare(input)
+    if (route === DISPATCH) [route, r] = await this.dispatch(rec)
+    return this.finalize(rec, route, r)
+  }
+
+  async prepare(input) { // the staged scheduler (3.6)
     let [rec, route, r] = this.entry(input)
     if (route === null) [route, r] = await this.gate(rec)
-    if (route === DISPATCH) [route, r] = await this.dispatch(rec)
+    return [rec, route, r]
+  }
+
+  async finalize(rec, route, r) {
     if (route === POST) r = await this.post(rec, r)
     return this.finish(rec, r)
+  }
+
+  /** P28: the nearest scope's declared mode, else the deployment's. */
+  mode(agent) {
+    for (const a of this.chain(agent)) if ((this.agents.get(a)?.mode ?? null) !== null) return this.agents.get(a).mode
+    return this.w.scenario.mode ?? 'native'
+  }
+
+  /** P28: a model-direct call of an agent presenting in `code` mode, to any tool but run_code, never runs. */
+  collapses(agent, name, nested) {
+    return !nested && this.mode(agent) === 'code' && name !== RUN_CODE
   }
 
   own(rec, r) {
@@ -359,8 +394,9 @@ class CorePipeline {
     const name = input.name
     const agentId = input.agent === undefined ? undefined : w.agentId(input.agent)
     const visible = this.view(agentId, name)
+    const collapsed = visible !== undefined && this.collapses(agentId, name, input.parent !== undefined) // P28
     const rec = {
-      call: w.currentCall(), agentId, caller: input.signal, built: new Set(), deferred: [], concluded: false, bodyInvoked: false,
+      call: w.currentCall(), agentId, caller: input.signal, built: new Set(), deferred: [], concluded: false, bodyInvoked: false, subCalls: 0,
       finalizer: visible && visible.item.finalizeContent ? visible : undefined,
     }
     // P24: the identity fields never change, and one the record lacks cannot be added.
@@ -410,9 +446,15 @@ class CorePipeline {
     } catch (e) {
       fixed('arguments', undefined)
       building = false
+      if (collapsed && !input.signal.aborted) rec.finalizer = undefined // P28: a collapsed call that could never run keeps no finalizer
       return [rec, FINAL, fail(e)]
     }
     building = false
+    if (collapsed && !input.signal.aborted) { // P28
+      rec.finalizer = undefined
+      return [rec, FINAL, fail(harnessError('ToolNotFoundError', 'UNKNOWN_TOOL',
+        `unknown tool "${name}": only \`run_code\` is callable directly \u2014 call \`${name}\` from inside a \`run_code\` program instead`))]
+    }
     if (input.signal.aborted) return [rec, FINAL, aborted(true)] // P29
     return [rec, null, null]
   }
@@ -573,7 +615,7 @@ class CorePipeline {
       rec.bodyInvoked = true
       const bad = tool.item.define ? violations(tool.item.parameters ?? {}, exec.arguments, 'arguments') : []
       if (bad.length > 0) throw harnessError('ToolArgsError', 'INVALID_ARGS', 'invalid arguments: ' + bad.join('; ')) // P75
-      const v = await tool.fns.execute(exec.arguments, exec)
+      const v = await (tool === this.runCode ? new CodeRun(this, rec).body() : tool.fns.execute(exec.arguments, exec))
       const s = this.success(rec, tool, v) // P72, P73: the output contract runs before the abort check
       res = fused.aborted ? aborted(false) : s // P61
     } catch (e) {
@@ -755,20 +797,271 @@ function blockMessage(feedback) {
   return parts.join('\n') || 'tool result blocked by post-execute policy'
 }
 
+// ----------------------------------------------------------------------------- Code Mode (5.15)
+
+const RUN_CODE = 'run_code'
+const RUN_SETTLED = 'run_code settled' // P125: the run signal's abort reason once the program settled
+const RUN_CODE_ITEM = { // P114, P115: the reserved transport, a defineTool tool whose body is the bridge
+  name: RUN_CODE,
+  define: true,
+  parameters: { type: 'object', properties: { code: { type: 'string' }, description: { type: 'string' } }, required: ['code', 'description'] },
+  output: {
+    schema: { type: 'object', additionalProperties: false, required: ['logs'], properties: { logs: { type: 'array', items: { type: 'string' } }, result: {} } },
+    render: true,
+  },
+}
+const runOver = (reason, name, what) => new Error(`run_code run is over (${toStr(reason)}); ${name} ${what}`) // P118, P125
+const lossless = (v) => { try { snapshot(v); return true } catch { return false } }
+
+function deferred() {
+  const d = {}
+  d.promise = new Promise((resolve, reject) => { d.resolve = resolve; d.reject = reject })
+  return d
+}
+
+/** One run of run_code's body: the run's signal, its queue, its lane of starts and commits (P121), its dispatch logs (P122). */
+class CodeRun {
+  constructor(p, rec) {
+    this.p = p
+    this.w = p.w
+    this.rec = rec
+    this.controller = new AbortController() // P119, P125: the run's own signal
+    this.signal = this.controller.signal
+    this.pending = []
+    this.commits = []
+    this.inFlight = new Set()
+    this.logs = new Map()
+    this.exclusive = false
+    this.driving = null
+    this.wake = null
+  }
+
+  async body() {
+    const { exec } = this.rec
+    const scenario = this.w.scenario
+    if (toStr(get(exec.arguments, 'description')).trim() === '') throw new Error('invalid description: expected a non-empty string') // P115
+    if (scenario.codeRuntime === false) { // P115
+      throw new Error(`dsh-tools: mode "${scenario.mode ?? 'native'}" requires a code runtime \u2014 load a ctx.codeRuntime implementation ` +
+        '(e.g. @deepseek-ai/dsh-code-runtime-worker-thread) or set tools mode to "native"')
+    }
+    const signal = exec.signal
+    const relay = () => this.controller.abort(signal.reason) // P125
+    signal.addEventListener('abort', relay, { once: true })
+    try {
+      const names = new Set([null, ...this.p.chain(this.rec.agentId)].flatMap((scope) => [...(this.p.tools.get(scope)?.keys() ?? [])]))
+      const functions = Object.create(null) // P117
+      for (const n of [...names].sort()) if (this.p.view(this.rec.agentId, n) !== undefined) functions[n] = (raw) => this.call(n, raw)
+      const request = { program: String(get(exec.arguments, 'code')), bindings: [{ global: 'tools', functions }], signal: this.signal }
+      let result
+      try {
+        result = await runProgram(this.w, request, (v) => snapshot(v))
+      } catch (e) { // a crashed runtime: run() rejected
+        await this.drain()
+        throw e
+      }
+      await this.drain()
+      if (result.error !== undefined) { // P128
+        const captured = result.logs.length > 0 ? '\nCaptured output:\n' + result.logs.join('\n') : ''
+        throw harnessError('CodeRunFailedError', 'CODE_RUN_FAILED', `code run failed (${result.error.kind}): ${result.error.message}${captured}`)
+      }
+      const value = { logs: result.logs }
+      if (Object.hasOwn(result, 'value')) value.result = result.value
+      return value
+    } finally {
+      signal.removeEventListener('abort', relay)
+    }
+  }
+
+  /** P118, P119: an accepted call becomes a sub-call with its own identity. */
+  async call(name, raw) {
+    const rec = this.rec
+    if (this.signal.aborted) throw runOver(this.signal.reason, name, 'not dispatched')
+    let dispatched
+    try {
+      dispatched = snapshot(raw)
+    } catch (e) {
+      throw new Error(e === NOT_LOSSLESS ? 'tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)'
+        : `tool arguments must be lossless JSON: ${messageOf(e)}`)
+    }
+    rec.subCalls += 1
+    const n = rec.subCalls
+    const input = { callId: `${rec.exec.callId}:code:${n}`, rootCallId: rec.exec.rootCallId, name, arguments: dispatched }
+    if (rec.exec.agent !== undefined) input.agent = rec.exec.agent
+    input.parent = rec.exec.token
+    input.signal = this.signal
+    this.w.inputs.set(input.callId, input) // what a write into "the caller's input" meets (P23)
+    // The bridge reads its own copies: the input object is the caller's, which participants may write into (P23).
+    const sub = { n, input, callId: input.callId, name, dispatched, logged: snapshot(dispatched), mode: 'exclusive', parked: null, outcome: deferred(), flight: deferred() }
+    this.pending.push(sub)
+    this.wakeup()
+    this.drive()
+    const outcome = await sub.outcome.promise
+    if (this.signal.aborted) throw runOver(this.signal.reason, name, 'result discarded') // P125
+    if (outcome.isError) throw new Error(toStr(outcome.error.message)) // P124
+    return outcome.value
+  }
+
+  wakeup() {
+    const wake = this.wake
+    this.wake = null
+    if (wake !== null) wake()
+  }
+
+  drive() {
+    if (this.driving === null) this.driving = this.lane()
+    return this.driving
+  }
+
+  /** P121: commits in submission order first; a start when the head's mode allows it. */
+  async lane() {
+    try {
+      for (;;) {
+        const wake = new Promise((resolve) => { this.wake = resolve })
+        if (this.commits.length > 0 && this.commits[0].parked !== null) {
+          const head = this.commits.shift()
+          await this.commit(head)
+          if (head.mode === 'exclusive') this.exclusive = false
+          continue
+        }
+        if (this.pending.length > 0) {
+          const head = this.pending[0]
+          if (this.signal.aborted) { // P125: queued, never started
+            this.pending.shift()
+            head.outcome.reject(runOver(this.signal.reason, head.name, 'tool call abandoned'))
+            continue
+          }
+          const mode = this.classify(head)
+          const free = mode === 'exclusive' ? this.inFlight.size === 0 : this.inFlight.size < (this.w.scenario.maxParallelSubCalls ?? 10)
+          if (!this.exclusive && free) {
+            this.exclusive = mode === 'exclusive'
+            head.mode = mode
+            this.commits.push(this.pending.shift())
+            await this.start(head)
+            this.inFlight.add(head.n)
+            head.flight.promise.then(() => { this.inFlight.delete(head.n); this.wakeup() })
+            continue
+          }
+        }
+        if (this.pending.length === 0 && this.commits.length === 0 && this.inFlight.size === 0) return
+        await wake
+      }
+    } finally {
+      this.driving = null
+      this.wake = null
+    }
+  }
+
+  /** P19: "parallel" only when the definition's isConcurrencySafe says exactly true. */
+  classify(sub) {
+    const tool = this.p.view(this.rec.agentId, sub.name)
+    if (tool === undefined || tool === this.p.runCode || !tool.item.concurrencySafe) return 'exclusive'
+    if (tool.item.define && violations(tool.item.parameters ?? {}, sub.dispatched, 'arguments').length > 0) return 'exclusive'
+    const saved = this.w.classifying
+    this.w.classifying = sub.callId // the classifier runs for this sub-call
+    try {
+      return tool.fns.isConcurrencySafe(sub.dispatched) === true ? 'parallel' : 'exclusive'
+    } catch {
+      return 'exclusive'
+    } finally {
+      this.w.classifying = saved
+    }
+  }
+
+  entry(sub) {
+    return { rootCallId: this.rec.exec.rootCallId, parentCallId: this.rec.exec.callId, subCallId: sub.callId, name: sub.name, arguments: snapshot(sub.logged) }
+  }
+
+  /** P121, P122: the start event, then entry, pre-execute, approval and guards. */
+  async start(sub) {
+    if (this.rec.agentId !== undefined) this.p.appendEvent(this.rec.agentId, 'tool/code-dispatch-start', this.entry(sub))
+    const [rec, route, r] = await this.w.within(sub.callId, () => this.p.prepare(sub.input))
+    if (route === DISPATCH) {
+      this.w.within(sub.callId, () => this.dispatch(sub, rec)) // bodies overlap (P121)
+    } else {
+      sub.parked = [rec, route, r]
+      sub.flight.resolve()
+    }
+  }
+
+  async dispatch(sub, rec) {
+    sub.parked = [rec, ...await this.p.dispatch(rec)]
+    sub.flight.resolve()
+  }
+
+  /** P121, P124, P126, P127: post-execute, finalizeContent, tools/result, the contexts carried to run_code's record, the binding settled, then the dispatch log. */
+  async commit(sub) {
+    const cid = sub.callId
+    const result = await this.w.within(cid, () => this.p.finalize(...sub.parked))
+    this.w.recordResult(cid, result)
+    if (!result.isError && result.content.some((b) => get(b, 'type') === 'image')) { // P126
+      this.p.generated += 1
+      this.rec.deferred.push(freeze({ content: result.content, source: { kind: 'plugin', plugin: 'tools-code-mode' }, role: 'user', id: `generated-${this.p.generated}` }))
+    }
+    this.rec.deferred.push(...(result.additionalContexts ?? []))
+    if (result.concludesTurn === true) this.rec.concluded = true // P127
+    sub.outcome.resolve(result) // P124
+    if (this.rec.agentId !== undefined) {
+      const task = this.log(sub, result)
+      this.logs.set(sub.n, task)
+      task.then(() => this.logs.delete(sub.n))
+    }
+    while (this.logs.size > (this.w.scenario.maxParallelSubCalls ?? 10)) await Promise.race(this.logs.values())
+  }
+
+  /** P122, P123: the tools/code-dispatch-log waterfall, then the tool/code-dispatch event. */
+  async log(sub, result) {
+    const content = result.content
+    const handed = { subCallId: sub.callId, name: sub.name, isError: result.isError, content, exec: this.rec.exec }
+    let logged
+    try {
+      logged = await this.p.waterfall('tools/code-dispatch-log', this.rec, [handed], async () => content)
+    } catch (e) { // P123: contained
+      this.w.trace.warnings.push(`tools: code-dispatch-log listener failed for ${sub.name}: ${messageOf(e)}; logging the original settled content`)
+      logged = content
+    }
+    if (lossless(logged)) this.p.appendEvent(this.rec.agentId, 'tool/code-dispatch', { ...this.entry(sub), isError: result.isError, content: logged })
+  }
+
+  /** P125: once run() settled, queued sub-calls are abandoned and started ones commit, every dispatch log appended, before the body returns. */
+  async drain() {
+    this.controller.abort(RUN_SETTLED)
+    await this.drive()
+    while (this.logs.size > 0) for (const task of [...this.logs.values()]) await task
+  }
+}
+
+/** P128: the logs and the result (a string as it is, else JSON.stringify(result, null, 2)). */
+function renderRun(value) {
+  const parts = [value.logs.join('\n')]
+  if (Object.hasOwn(value, 'result')) parts.push(typeof value.result === 'string' ? value.result : renderJson(value.result))
+  return [{ type: 'text', text: parts.filter((p) => p).join('\n') || '(run_code completed with no output)' }]
+}
+
+/** JSON.stringify(v, null, 2), but a container whose children would be indented by more than ten spaces is written without white space (P128). */
+function renderJson(v, depth = 0, compact = false) {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v)
+  compact ||= (depth + 1) * 2 > 10
+  const list = Array.isArray(v)
+  const items = list ? v.map((x) => renderJson(x, depth + 1, compact))
+    : Object.keys(v).map((k) => JSON.stringify(k) + (compact ? ':' : ': ') + renderJson(v[k], depth + 1, compact))
+  const [open, close] = list ? ['[', ']'] : ['{', '}']
+  if (items.length === 0) return open + close
+  if (compact) return open + items.join(',') + close
+  return `${open}\n${items.map((i) => '  '.repeat(depth + 1) + i).join(',\n')}\n${'  '.repeat(depth)}${close}`
+}
+
 // ----------------------------------------------------------------------------- end of pipeline logic
 
 // The binding: the seams the kit calls (kit/README.md), each handing over to the pipeline.
 export const implementation = () => ({ name: 'core-pipeline-example-js', version: KIT_VERSION, language: 'javascript' })
-export const profiles = () => ['core', 'reference']
+export const profiles = () => ['core', 'reference', 'code-mode']
 export const features = () => ['direct', 'virtual-time']
 export const cannotDrive = () => null
 export const realm = () => ({ HarnessError })
 
 export function unsupported(s) {
   if (s.run.kind !== 'direct') return 'loop runs: this port drives direct calls only'
-  if ((s.mode ?? 'native') !== 'native' || (s.agents ?? []).some((a) => (a.mode ?? 'native') !== 'native') || s.timeoutPolicy) {
-    return 'Code Mode and the timeout policy are outside this example'
-  }
+  if (s.timeoutPolicy) return 'the timeout policy is outside this example'
   return null
 }
 

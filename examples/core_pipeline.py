@@ -1,48 +1,39 @@
-"""A minimal Python implementation of the pipeline's ``core`` profile, written on the kit.
+"""A minimal Python implementation of the pipeline's ``core``, ``reference`` and ``code-mode``
+profiles, written on the kit.
 
 THIS IS AN EXAMPLE OF THE KIT (``dsh_conformance.kit``), NOT A SECOND ORACLE. It shows what
 a port writes: its pipeline (the part between the two ``pipeline logic`` markers) and a few
 lines that hand it to the kit. The kit builds every scripted participant of a scenario as a
-callable, records their observations, drives the calls on virtual time and speaks the IUT
-protocol. What is left out: the loop, Code Mode, the timeout policy and scoped listeners
-beyond the chain test; the reference profile's texts are in (examples/core_pipeline.mjs is the
-same pipeline on the JS kit: ``dsh-conformance kit agree`` compares the two).
+callable, records their observations, runs Code Mode's programs (``kit.program``), drives the
+calls on virtual time and speaks the IUT protocol. What is left out: the loop, the timeout
+policy and scoped listeners beyond the chain test; the reference profile's texts are in
+(examples/core_pipeline.mjs is the same pipeline on the JS kit: ``dsh-conformance kit agree``
+compares the two).
 
     PYTHONPATH=examples dsh-conformance run --impl py:core_pipeline --profiles core
-    dsh-conformance run --impl "python examples/core_pipeline.py" --profiles core
+    dsh-conformance run --impl "python examples/core_pipeline.py" --profiles core,reference
+    dsh-conformance run --impl "python examples/core_pipeline.py" --profiles code-mode
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Any
 
 import jsonschema
 
 from dsh_conformance import kit
 from dsh_conformance.kit.decisions import GRANTED, OUTCOMES, POST_KINDS, PRE_REASONS
-from dsh_conformance.kit.jsvalue import (
-    UNDEFINED,
-    NotLossless,
-    Thrown,
-    get,
-    has_own,
-    info_of,
-    is_object,
-    is_undefined,
-    js_error,
-    js_string,
-    json_text,
-    message_of,
-    message_value,
-    snapshot,
-    to_string,
-    token,
-    truthy,
-    type_error,
-)
+from dsh_conformance.kit.jsvalue import (UNDEFINED, NotLossless, Thrown, clone, get, has_own, info_of, is_lossless,
+                                         is_object, is_undefined, js_error, js_string, json_string, json_text, message_of,
+                                         message_value, snapshot, to_string, token, truthy, type_error)
+from dsh_conformance.kit.program import RunRequest, run_program
 from dsh_conformance.kit.record import Input, Record
-from dsh_conformance.kit.scheduler import ABORT_REASON, fuse
+from dsh_conformance.kit.scenario import Output, Tool as ToolDecl
+from dsh_conformance.kit.scenario_checks import effective_mode
+from dsh_conformance.kit.scheduler import Deferred, Signal, fuse
+from dsh_conformance.kit.trace import call_result
 
 # ----------------------------------------------------------------------------- pipeline logic
 
@@ -105,11 +96,15 @@ class CorePipeline:
         self.listeners: dict[str, list[kit.Listener]] = {}
         self.guards: dict[str | None, list[list[Any]]] = {}  # scope -> [[guard, active], ...]
         self.approvals = 0  # the shipped service's requests so far (their ids)
+        self.run_code = RunCodeTool(self)
+        self.generated = 0  # user messages made for image-bearing sub-calls (P126)
 
     # ------------------------------------------------------------- registry (P5, P26, P45, P56)
 
     def register(self, p: kit.Participant) -> None:
         if isinstance(p, kit.Tool):
+            if p.name == RUN_CODE:  # P114: reserved, in every scope
+                raise Thrown(js_error("run_code is reserved for the Code Mode transport and cannot be registered"))
             layer = self.tools.setdefault(p.decl.scope, {})
             if p.name in layer:
                 where = "in this scope" if p.decl.scope else ("(for a per-agent variant, register through that "
@@ -141,9 +136,12 @@ class CorePipeline:
             agent = self.agents[agent].parent
         return out
 
-    def view(self, agent: str | None, name: str) -> kit.Tool | None:
+    def view(self, agent: str | None, name: str) -> kit.Tool | RunCodeTool | None:
         """P56: the agent's own definition; else the nearest inherited one (ancestors, then the
-        global layer), which a restriction anywhere on the chain hides."""
+        global layer), which a restriction anywhere on the chain hides. P114: ``run_code`` is
+        outside the layers, for agents presenting in ``code`` or ``both``."""
+        if name == RUN_CODE:
+            return self.run_code if effective_mode(self.run.scenario, agent) != "native" else None
         chain = self.chain(agent)
         if chain and name in self.tools.get(chain[0], {}):
             return self.tools[chain[0]][name]
@@ -181,14 +179,26 @@ class CorePipeline:
     # ------------------------------------------------------------- execute()
 
     async def execute(self, inp: Input) -> Any:
+        rec, route, r = await self.prepare(inp)
+        if route == DISPATCH:
+            route, r = await self.dispatch(rec)
+        return await self.finalize(rec, route, r)
+
+    async def prepare(self, inp: Input) -> tuple[Record, str, Any]:  # the staged scheduler (3.6)
         rec, route, r = self.entry(inp)
         if route is None:
             route, r = await self.gate(rec)
-        if route == DISPATCH:
-            route, r = await self.dispatch(rec)
+        return rec, route, r
+
+    async def finalize(self, rec: Record, route: str, r: Any) -> Any:
         if route == POST:
             r = await self.post(rec, r)
         return self.finish(rec, r)
+
+    def collapses(self, agent: str | None, name: str, nested: bool) -> bool:
+        """P28: a model-direct call of an agent presenting in ``code`` mode, to any tool but
+        ``run_code``, never runs."""
+        return not nested and effective_mode(self.run.scenario, agent) == "code" and name != RUN_CODE
 
     def own(self, rec: Record, r: dict[str, Any]) -> dict[str, Any]:
         rec.built[id(r)] = r  # P63: a result the registry built for this execution
@@ -197,9 +207,10 @@ class CorePipeline:
     def entry(self, inp: Input) -> tuple[Record, str | None, Any]:
         """P22-P25: one record per call, a frozen lossless snapshot of the arguments."""
         visible = self.view(inp.agent, inp.name)
+        collapsed = visible is not None and self.collapses(inp.agent, inp.name, inp.parent is not None)  # P28
         rec = Record(token=self.run.mint_token(), callId=inp.callId, rootCallId=inp.callId if inp.rootCallId is None else inp.rootCallId,
                      name=inp.name, agent=inp.agent, parent=inp.parent, arguments=UNDEFINED, signal=inp.signal,
-                     caller=inp.signal, abort_target=inp.signal,
+                     caller=inp.signal, abort_target=inp.abort_target or inp.signal,
                      finalizer=visible.decl if visible and visible.decl.finalizeContent is not None else None)
         try:
             try:
@@ -207,7 +218,14 @@ class CorePipeline:
             except NotLossless:
                 raise Thrown(type_error("tool execution arguments must be losslessly JSON-serializable")) from None
         except Thrown as t:
+            if collapsed and not inp.signal.aborted:
+                rec.finalizer = None  # P28: a collapsed call that could never run keeps no finalizer
             return rec, FINAL, fail(t.value)
+        if collapsed and not inp.signal.aborted:  # P28
+            rec.finalizer = None
+            return rec, FINAL, fail(harness_error("ToolNotFoundError", "UNKNOWN_TOOL", (
+                f'unknown tool "{inp.name}": only `run_code` is callable directly \u2014 '
+                f"call `{inp.name}` from inside a `run_code` program instead")))
         if inp.signal.aborted:  # P29
             return rec, FINAL, aborted(True)
         return rec, None, None
@@ -341,7 +359,7 @@ class CorePipeline:
             if tool.decl.define and (bad := violations(tool.decl.parameters, rec.arguments, "arguments")):  # P75
                 raise Thrown(harness_error("ToolArgsError", "INVALID_ARGS", "invalid arguments: " + "; ".join(bad)))
             try:
-                v = await tool.body(rec, rec.arguments, self.fs_intent)
+                v = await (CodeRun(self, rec).body() if tool is self.run_code else tool.body(rec, rec.arguments, self.fs_intent))
             finally:
                 self.run.open_gate(rec.callId)
             s = self.success(rec, tool, v)  # P72, P73: the output contract runs before the abort check
@@ -357,7 +375,7 @@ class CorePipeline:
         """P71: a filesystem intent a body dispatches; its listeners decide, by default nothing."""
         return await self.waterfall(event, rec, _undefined, args=target)
 
-    def success(self, rec: Record, tool: kit.Tool, candidate: Any) -> dict[str, Any]:
+    def success(self, rec: Record, tool: kit.Tool | RunCodeTool, candidate: Any) -> dict[str, Any]:
         """P72-P74: a value becomes a success through the output contract, or throws."""
         try:
             value = snapshot(candidate)
@@ -371,7 +389,7 @@ class CorePipeline:
         out: dict[str, Any] = {"isError": False, "value": value}
         for key, which, project in (("content", "render", tool.render), ("meta", "presentationMeta",
                                                                           tool.presentation_meta)):
-            if getattr(tool.decl.output, which) is None:
+            if getattr(tool.decl.output, which) is None and not (key == "content" and tool is self.run_code):
                 if key == "content":
                     out["content"] = [{"type": "text", "text": json_text(value)}]
                 continue
@@ -530,6 +548,282 @@ async def _unavailable() -> Any:
 async def _undefined() -> Any:
     return UNDEFINED
 
+# ----------------------------------------------------------------------------- Code Mode (5.15)
+
+RUN_CODE = "run_code"
+RUN_SETTLED = "run_code settled"  # P125: the run signal's abort reason once the program settled
+JS_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+            "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")  # what String.prototype.trim removes
+
+
+class RunCodeTool:
+    """P114, P115: the reserved transport, a defineTool tool whose body is the bridge."""
+
+    name = RUN_CODE
+    decl = ToolDecl(name=RUN_CODE, define=True, parameters={
+        "type": "object", "properties": {"code": {"type": "string"}, "description": {"type": "string"}},
+        "required": ["code", "description"]}, output=Output(schema={
+            "type": "object", "additionalProperties": False, "required": ["logs"],
+            "properties": {"logs": {"type": "array", "items": {"type": "string"}}, "result": {}}}))
+
+    def __init__(self, pipeline: CorePipeline) -> None:
+        self.pipeline = pipeline
+
+    def render(self, rec: Record, value: Any) -> Any:  # P128
+        return render(value)
+
+    presentation_meta = None
+
+
+def run_over(reason: Any, name: str, what: str) -> Thrown:  # P118, P125
+    return Thrown(js_error(f"run_code run is over ({to_string(reason)}); {name} {what}"))
+
+
+class SubCall:
+    def __init__(self, n: int, inp: Input) -> None:
+        self.n, self.input, self.logged = n, inp, clone(inp.arguments)  # P122: the log's own copy
+        self.outcome, self.flight = Deferred(), Deferred()
+        self.mode, self.parked = "exclusive", None
+
+
+class CodeRun:
+    """One run of run_code's body: the run's signal, its queue, its lane of starts and commits
+    (P121) and its dispatch logs (P122)."""
+
+    def __init__(self, p: CorePipeline, rec: Record) -> None:
+        self.p, self.rec, self.run = p, rec, p.run
+        self.signal = Signal(f"run:{rec.callId}")  # P119, P125: the run's own signal
+        self.pending: deque[SubCall] = deque()
+        self.commits: deque[SubCall] = deque()
+        self.in_flight: set[int] = set()
+        self.logs: dict[int, Any] = {}
+        self.exclusive = False
+        self.driving: Any = None
+        self.wake: Deferred | None = None
+
+    async def body(self) -> Any:
+        rec, scenario = self.rec, self.run.scenario
+        if to_string(get(rec.arguments, "description")).strip(JS_SPACE) == "":  # P115
+            raise Thrown(js_error("invalid description: expected a non-empty string"))
+        if not scenario.codeRuntime:  # P115
+            raise Thrown(js_error(f'dsh-tools: mode "{scenario.mode}" requires a code runtime \u2014 load a '
+                                  "ctx.codeRuntime implementation (e.g. @deepseek-ai/dsh-code-runtime-worker-thread) "
+                                  'or set tools mode to "native"'))
+        detach = rec.signal.listen(lambda s: self.signal.abort(s.reason))  # P125
+        try:
+            names = set(self.p.tools.get(None, {})).union(*(self.p.tools.get(a, {}) for a in self.p.chain(rec.agent)))
+            bindings = {n: self.binding(n) for n in sorted(names) if self.p.view(rec.agent, n) is not None}  # P117
+            request = RunRequest(call=rec.callId, code=str(get(rec.arguments, "code")), bindings=bindings,
+                                 signal=self.signal)
+            try:
+                result = await run_program(self.run, request)
+            except Thrown:  # a crashed runtime: run() rejected
+                await self.drain()
+                raise
+            await self.drain()
+            if "error" in result:  # P128
+                e = result["error"]
+                captured = "\nCaptured output:\n" + "\n".join(result["logs"]) if result["logs"] else ""
+                raise Thrown(harness_error("CodeRunFailedError", "CODE_RUN_FAILED",
+                                           f"code run failed ({e['kind']}): {e['message']}{captured}"))
+            value: dict[str, Any] = {"logs": result["logs"]}
+            if "value" in result:
+                value["result"] = result["value"]
+            return value
+        finally:
+            detach()
+
+    def binding(self, name: str) -> Any:
+        return lambda raw: self.run.sched.start(self.call(name, raw))
+
+    async def call(self, name: str, raw: Any) -> Any:
+        """P118, P119: an accepted call becomes a sub-call with its own identity."""
+        rec = self.rec
+        if self.signal.aborted:
+            raise run_over(self.signal.reason, name, "not dispatched")
+        try:
+            dispatched = snapshot(raw)
+        except NotLossless:
+            raise Thrown(js_error("tool arguments must be lossless JSON (call the tool with an arguments object, "
+                                  "e.g. `{}`)")) from None
+        except Thrown as t:
+            raise Thrown(js_error(f"tool arguments must be lossless JSON: {message_of(t.value)}")) from None
+        rec.sub_calls += 1
+        n = rec.sub_calls
+        inp = Input(callId=f"{rec.callId}:code:{n}", rootCallId=rec.rootCallId, name=name, arguments=dispatched,
+                    agent=rec.agent, parent=rec.token, signal=self.signal, abort_target=rec.abort_target)
+        self.run.inputs[inp.callId] = {  # what a write into "the caller's input" meets (P23)
+            "callId": inp.callId, "rootCallId": inp.rootCallId, "name": name, "arguments": clone(dispatched),
+            **({"agent": {}} if rec.agent is not None else {}),
+            "parent": {"$js": "symbol", "description": "execution token"}, "signal": {}}
+        sub = SubCall(n, inp)
+        self.pending.append(sub)
+        self.wakeup()
+        self.drive()
+        outcome = await sub.outcome
+        if self.signal.aborted:  # P125: the run ended before the sub-call committed
+            raise run_over(self.signal.reason, name, "result discarded")
+        if outcome["isError"]:  # P124
+            raise Thrown(js_error(to_string(outcome["error"]["message"])))
+        return outcome["value"]
+
+    def wakeup(self) -> None:
+        wake, self.wake = self.wake, None
+        if wake is not None:
+            wake.resolve(None)
+
+    def drive(self) -> Any:
+        if self.driving is None:
+            self.driving = self.run.sched.start(self.lane())
+        return self.driving
+
+    async def lane(self) -> None:
+        """P121: commits in submission order first; a start when the head's mode allows it."""
+        try:
+            while True:
+                wake = self.wake = Deferred()
+                if self.commits and self.commits[0].parked is not None:
+                    head = self.commits.popleft()
+                    await self.commit(head)
+                    self.exclusive = self.exclusive and head.mode != "exclusive"
+                    continue
+                if self.pending:
+                    head = self.pending[0]
+                    if self.signal.aborted:  # P125: queued, never started
+                        self.pending.popleft()
+                        head.outcome.reject(run_over(self.signal.reason, head.input.name, "tool call abandoned"))
+                        continue
+                    mode = self.classify(head.input)
+                    free = not self.in_flight if mode == "exclusive" else (
+                        len(self.in_flight) < self.run.scenario.maxParallelSubCalls)
+                    if not self.exclusive and free:
+                        self.exclusive, head.mode = mode == "exclusive", mode
+                        self.commits.append(self.pending.popleft())
+                        await self.start(head)
+                        self.in_flight.add(head.n)
+                        head.flight.on_settle(lambda _d, n=head.n: (self.in_flight.discard(n), self.wakeup()))
+                        await self.run.sched.tick()  # JavaScript's `await start()`
+                        continue
+                if not self.pending and not self.commits and not self.in_flight:
+                    return
+                await wake
+        finally:
+            self.driving = self.wake = None
+
+    def classify(self, inp: Input) -> str:
+        """P19: "parallel" only when the definition's isConcurrencySafe says exactly true."""
+        tool = self.p.view(inp.agent, inp.name)
+        if not isinstance(tool, kit.Tool) or tool.decl.concurrencySafe is None or (
+                tool.decl.define and violations(tool.decl.parameters, inp.arguments, "arguments")):
+            return "exclusive"
+        try:
+            return "parallel" if tool.is_concurrency_safe(inp.arguments, inp.callId) is True else "exclusive"
+        except Thrown:
+            return "exclusive"
+
+    def entry(self, sub: SubCall) -> dict[str, Any]:
+        return {"rootCallId": self.rec.rootCallId, "parentCallId": self.rec.callId, "subCallId": sub.input.callId,
+                "name": sub.input.name, "arguments": clone(sub.logged)}
+
+    async def start(self, sub: SubCall) -> None:
+        """P121, P122: the start event, then entry, pre-execute, approval and guards."""
+        if self.rec.agent is not None:
+            self.run.append_event(self.rec.agent, "tool/code-dispatch-start", self.entry(sub))
+        rec, route, r = await self.p.prepare(sub.input)
+        if route == DISPATCH:
+            self.run.sched.spawn(self.dispatch(sub, rec))  # bodies overlap (P121)
+        else:
+            sub.parked = (rec, route, r)
+            sub.flight.resolve(None)
+
+    async def dispatch(self, sub: SubCall, rec: Record) -> None:
+        sub.parked = (rec, *await self.p.dispatch(rec))
+        sub.flight.resolve(None)
+
+    async def commit(self, sub: SubCall) -> None:
+        """P121, P124, P126, P127: post-execute, finalizeContent, tools/result, the contexts
+        carried to run_code's record, the binding settled, then the dispatch log."""
+        result = await self.p.finalize(*sub.parked)
+        cid = sub.input.callId
+        self.run.trace.results.append(call_result(cid, result, self.run.is_deeply_frozen(result),
+                                                  result is self.run.notified.get(cid)))
+        if not result["isError"] and any(get(b, "type") == "image" for b in result["content"]):  # P126
+            self.p.generated += 1
+            self.rec.deferred.append(self.run.freeze({
+                "content": result["content"], "source": {"kind": "plugin", "plugin": "tools-code-mode"},
+                "role": "user", "id": f"generated-{self.p.generated}"}))
+        self.rec.deferred.extend(result.get("additionalContexts", []))
+        if result.get("concludesTurn") is True:  # P127
+            self.rec.concluded = True
+        sub.outcome.resolve(result)  # P124
+        if self.rec.agent is not None:
+            task = self.run.sched.start(self.log(sub, result))
+            if not task.done:
+                self.logs[sub.n] = task
+                task.on_settle(lambda _d, n=sub.n: self.logs.pop(n, None))
+        while len(self.logs) > self.run.scenario.maxParallelSubCalls:
+            await self.run.sched.any_of(*self.logs.values())
+
+    async def log(self, sub: SubCall, result: dict[str, Any]) -> None:
+        """P122, P123: the tools/code-dispatch-log waterfall, then the tool/code-dispatch event."""
+        content = result["content"]
+        handed = {"subCallId": sub.input.callId, "name": sub.input.name, "isError": result["isError"],
+                  "content": content}
+
+        async def unchanged() -> Any:
+            return content
+        try:
+            logged = await self.p.waterfall("tools/code-dispatch-log", self.rec, unchanged, result=handed,
+                                            call_id=sub.input.callId)
+        except Thrown as t:  # P123: contained
+            self.run.trace.warnings.append(f"tools: code-dispatch-log listener failed for {sub.input.name}: "
+                                           f"{message_of(t.value)}; logging the original settled content")
+            logged = content
+        if is_lossless(logged):  # a session's append refuses anything else
+            self.run.append_event(self.rec.agent, "tool/code-dispatch",
+                                  {**self.entry(sub), "isError": result["isError"], "content": logged})
+
+    async def drain(self) -> None:
+        """P125: once run() settled, queued sub-calls are abandoned and started ones commit,
+        every dispatch log appended, before the body returns (not a Python ``finally``: a
+        stopped run closes this coroutine)."""
+        self.signal.abort(RUN_SETTLED)
+        await self.drive()
+        while self.logs:
+            for task in list(self.logs.values()):
+                try:
+                    await task
+                except Thrown:
+                    pass
+
+
+def render(value: Any) -> list[dict[str, Any]]:
+    """P128: the logs and the result (a string as it is, else JSON.stringify(result, null, 2))."""
+    parts = ["\n".join(value["logs"])]
+    if "result" in value:
+        result = value["result"]
+        parts.append(result if isinstance(result, str) else render_json(result))
+    text = "\n".join(p for p in parts if p)
+    return [{"type": "text", "text": text or "(run_code completed with no output)"}]
+
+
+def render_json(v: Any, depth: int = 0, compact: bool = False) -> str:
+    """JSON.stringify(v, null, 2), but a container whose children would be indented by more
+    than ten spaces (JSON.stringify's cap) is written without white space (P128)."""
+    if not isinstance(v, (dict, list)) or (not v and isinstance(v, list)):
+        return json_text(v)  # type: ignore[return-value]
+    compact = compact or (depth + 1) * 2 > 10
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    entries = v.get("entries", {}) if token(v) == "object" else v  # a literal "$js" key is data
+    if not entries:
+        return "{}"
+    items = ([render_json(x, depth + 1, compact) for x in entries] if isinstance(v, list) else
+             [json_string(k) + (":" if compact else ": ") + render_json(x, depth + 1, compact) for k, x in entries.items()])
+    brackets = "[]" if isinstance(v, list) else "{}"
+    if compact:
+        return brackets[0] + ",".join(items) + brackets[1]
+    return brackets[0] + "\n" + ",\n".join(inner + i for i in items) + "\n" + pad + brackets[1]
+
 # ----------------------------------------------------------------------------- end of pipeline logic
 
 
@@ -538,12 +832,12 @@ class CorePort:
 
     name = "core-pipeline-example"
     version = kit.KIT_VERSION
-    profiles = ("core", "reference")
+    profiles = ("core", "reference", "code-mode")
 
     def pipeline(self, run: kit.PortRun) -> CorePipeline:
         s = run.scenario
-        if s.mode != "native" or any(a.mode not in (None, "native") for a in s.agents) or s.timeoutPolicy:
-            raise kit.Unsupported("Code Mode and the timeout policy are outside this example")
+        if s.timeoutPolicy:
+            raise kit.Unsupported("the timeout policy is outside this example")
         return CorePipeline(run)
 
 

@@ -15,6 +15,7 @@ version the kit speaks (``PROTOCOL_VERSION``), its minor number counts additions
 port interface that keep every port written for an earlier minor working.
 """
 
+from importlib import import_module
 from typing import Any
 
 from .version import KIT_VERSION, PROTOCOL_VERSION
@@ -36,8 +37,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
     value = getattr(import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value

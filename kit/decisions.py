@@ -84,8 +84,3 @@ class Block(_Decision):
 
 PostExecuteDecision = Annotated[Union[Accept, Block], Field(discriminator="kind")]
 """What the ``tools/post-execute`` waterfall resolves to (P78)."""
-
-GuardVerdict = Any
-"""A guard returns ``undefined`` to abstain; any other value denies and becomes the denial's
-``error.message`` (P46, P47). JSON has no ``undefined``: on the wire it is the token
-``{"$js":"undefined"}``."""

@@ -78,10 +78,6 @@ def _not_json(o: Any) -> Any:
 _ENCODERS: dict[tuple[tuple[str, Any], ...], Any] = {}
 
 
-def has_surrogates(text: str) -> bool:
-    return bool(_SURROGATE.search(text))
-
-
 def utf16(text: str) -> str:
     """``text`` with surrogate pairs held as two code points joined into one, so that
     equal UTF-16 strings are equal Python strings."""

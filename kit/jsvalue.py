@@ -14,6 +14,8 @@ snapshot (P12, P13), ``ToString`` (section 3.1), ``message(x)``/``info(x)`` (P9)
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import re
 from decimal import Decimal
@@ -188,7 +190,6 @@ def _clone(v: Any, memo: dict[int, Any], keep: dict[int, Any] = _NONE) -> Any:
         memo[id(v)] = out
         out.extend(x if isinstance(x, _ATOMS) else _clone(x, memo, keep) for x in v)
         return out
-    import copy
 
     return copy.deepcopy(v, memo)
 
@@ -419,10 +420,6 @@ def _join(items: list[JsValue], seen: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def is_error_instance(x: JsValue) -> bool:
-    return token(x) == "error"
-
-
 UNPRINTABLE = "<unprintable thrown value>"
 
 
@@ -493,8 +490,6 @@ def json_string(s: str) -> str:
 
 
 def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
-    import json
-
     if v is None:
         return "null"
     if v is True:

@@ -68,6 +68,15 @@ class Tool:
                          rules=("P93", "P94"), result=result)
         return perform_sync(self.run, inv, self.decl.finalizeContent)
 
+    def is_concurrency_safe(self, args: JsValue, call_id: str | None = None) -> JsValue:
+        """``isConcurrencySafe(args)`` (synchronous); the tool must declare one
+        (``decl.concurrencySafe``). ``call_id``: the ``run_code`` sub-call it classifies (the
+        classifier runs for that sub-call); a loop batch's call: none (it is handed no record)."""
+        assert self.decl.concurrencySafe is not None, f"{self.decl.ref} declares no isConcurrencySafe"
+        inv = Invocation(who=f"{self.decl.ref}.isConcurrencySafe", stage="classify", record=None, rules=("P19",),
+                         args=args, call_id=call_id)
+        return perform_sync(self.run, inv, self.decl.concurrencySafe)
+
     def _sync(self, which: str, record: Record, behavior: Behavior | None, value: JsValue) -> JsValue:
         assert behavior is not None, f"{self.decl.ref} declares no {which}"
         inv = Invocation(who=f"{self.decl.ref}.{which}", stage=which, record=record, rules=("P73",))
@@ -84,12 +93,17 @@ class Listener:
     decl: lang.Listener
 
     async def waterfall(self, record: Record, next_: Next, *, result: Any = NOTHING, args: Any = NOTHING,
-                        request: dict[str, Any] | None = None, request_signal: Signal | None = None) -> JsValue:
+                        request: dict[str, Any] | None = None, request_signal: Signal | None = None,
+                        call_id: str | None = None) -> JsValue:
         """A waterfall listener ``(ctx, next)``: what it returns, or raises ``Thrown``.
-        ``result``: for ``tools/post-execute``, the result handed to it; ``args``: an intent's
-        target; ``request``/``request_signal``: an ``approval/request`` answerer's request."""
+        ``result``: for ``tools/post-execute``, the result handed to it (for
+        ``tools/code-dispatch-log``, the settled sub-call); ``args``: an intent's target;
+        ``request``/``request_signal``: an ``approval/request`` answerer's request;
+        ``call_id``: the call it runs for where ``record`` is another's (a dispatch-log
+        listener is handed run_code's record for a sub-call)."""
         inv = Invocation(who=self.decl.id, stage=EVENT_STAGES[self.decl.event], record=record, rules=("P5",),
-                         next=next_, result=result, args=args, request=request, request_signal=request_signal)
+                         next=next_, result=result, args=args, request=request, request_signal=request_signal,
+                         call_id=call_id)
         return await perform(self.run, inv, self.decl.script or _DELEGATE)
 
     def notify(self, record: Record, result: JsValue) -> JsValue:

@@ -52,9 +52,20 @@ class Record:
     abort_target: Signal | None = None  # what an ``abort caller`` step aborts (Input.abort_target)
     body_invoked: bool = False  # P59
     finalizer: Tool | None = None  # P26: captured at entry
-    built: dict[int, Any] = field(default_factory=dict)  # results the registry built for this call (P63)
+    # results the registry built for this call (P63), by id: (the result, the record's token
+    # when it was built: the reference's P24 departure recognizes one only by its token now)
+    built: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     sub_calls: int = 0  # run_code: binding calls accepted for this execution so far (P119), across retries (P69)
     extra: dict[str, Any] = field(default_factory=dict)  # properties participants added
+    # The callId a participant wrote (the reference's P24 departure, oracle.departures): what
+    # later stages read as the record's callId. ``callId`` stays the scenario's call, the one
+    # the trace files the call's observations under (as the adapter does).
+    written_call_id: str | None = None
+
+    @property
+    def current_call_id(self) -> str:
+        """The record's ``callId`` as a participant reads it now."""
+        return self.callId if self.written_call_id is None else self.written_call_id
 
     def view(self, signals: dict[str, Signal]) -> dict[str, Any]:
         """What an ``observe record`` step records (comparable across implementations)."""
@@ -63,7 +74,7 @@ class Record:
         else:
             which = next((n for n, s in signals.items() if s is self.signal), "fused")
         out: dict[str, Any] = {
-            "callId": self.callId,
+            "callId": self.current_call_id,
             "rootCallId": self.rootCallId,
             "name": self.name,
             "hasAgent": self.agent is not None,

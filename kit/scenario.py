@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .jsonio import InputLimitError, as_doubles, check_limits, load_file
-from .schema_doc import schema_document
 from .scenario_checks import CODE_DISPATCH_LOG, FS_INTENTS, ScenarioError, check_references
+from .schema_doc import schema_document
 from .session_events import TodoWriteData
 
 SCENARIO_FORMAT = "dsh-conformance/scenario/v1"
@@ -282,9 +282,6 @@ class ProgramThrow(_Model):
     message: str = Field(default="boom", description="the thrown Error's message")
 
 
-RUN_FAILURE_KINDS = ("exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit")
-
-
 class ProgramFail(_Model):
     """The runtime reports a failure of ``kind`` with ``message`` (a budget expiry, the
     substrate dying, ...): the run ends there (P128)."""
@@ -508,9 +505,6 @@ class Agent(_Model):
 
 # ----------------------------------------------------------------------------- runs
 
-GETTER_FIELDS = ("name", "rootCallId", "arguments")
-
-
 class Call(_Model):
     """One direct ``execute()`` call. ``parent`` gives the input a foreign execution token
     (a nested call). ``aborted`` aborts the caller signal before the call enters;
@@ -697,5 +691,4 @@ def scenario_to_json(s: Scenario) -> dict[str, Any]:
 
 
 def scenario_json_schema() -> dict[str, Any]:
-
     return schema_document(_ADAPTER, "scenario.schema.json")

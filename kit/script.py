@@ -264,9 +264,11 @@ def _mutate(w: RunState, inv: Invocation, step: Any) -> None:
         if not step.catch:
             raise Thrown(clone(failure))
         return
-    if root == "input" and written is not None:
+    if root in ("input", "result", "args", "record") and written is not None:
         # P23: the caller's object is an object like any other: a later write below a field
-        # deleted or redefined here sees that (a deleted getter is not read again).
+        # deleted or redefined here sees that (a deleted getter is not read again). A result
+        # the registry left unfrozen (the reference's P11 departure, oracle.departures)
+        # changes as a real object does, for every later reader of it.
         writes.apply(written, path[-1], step.op, step.value)
     if root == "request" and len(path) == 1 and inv.stage == "approval" and isinstance(inv.request, dict):
         # P39 builds the request for this ask alone: a write changes what later reads of it see.
@@ -274,7 +276,10 @@ def _mutate(w: RunState, inv: Invocation, step: Any) -> None:
             inv.request.pop(path[0], None)
         else:
             inv.request[path[0]] = clone(step.value)
-    if root == "record" and len(path) == 1:
+    if root == "record" and len(path) == 1 and path[0] in IDENTITY:
+        if w.identity_writable():  # allowed: the P24 departure (else only a delete of what is absent)
+            w.write_identity(_need_record(inv), path[0], step.op, step.value)
+    elif root == "record" and len(path) == 1:
         rec = _need_record(inv)
         if step.op == "delete":
             rec.extra.pop(path[0], None)
@@ -300,14 +305,17 @@ def _refusal(w: RunState, inv: Invocation, root: str, path: list[str],
         if len(path) == 1:
             exists = rec.has(head)
             rule = ("P24",) if head in IDENTITY else ("P99",) if rec.frozen else ("P24", "P60")
-            if (head in IDENTITY or rec.frozen) and not (op == "delete" and not exists):
+            writable = head in IDENTITY and not rec.frozen and w.identity_writable()  # P24 departure
+            if (head in IDENTITY or rec.frozen) and not writable and not (op == "delete" and not exists):
                 return type_error(_message(op, key, exists)), rule, None
             return None, rule, None
         if head == "arguments":
-            return writes.attempt(w, rec.arguments, path[1:], op)[0], ("P24", "P25"), None
+            failure, node = writes.attempt(w, rec.get_arguments(), path[1:], op)
+            return failure, ("P24", "P25"), node
         if head in ("callId", "rootCallId", "name", "token", "parent") and rec.has(head):
             # A primitive (a string, a symbol token) has no properties of its own.
-            held = getattr(rec, head) if head in ("callId", "rootCallId", "name") else {"$js": "symbol"}
+            held = (rec.current_call_id if head == "callId" else getattr(rec, head)
+                    if head in ("rootCallId", "name") else {"$js": "symbol"})
             return writes.attempt(w, {head: held}, path, op)[0], ("P24",), None
         if head in ("agent", "parent") and not rec.has(head):
             return writes.refusal(w, UNDEFINED, key, op), ("P24",), None
@@ -322,8 +330,10 @@ def _refusal(w: RunState, inv: Invocation, root: str, path: list[str],
         return writes.attempt(w, {**inv.request, "signal": {}}, path, op)[0], ("P39",), None
     # A participant handed no arguments or no result reads the root as undefined.
     if root == "args":
-        return writes.attempt(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op)[0], ("P25",), None
-    return writes.attempt(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op)[0], ("P11",), None
+        failure, node = writes.attempt(w, UNDEFINED if inv.args is NOTHING else inv.args, path, op)
+        return failure, ("P25",), node
+    failure, node = writes.attempt(w, UNDEFINED if inv.result is NOTHING else inv.result, path, op)
+    return failure, ("P11",), node
 
 
 def _message(op: str, key: str, exists: bool) -> str:

@@ -74,6 +74,16 @@ class RunState:
         """A scripted ``unregister`` step."""
         raise NotImplementedError("an implementation's run state unregisters participants")
 
+    def identity_writable(self) -> bool:
+        """Whether a write of a record's identity field is carried out (P24: never; an
+        implementation that departs from P24 overrides this and ``write_identity``)."""
+        return False
+
+    def write_identity(self, rec: Any, key: str, op: str, value: JsValue) -> None:
+        """Carry out an allowed write (``set``, ``delete``, ``define``) of ``rec``'s identity
+        field ``key`` (only where ``identity_writable``)."""
+        raise NotImplementedError("identity fields are never written (P24)")
+
     def inject(self, message: JsValue, steer: bool) -> None:
         """Loop runs: an ``inject`` (``steer``: a ``steer``) step's message for the agent."""
         raise ScenarioError("$.run", "inject and steer need a loop run")

@@ -33,7 +33,6 @@ Stage = Literal[
     "presentationMeta", "loop", "fs-intent", "tool-event", "presentCall", "presentResult",
     "program", "code-mode", "code-dispatch-log", "getter", "pre-step",
 ]
-INTERNAL_STAGES = frozenset({"entry", "route", "checkpoint", "materialize", "dispatch", "code-mode"})
 
 # The stages a call's participants run at, in pipeline order (P1): the one list every other
 # module reads (a test holds the project to it).

@@ -173,7 +173,8 @@ def attempt(w: RunState, root: Any, path: list[str], op: str) -> tuple[JsValue |
 
 def apply(node: Any, key: str, op: str, value: JsValue) -> None:
     """Carry out an allowed write on a plain object or array the kit keeps (the caller's
-    input): later reads see it, as they see a real object's."""
+    input, a result the registry left unfrozen): later reads see it, as they see a real
+    object's."""
     if isinstance(node, dict) and token(node) is None:
         if op == "delete":
             node.pop(key, None)

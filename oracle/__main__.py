@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from . import ScenarioFileError, ScenarioRunError, load_scenario, run_scenario
+from .serve import serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +25,6 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve", help="speak the IUT protocol v1 on stdin/stdout")
     args = parser.parse_args(argv)
     if args.command == "serve":
-        from .serve import serve
         return serve(sys.stdin.buffer, sys.stdout)
     if args.command == "run":
         try:

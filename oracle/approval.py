@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import texts
+from .departures import NotComputable
 from ..kit.decisions import GRANTED, OUTCOMES
 from ..kit.jsvalue import UNDEFINED, JsValue, Thrown, js_error, js_string, json_text
 from ..kit.record import Record
@@ -44,7 +45,9 @@ async def ask(w: World, rec: Record, reason: JsValue, waterfall: Waterfall) -> t
     if rec.agent is None:  # P37, P38
         w.obs(rec.callId, "approval", "deny", None, "no-agent", ("P37", "P38"))
         return "deny", texts.approval_no_agent(rec.name), False
-    request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.callId}
+    if w.forged(rec.agent):  # the reference's P24 departure: what its approval service makes of it is not computed
+        raise NotComputable(f"call {rec.callId}", "an approval request for a forged agent")
+    request: dict[str, Any] = {"agent": rec.agent, "toolName": rec.name, "callId": rec.current_call_id}
     if isinstance(reason, str):
         request["reason"] = reason  # P39
     signal = rec.signal  # P39: the record's signal at this moment

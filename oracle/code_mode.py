@@ -35,7 +35,7 @@ from . import texts
 from .classify import classify
 from ..kit.jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless, js_error, json_string, message_of, number_to_string,
                       snapshot, to_string, token)
-from .program import RunRequest, run_program
+from ..kit.program import RunRequest, run_program
 from ..kit.record import Input, Record
 from .registry import World
 from ..kit.scheduler import Deferred, Signal, Task
@@ -159,7 +159,8 @@ class Bridge:
         self.rec.sub_calls += 1
         self.accepted += 1
         n = self.accepted if "P119" in self.w.departures else self.rec.sub_calls
-        inp = Input(callId=f"{self.rec.callId}:code:{n}", rootCallId=self.rec.rootCallId, name=name,
+        # The record's callId as it is now (a write of it applies under the P24 departure).
+        inp = Input(callId=f"{self.rec.current_call_id}:code:{n}", rootCallId=self.rec.rootCallId, name=name,
                     arguments=dispatched, agent=self.rec.agent, parent=self.rec.token, signal=self.signal,
                     abort_target=self.rec.abort_target)
         sub = SubCall(n, inp, logged, Deferred())
@@ -234,6 +235,11 @@ class Bridge:
 
     async def start(self, sub: SubCall) -> None:
         """A start: the start event, then entry, pre-execute, approval and guards (P121, P122)."""
+        if self.w.forged(self.rec.agent):
+            # The reference's P24 departure: a participant wrote run_code's agent. rc.8's lane
+            # reads the forged value's session here (exec.agent?.session.append) and throws
+            # inside its start: the sub-call never settles, nor does the run.
+            await Deferred()
         if self.rec.agent is not None:
             self.w.append_event(self.rec.agent, "tool/code-dispatch-start", self._entry(sub))
             self.w.obs(self.rec.callId, "tool-event", "append", None, {"type": "tool/code-dispatch-start"}, ("P122",))
@@ -302,7 +308,7 @@ class Bridge:
     # ------------------------------------------------------------------ dispatch logging (P122, P123)
 
     def _entry(self, sub: SubCall) -> dict[str, Any]:
-        return {"rootCallId": self.rec.rootCallId, "parentCallId": self.rec.callId,
+        return {"rootCallId": self.rec.rootCallId, "parentCallId": self.rec.current_call_id,
                 "subCallId": sub.input.callId, "name": sub.input.name, "arguments": clone(sub.logged)}
 
     async def _log(self, sub: SubCall, result: dict[str, Any]) -> None:

@@ -43,8 +43,6 @@ class LiveEvent:
 
 
 RECORD = Argument("exec", "ToolExecution")
-DECISIONS = "decisions.schema.json#/$defs/"
-RESULTS = "results.schema.json#/$defs/"
 
 EVENTS: tuple[LiveEvent, ...] = (
     LiveEvent("tools/pre-execute", "waterfall", (RECORD,), "PreToolDecision",

@@ -94,8 +94,28 @@ def _with_contexts(r: dict[str, Any], prior: Any) -> dict[str, Any]:
     return r
 
 
+def handed(w: World, r: Any) -> Any:
+    """P11: a result handed to a participant is deep-frozen. The reference's departure
+    (``oracle.departures``) freezes only what its output contract and materialization build
+    (a success, a denial, a final outcome): what else it hands on stays a writable object."""
+    return r if "P11" in w.departures else w.freeze(r)
+
+
+def canonical(w: World, rec: Record, r: JsValue) -> bool:
+    """P63 step 1: a result the registry built for this very execution. The reference's P11
+    departure marks only what its output contract built (frozen): a failure or an abort its
+    terminal made is rebuilt from what it holds now (a wrapper may have written it)."""
+    if not isinstance(r, dict) or id(r) not in rec.built:
+        return False
+    # The reference's P24 departure: it marks a result with the record's token as it is then,
+    # and recognizes it by the token as it is now (a wrapper may have written the token).
+    marked = rec.built[id(r)][1]
+    same_token = marked is rec.token or (isinstance(marked, str) and marked == rec.token)
+    return same_token and ("P11" not in w.departures or w.is_frozen(r))
+
+
 def own_record(w: World, r: dict[str, Any], rec: Record) -> dict[str, Any]:
-    rec.built[id(r)] = r  # holding the object keeps its id unique for the run
+    rec.built[id(r)] = (r, rec.token)  # holding the object keeps its id unique for the run
     return r
 
 
@@ -146,7 +166,7 @@ class _Cursor:
             # where a cursor per listener would run the one after it again (P5 alone).
             self.w.obs(self.rec.callId, EVENT_STAGES[self.event], "cursor", None, self.position, ("P6",))
         value = await self.step()
-        return self.w.freeze(value) if self.freeze_next else value
+        return handed(self.w, value) if self.freeze_next else value
 
     async def call_listener(self, l: Listener, position: int) -> JsValue:
         if l.id == TIMEOUT_POLICY:
@@ -291,7 +311,7 @@ async def _gate(w: World, rec: Record) -> Route:
         kind, reason, cancelled = await approval.ask(w, rec, reason, waterfall)
         # G4: P42
         if cancelled and rec.caller.aborted:
-            return _post(w, rec, own_record(w, w.freeze(abort_bd()), rec), ("P42",))
+            return _post(w, rec, own_record(w, handed(w, abort_bd()), rec), ("P42",))
     elif kind == "deny":
         w.obs(rec.callId, "pre-execute", "deny", None, reason, ("P32",))
 
@@ -314,7 +334,7 @@ async def _gate(w: World, rec: Record) -> Route:
     # G6: P53
     if rec.caller.aborted:
         w.obs(rec.callId, "checkpoint", "abort", None, "after-guards", ("P53",))
-        return _post(w, rec, own_record(w, w.freeze(abort_bd()), rec), ("P53",))
+        return _post(w, rec, own_record(w, handed(w, abort_bd()), rec), ("P53",))
     w.obs(rec.callId, "route", "to", None, "dispatch", ("P54",))
     return Route("dispatch")
 
@@ -386,7 +406,7 @@ async def dispatch(w: World, rec: Record) -> Route:
     if not n["isError"] and rec.caller.aborted:  # D4: P68
         w.obs(rec.callId, "checkpoint", "abort", None, "after-execute", ("P68",))
         n = own_record(w, abort_a(n) if rec.body_invoked else abort_bd(n), rec)
-    return _post(w, rec, w.freeze(n), ("P62", "P76"))
+    return _post(w, rec, handed(w, n), ("P62", "P76"))
 
 
 async def terminal(w: World, rec: Record) -> dict[str, Any]:
@@ -488,7 +508,7 @@ def _project(w: World, rec: Record, tool: Tool, which: str, value: JsValue) -> J
 
 def normalize(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
     """P63: normalize the waterfall's result. Throws are D-throws (final, P64)."""
-    if isinstance(r, dict) and id(r) in rec.built:
+    if canonical(w, rec, r):
         return r  # step 1: built by the registry for this very execution
     if r is None or is_undefined(r):
         w.obs(rec.callId, "materialize", "outcome", None, "nullish", ("P63",))  # why the call ends here
@@ -533,7 +553,7 @@ async def post(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any]:
-    w.freeze(r)
+    handed(w, r)
     w.obs(rec.callId, "post-execute", "start", None, r, ("P76",))
     try:
         p = await waterfall(w, "tools/post-execute", rec, {"result": r}, _accept, ("P5", "P76"))
@@ -571,7 +591,7 @@ async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any
     prior = r.get("additionalContexts", [])
     merged = [*(prior if isinstance(prior, list) else []), *(dc if isinstance(dc, list) else [])]  # P85
     if has_own(p, "value"):  # P81, P82
-        if r["isError"]:
+        if truthy(get(r, "isError")):  # a writable result (P11 departure) may have lost it
             raise PostThrow(type_error(texts.ACCEPT_VALUE_ON_FAILURE), "P81", "P82", "P87")
         tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None
         if tool is None:
@@ -589,7 +609,7 @@ async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any
             out["content"] = content
         if merged:
             out["additionalContexts"] = merged
-    if not out["isError"] and rec.caller.aborted:  # Q4: P88
+    if not truthy(get(out, "isError")) and rec.caller.aborted:  # Q4: P88
         w.obs(rec.callId, "checkpoint", "abort", None, "after-post", ("P88",))
         out = abort_a(out) if rec.body_invoked else abort_bd(out)
     return own_record(w, out, rec)
@@ -689,13 +709,13 @@ def finish(w: World, rec: Record, r: JsValue) -> dict[str, Any]:
         try:
             returned = perform_sync(w, inv, l.script or Behavior())
         except Thrown as t:
-            w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(t.value)))  # P101
+            w.trace.warnings.append(texts.observer_failed(rec.name, rec.current_call_id, message_of(t.value)))  # P101
             continue
         if token(returned) == "promise" and "rejects" in returned:
             rejections.append(returned["rejects"])
     # P101: a rejection is reported asynchronously, after the notification's synchronous part.
     for x in rejections:
-        w.trace.warnings.append(texts.observer_failed(rec.name, rec.callId, message_of(x)))
+        w.trace.warnings.append(texts.observer_failed(rec.name, rec.current_call_id, message_of(x)))
     w.obs(rec.callId, "result", "end", None, None, ("P98",))
     return f  # F4: the very object the observers received
 

@@ -13,9 +13,10 @@ from typing import Any
 
 from . import texts
 from .arguments import parse_arguments
+from .departures import NotComputable, write_identity
 from .inbox import cancel, splice_append
 from ..kit.jsvalue import JsValue, Thrown, js_error
-from ..kit.scenario import Guard, Listener, Program, Scenario, Tool
+from ..kit.scenario import Guard, Listener, Scenario, Tool
 from ..kit.scenario_checks import RUN_CODE, effective_mode
 from ..kit.session import RunState
 from .tool_definitions import RUN_CODE_TOOL
@@ -53,7 +54,6 @@ class World(RunState):
         self.inbox: list[JsValue] = []  # the loop agent's next-step queue
         self.inbox_next_turn: list[JsValue] = []  # waking input after an abort starts a new turn
         self.loop_agent: str | None = None
-        self.programs: dict[str, Program] = {p.id: p for p in scenario.programs}
         self.generated_messages = 0  # user messages the registry made itself (P126's image contexts)
         self.sub_inputs: dict[str, dict[str, Any]] = {}  # a run_code sub-call's input object, as writes see it
         self.wake_requested = False  # a steer after the abort asked for another turn (P112)
@@ -87,6 +87,18 @@ class World(RunState):
 
     def cancel(self, keep_inbox: bool, reason: JsValue) -> None:
         cancel(self, keep_inbox, reason)
+
+    def append_event(self, agent: str, type_: str, data: JsValue, source: list[int] | None = None,
+                     fresh: bool = False) -> int:
+        if self.forged(agent):  # the reference's P24 departure: a forged agent has no session we compute
+            raise NotComputable(f"agent {agent}", "a session event of a forged agent")
+        return super().append_event(agent, type_, data, source, fresh)
+
+    def identity_writable(self) -> bool:
+        return "P24" in self.departures  # the reference's departure: a plain object until the freeze
+
+    def write_identity(self, rec: Any, key: str, op: str, value: JsValue) -> None:
+        write_identity(rec, key, op, value, frozenset(self.agents))
 
     def caller_input(self, call: str | None) -> JsValue:
         """The caller's input object (section 3.2) as far as a write into it can tell: a
@@ -149,7 +161,8 @@ class World(RunState):
         a = agent
         while a is not None:
             out.append(a)
-            a = self.agents[a].spec.parent
+            # A forged agent (the reference's P24 departure) is a key of no scope: no parent.
+            a = self.agents[a].spec.parent if a in self.agents else None
         known = self.chains[agent] = tuple(out)
         return known
 
@@ -157,8 +170,14 @@ class World(RunState):
         """Effective presentation mode: the nearest scope's declaration, else the deployment's."""
         known = self.modes.get(agent)
         if known is None:
-            known = self.modes[agent] = effective_mode(self.scenario, agent)
+            known = self.modes[agent] = effective_mode(self.scenario, agent if not self.forged(agent) else None)
         return known
+
+    def forged(self, agent: str | None) -> bool:
+        """A record's agent that a participant wrote (the reference's P24 departure): a value
+        that is no agent of the scenario, so no scope's key (rc.8's scopeTarget and
+        chainLayers: the global layer and untagged listeners alone)."""
+        return agent is not None and agent not in self.agents
 
     def collapses(self, agent: str | None, name: str, nested: bool) -> bool:
         """P28: a model-direct call (not nested in ``run_code``) of an agent presenting in
@@ -203,7 +222,7 @@ class World(RunState):
         if inherited is None:
             return None, None
         for a in chain:
-            r = self.agents[a].spec.restrict
+            r = self.agents[a].spec.restrict if a in self.agents else None
             if r is not None and ((r.allow is not None and name not in r.allow)
                                   or (r.deny is not None and name in r.deny)):
                 # P56 (revision 3): a restriction anywhere on the chain hides every inherited

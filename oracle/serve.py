@@ -6,10 +6,11 @@ as any port built on the kit answers.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import IO, Any
 
-from ..kit import protocol
 from . import run_scenario
+from ..kit import protocol
 
 PROFILES = ["core", "reference", "loop", "code-mode"]
 # The optional features it expresses (the handshake's ``features``): the suite draws a
@@ -18,8 +19,6 @@ FEATURES = ["timeout-policy", "shipped-approval"]
 
 
 def started() -> dict[str, Any]:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         v = version("dsh-conformance")
     except PackageNotFoundError:  # run from a source tree

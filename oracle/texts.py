@@ -85,20 +85,10 @@ def observer_failed(name: str, call_id: str, message: str) -> str:  # P101
 
 # Output-contract violation texts (P73).
 VALUE_NOT_LOSSLESS = "value is not lossless JSON"
-RENDER_NOT_LOSSLESS = "output.render returned non-lossless JSON"
-META_NOT_LOSSLESS = "output.presentationMeta returned non-lossless JSON"
 
 
 def value_snapshot_failed(m: str) -> str:
     return f"value snapshot failed: {m}"
-
-
-def render_failed(m: str) -> str:
-    return f"output.render failed: {m}"
-
-
-def meta_failed(m: str) -> str:
-    return f"output.presentationMeta failed: {m}"
 
 
 # A refused write raises a TypeError whose wording the engine chooses (and which depends on
@@ -163,19 +153,7 @@ def dispatch_log_failed(name: str, m: str) -> str:  # P123
     return f"tools: code-dispatch-log listener failed for {name}: {m}; logging the original settled content"
 
 
-# Texts of the scenario's scripted code runtime. They are not the spec's: the runtime is the
-# suite's own participant, and the oracle and every adapter run it alike.
-def no_program(code: str) -> str:
-    return f'the scenario has no program "{code}"'
-
-
-def not_a_function(name: str) -> str:
-    return f"tools.{name} is not a function"
-
-
-INVALID_COMPLETION = "the program's completion value is not lossless JSON"
-RUN_ABORTED = "the run was aborted"
-TOOL_CALL_ERROR = "ToolCallError"  # the namespace's rejection class (bindings' errorClass)
+# The texts of the scenario's scripted code runtime are the kit's (kit/program.py).
 
 # Code Mode's own texts (section 2: exact texts of code-mode rules belong to that profile):
 # comparisons under the code-mode profile compare strings with these prefixes exactly.

@@ -12,7 +12,8 @@ import pytest
 from dsh_conformance.argtypes import UsageError
 from dsh_conformance.iut.connect import IUT, Pipeline, make_iut
 from dsh_conformance.spec.corpus import CASES
-from dsh_conformance.iut.connection import InProcessIUT, ProcessIUT, PythonIUT
+from dsh_conformance.iut.in_process import InProcessIUT
+from dsh_conformance.iut.process import ProcessIUT, PythonIUT
 from dsh_conformance.reporting.report import Outcome
 from dsh_conformance.resources import SUITE
 from dsh_conformance.spec.rules import ORACLE_PROFILES
@@ -95,7 +96,7 @@ def test_the_plugin_and_the_runner_do_not_import_the_cli():
 def test_a_run_message_spliced_from_the_case_text_is_the_encoded_message(extra):
     """The runner sends the document's text as it encoded it once for the case (its key,
     its size): spliced into the run line, it must be the bytes protocol.dumps writes."""
-    from dsh_conformance.iut.connection import run_message
+    from dsh_conformance.iut.process import run_message
     from dsh_conformance.iut.protocol import dumps
     from dsh_conformance.running.references import corpus_items, document_text as _document_text
 

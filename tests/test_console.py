@@ -19,7 +19,8 @@ import pytest
 
 from dsh_conformance import cli
 from dsh_conformance.cli import main
-from dsh_conformance.iut.connection import IUTFailure, ProcessIUT
+from dsh_conformance.iut.connection import IUTFailure
+from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.reporting.report import read_report, rule_outcomes
 from dsh_conformance.spec.rules import rules
 from dsh_conformance.reporting.scores import SCORED, profile_scores

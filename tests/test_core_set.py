@@ -100,7 +100,7 @@ def test_reference_only_faults_leave_core_only_cases_passing(tmp_path):
     # core (the comparison's masks), so nothing else may show. A fault with which the copy cannot run a case
     # (it answers errored: a throw outside the pipeline, which breaks core's P90 as well)
     # proves nothing here.
-    from dsh_conformance.iut.connection import InProcessIUT
+    from dsh_conformance.iut.in_process import InProcessIUT
     from dsh_conformance.measuring.mutants import faults
     from dsh_conformance.measuring.mutate import load
     from dsh_conformance.running.runner import Runner

@@ -40,14 +40,20 @@ def _cases(where: Path, *docs: dict[str, Any]) -> Path:
     return folder
 
 
-def _run(tmp_path: Path, cases: Path, listed: bool, fault: str = "") -> tuple[int, Any]:
+LISTED = {"P119": "sub-calls numbered per run of the body", "P11": "failures reach listeners writable",
+          "P24": "identity writes apply until the freeze"}
+
+
+def _run(tmp_path: Path, cases: Path, listed: bool, fault: str = "", departure: str = "P119",
+         also: str = "") -> tuple[int, Any]:
+    """``also``: a further listed rule (a departure the oracle does not compute) and its reason."""
     extra = []
     if listed:
-        exp = tmp_path / "expectations.yaml"
-        exp.write_text("implementation: departing oracle\nrules:\n  P119: sub-calls numbered per run of the body\n",
+        exp = tmp_path / f"expectations-{len(list(tmp_path.iterdir()))}.yaml"
+        exp.write_text(f"implementation: departing oracle\nrules:\n  {departure}: {LISTED[departure]}\n{also}",
                        encoding="utf-8")
         extra = ["--expectations", str(exp)]
-    code, report, _ = run_fake_module(tmp_path, "departing_oracle", {"DEPARTURES": "P119", "DEPARTING_FAULT": fault},
+    code, report, _ = run_fake_module(tmp_path, "departing_oracle", {"DEPARTURES": departure, "DEPARTING_FAULT": fault},
                                       "--cases", str(cases), "--examples", "0", *extra)
     return code, report
 
@@ -89,3 +95,128 @@ def test_a_departure_that_does_not_show_explains_nothing(tmp_path):
     doc["listeners"] = []
     code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=False)
     assert code == 0 and rep.cases[0].outcome.value == "pass", rep.cases[0]
+
+
+# A post-execute listener writes the failure it is handed: under the reference's P11 departure
+# the failure is a plain object, the deletion of isError applies, and the call ends as a
+# "success" without a value (P87) that is no lossless result (P12).
+LAUNDER = {
+    "id": "launder-failure", "title": "a post-execute listener deletes the isError of the failure it is handed",
+    "rules": ["P11", "P87", "P12"],
+    "tools": [{"name": "t1", "body": [{"do": "throw", "value": {"$js": "error", "class": "Error", "message": "boom"}}]}],
+    "listeners": [{"id": "launder", "event": "tools/post-execute", "script": [
+        {"do": "mutate", "target": "result.isError", "op": "delete"}, {"do": "next"}, {"do": "return-next"}]}],
+    "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "t1"}]},
+}
+
+# A pre-execute listener replaces run_code's callId: under the reference's P24 departure the
+# write applies, and the bridge numbers the sub-call from the written id (P119's law).
+RENAME = {
+    "id": "rename-run-code", "title": "a pre-execute listener writes run_code's record.callId",
+    "rules": ["P24", "P119"], "mode": "code", "agents": [{"id": "a"}],
+    "tools": [{"name": "t", "body": [{"do": "return", "value": 1}]}],
+    "programs": [{"id": "p", "steps": [{"do": "call", "tool": "t"}, {"do": "return", "value": "done"}]}],
+    "listeners": [{"id": "pre", "event": "tools/pre-execute", "script": [
+        {"do": "mutate", "target": "record.callId", "value": "renamed"}, {"do": "next"}, {"do": "return-next"}]}],
+    "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "run_code", "agent": "a",
+                                         "arguments": {"code": "p", "description": "run the program"}}]},
+}
+
+# A pre-execute listener replaces the record's arguments: the body is handed the written
+# object, not the record's frozen snapshot (P25).
+REPLACE_ARGS = {
+    "id": "replace-arguments", "title": "a pre-execute listener writes record.arguments",
+    "rules": ["P24", "P25"],
+    "tools": [{"name": "t1", "body": [{"do": "observe", "what": "args"}, {"do": "return", "value": 1}]}],
+    "listeners": [{"id": "pre", "event": "tools/pre-execute", "script": [
+        {"do": "mutate", "target": "record.arguments", "value": {"x": 1}}, {"do": "next"}, {"do": "return-next"}]}],
+    "run": {"kind": "direct", "calls": [{"callId": "c1", "name": "t1", "arguments": {"y": 1}}]},
+}
+
+
+@pytest.mark.rules("P11", "P12", "P87", "P24", "P25", "P119")
+@pytest.mark.parametrize("departure, doc", [("P11", LAUNDER), ("P24", RENAME), ("P24", REPLACE_ARGS)],
+                         ids=["P11-launder", "P24-rename-run-code", "P24-replace-arguments"])
+def test_consequences_of_a_listed_write_departure_are_derived(tmp_path, departure, doc):
+    """A release whose results (P11) or records (P24) stay writable, and whose participants'
+    writes then apply: the failure's other rules are consequences of the listed departure."""
+    code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=False, departure=departure)
+    case = rep.cases[0]
+    assert code == 1 and case.outcome.value == "fail", case
+    assert departure in case.failing_rules and set(case.failing_rules) - {departure}, case.failing_rules
+    code, rep = _run(tmp_path, tmp_path / "cases", listed=True, departure=departure)
+    case = rep.cases[0]
+    assert code == 0 and case.outcome.value == "expected-fail", case
+    extra = sorted(set(case.failing_rules) - {departure})
+    assert case.expected_reason.startswith(LISTED[departure] + " (")
+    assert f"{', '.join(extra)} follow" in case.expected_reason and f"departure {departure}," in case.expected_reason
+
+
+@pytest.mark.rules("P11", "P24", "P56")
+@pytest.mark.parametrize("departure, doc", [("P11", LAUNDER), ("P24", RENAME), ("P24", REPLACE_ARGS)],
+                         ids=["P11-launder", "P24-rename-run-code", "P24-replace-arguments"])
+def test_an_unlisted_fault_beside_a_listed_write_departure_stays_unexpected(tmp_path, departure, doc):
+    """The same release with a second fault that no departure explains (the unknown-tool
+    failure worded otherwise), shown by a second call of the same case."""
+    doc = copy.deepcopy(doc)
+    doc["rules"] = [*doc["rules"], "P56"]
+    doc["run"]["calls"].append({"callId": "c2", "name": "nothing", **({"agent": "a"} if "agents" in doc else {})})
+    code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=True, fault="unknown-tool-text", departure=departure)
+    case = rep.cases[0]
+    assert code == 1 and case.outcome.value == "fail" and case.expected_reason is None, case
+
+
+@pytest.mark.rules("P24", "P25", "P56")
+def test_a_listed_departure_the_oracle_does_not_compute_still_lets_a_consequence_be_derived(tmp_path):
+    """The release also words the unknown-tool failure otherwise, and lists the rules that
+    fault fails alone (a departure the oracle cannot compute): judged against the reference
+    computed with P24, the answer agrees up to that listed departure in the second call, so
+    P25 still follows from P24 (rc.8's sweeps: a P24 write in one call, its unvalidated
+    post-execute decisions, P78, in another)."""
+    alone = {"id": "unknown-alone", "title": "an unknown tool", "rules": ["P56"], "tools": [],
+             "run": {"kind": "direct", "calls": [{"callId": "c2", "name": "nothing"}]}}
+    apart = tmp_path / "alone"
+    apart.mkdir()
+    code, rep = _run(tmp_path, _cases(apart, alone), listed=False, fault="unknown-tool-text")
+    fault_rules = rep.cases[0].failing_rules
+    assert code == 1 and fault_rules and "P25" not in fault_rules, rep.cases[0]
+    doc = copy.deepcopy(REPLACE_ARGS)
+    doc["rules"] = [*doc["rules"], "P56"]
+    doc["run"]["calls"].append({"callId": "c2", "name": "nothing"})
+    also = "".join(f"  {r}: the unknown-tool failure worded otherwise\n" for r in fault_rules)
+    code, rep = _run(tmp_path, _cases(tmp_path, doc), listed=True, fault="unknown-tool-text", departure="P24", also=also)
+    case = rep.cases[0]
+    assert code == 0 and case.outcome.value == "expected-fail", case
+    assert "P25" in case.failing_rules, case.failing_rules
+    assert "P25 follows from it" in case.expected_reason and case.expected_reason.endswith(f"up to {', '.join(fault_rules)})")
+    assert "the unknown-tool failure worded otherwise" in case.expected_reason
+    # Not listed, the same fault stays unexpected (test_an_unlisted_fault_beside_a_listed_write_departure_...)
+    code, rep = _run(tmp_path, tmp_path / "cases", listed=True, fault="unknown-tool-text", departure="P24")
+    assert code == 1 and rep.cases[0].outcome.value == "fail", rep.cases[0]
+
+
+@pytest.mark.rules("P24", "P122", "P125")
+def test_a_run_that_never_settles_under_a_listed_departure_is_an_expected_error(tmp_path):
+    """A guard writes run_code's agent: under the reference's P24 departure the bridge meets a
+    forged agent and the run never settles (case code-forged-agent-stalls-the-bridge, rc.8).
+    Listed P24 derives the expected error; listed P11 alone (whose variant settles) does not."""
+    from dsh_conformance.spec.corpus import CASES
+
+    doc = json.loads((CASES / "code-forged-agent-stalls-the-bridge.json").read_text(encoding="utf-8"))
+    plain = copy.deepcopy(RETRY)  # a case that passes: a run whose every case errors says the IUT is broken
+    plain["id"], plain["listeners"] = "no-retry", []
+    cases = _cases(tmp_path, doc, plain)
+    code, rep = _run(tmp_path, cases, listed=False, departure="P24")
+    case = next(c for c in rep.cases if c.id == doc["id"])
+    assert code == 1 and case.outcome.value == "error" and "never settles" in case.message, case
+    code, rep = _run(tmp_path, cases, listed=True, departure="P24")
+    case = next(c for c in rep.cases if c.id == doc["id"])
+    assert code == 0 and case.outcome.value == "expected-error", case
+    assert case.expected_reason.startswith(LISTED["P24"] + " (the run never settles: the reference computed with "
+                                           "the listed departure P24,"), case.expected_reason
+    exp = tmp_path / "p11.yaml"
+    exp.write_text(f"implementation: departing oracle\nrules:\n  P11: {LISTED['P11']}\n", encoding="utf-8")
+    code, rep, _ = run_fake_module(tmp_path, "departing_oracle", {"DEPARTURES": "P24"}, "--cases", str(cases),
+                                   "--examples", "0", "--expectations", str(exp))
+    case = next(c for c in rep.cases if c.id == doc["id"])
+    assert code == 1 and case.outcome.value == "error" and case.expected_reason is None, case

@@ -442,7 +442,7 @@ def test_a_saved_case_never_writes_or_reads_through_what_is_planted_at_its_path(
     a victim and a FIFO nobody writes sit at the names it would take: neither is written
     through or replaced (another run's file is never overwritten), the FIFO is not opened
     (it would hang), and the case is saved beside them with the umask's mode."""
-    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.iut.in_process import embedded_oracle
     from dsh_conformance.running.runner import Runner
 
     failures = tmp_path / "failures"
@@ -454,7 +454,7 @@ def test_a_saved_case_never_writes_or_reads_through_what_is_planted_at_its_path(
     iut.start()
     old = os.umask(0o022)
     try:
-        saved = Runner(iut, {"core"}, failures_dir=failures)._save(doc["id"], doc)
+        saved = Runner(iut, {"core"}, failures_dir=failures).save(doc["id"], doc)
     finally:
         os.umask(old)
         iut.close()

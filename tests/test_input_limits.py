@@ -224,7 +224,7 @@ def test_docs_check_on_a_binary_pairing_record(docs_tree, capsys):
 
 def test_docs_check_caps_a_flood_of_errors(docs_tree, capsys):
     """A 10 MB Mermaid block: each file's first 50 findings, one line counting the rest."""
-    from dsh_conformance.tools.docs_cli import MAX_PER_FILE
+    from dsh_conformance.defaults import DOCS_MAX_PER_FILE as MAX_PER_FILE
     from dsh_conformance.tools.pipeline_page import PAGE
 
     page = docs_tree / "docs" / f"{PAGE}.md"

@@ -230,20 +230,6 @@ def test_the_sources_import_only_the_package_names():
     assert wrong == []
 
 
-def test_every_package_folder_is_in_the_wheel():
-    """Each folder of the package's source with an ``__init__.py`` is listed in pyproject's
-    ``packages`` (without its name, setuptools leaves it out of the wheel and the installed
-    suite cannot start: ``dsh_conformance.textio`` was left out once). Fast, without a build."""
-    import tomllib
-
-    setup = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    listed = set(setup["packages"])
-    folders = {name: ROOT / where for name, where in setup["package-dir"].items()}
-    found = {f"{name}.{'.'.join(init.parent.relative_to(top).parts)}".rstrip(".")
-             for name, top in folders.items() for init in top.rglob("__init__.py") if "node_modules" not in init.parts}
-    assert found - listed == set()
-
-
 def test_the_real_package_installs_its_adapter_on_first_use(installed, tmp_path):
     if shutil.which("npm") is None or shutil.which("node") is None:
         pytest.skip("no Node and npm on this machine")

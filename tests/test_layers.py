@@ -405,3 +405,55 @@ def test_the_stage_list_check_sees_a_second_list() -> None:
     assert _spelled_stage_lists('R = {"pre-execute": 1, "approval": 2, "guards": 3, "execute": 4, "body": 4, '
                                 '"post-execute": 5, "finalize": 6, "result": 7}\n') == [1]
     assert _spelled_stage_lists('S = ("pre-execute", "approval")\n') == []
+
+
+MAX_LOCAL_IMPORTS = 60  # issue 43: function-local imports only where they save start-up time
+
+
+def function_local_imports(path: Path) -> list[tuple[int, bool]]:
+    """Each import statement inside a function (not under TYPE_CHECKING) and whether a
+    comment says why it is there: on its line, on the line of the first import of its run
+    of imports, or on the line above that run."""
+    text = path.read_text(encoding="utf-8")
+    tree, lines = ast.parse(text), text.splitlines()
+    skipped = _type_checking_only(tree)
+    found: dict[int, ast.AST] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
+                    found[id(node)] = node
+    out = []
+    for node in found.values():
+        first = node.lineno - 1
+        while first > 0 and lines[first - 1].strip().startswith(("import ", "from ")):
+            first -= 1
+        said = "#" in lines[node.lineno - 1] or "#" in lines[first] or (
+            first > 0 and lines[first - 1].strip().startswith("#"))
+        out.append((node.lineno, said))
+    return out
+
+
+def test_function_local_imports_are_few_and_each_says_why() -> None:
+    every = {m.path: function_local_imports(m.path) for m in modules().values()}
+    total = sum(len(v) for v in every.values())
+    unexplained = [f"{p.relative_to(ROOT)}:{line}" for p, found in every.items() for line, said in found if not said]
+    assert total < MAX_LOCAL_IMPORTS, f"{total} function-local imports (hoist them to the module's top)"
+    assert not unexplained, f"a function-local import without a comment saying why: {unexplained}"
+
+
+def test_the_local_import_check_sees_one_without_a_reason(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    import json\n    return json\n\n\ndef g():\n    # lazy (start-up): heavy\n"
+                      "    import csv\n    import re\n    return csv, re\n")
+    assert sorted(function_local_imports(module)) == [(2, False), (8, True), (9, True)]
+
+
+def test_the_wheel_lists_every_subpackage() -> None:
+    """setuptools packages only what pyproject.toml names: a subpackage left out of the list
+    is missing from the wheel (an installed suite fails to import it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    folders = {"dsh_conformance." + p.name for p in (ROOT / "conformance").iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= listed, f"pyproject.toml [tool.setuptools] packages: add {sorted(folders - listed)}"

@@ -12,7 +12,7 @@ import pytest
 
 from dsh_conformance.cli import main
 from dsh_conformance.spec.corpus import CASES
-from dsh_conformance.iut.connection import ProcessIUT
+from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.reporting.report import CaseRecord, Outcome, ReportWriter, new_header, read_report
 from dsh_conformance.reporting.report_formats import render_json, render_junit, render_markdown
 from dsh_conformance.reporting.report_html import render_html
@@ -104,11 +104,11 @@ def test_report_records_and_views_keep_them(tmp_path):
 
 
 def test_saved_counterexample_keeps_them(tmp_path):
-    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.iut.in_process import embedded_oracle
 
     iut = embedded_oracle()
     iut.start()
     runner = Runner(iut, {"core"}, failures_dir=tmp_path)
-    saved = runner._save("prop-x", {"run": {"kind": "direct", "calls": [{"callId": "c\udc00", "name": "t"}]}})
+    saved = runner.save("prop-x", {"run": {"kind": "direct", "calls": [{"callId": "c\udc00", "name": "t"}]}})
     assert saved is not None  # a portable name: the file is in the failures directory
     assert json.loads((tmp_path / "prop-x.json").read_text(encoding="utf-8"))["run"]["calls"][0]["callId"] == "c\udc00"

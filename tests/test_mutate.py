@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.measuring import mutants
+from dsh_conformance.measuring import mutants, operators
 from dsh_conformance.cli import main
 from dsh_conformance.measuring.mutate import default_cases, run_mutants
 from dsh_conformance.spec.rules import rules
@@ -63,15 +63,15 @@ def test_a_stale_fault_is_named_with_its_place(monkeypatch, tmp_path):
 
 
 def test_the_sample_is_reproducible_and_spread_over_modules():
-    a = mutants.plan(24, 7, with_faults=False, modules=["loop.py", "registry.py", "classify.py"])
-    b = mutants.plan(24, 7, with_faults=False, modules=["loop.py", "registry.py", "classify.py"])
+    a = operators.plan(24, 7, with_faults=False, modules=["loop.py", "registry.py", "classify.py"])
+    b = operators.plan(24, 7, with_faults=False, modules=["loop.py", "registry.py", "classify.py"])
     assert [m.id for m in a.mutants] == [m.id for m in b.mutants]
     assert len(a.mutants) == 24
     assert {m.module for m in a.mutants} == {"loop.py", "registry.py", "classify.py"}
-    c = mutants.plan(24, 8, with_faults=False, modules=["loop.py", "registry.py", "classify.py"])
+    c = operators.plan(24, 8, with_faults=False, modules=["loop.py", "registry.py", "classify.py"])
     assert [m.id for m in c.mutants] != [m.id for m in a.mutants]
     # an id names one change, found again without sampling
-    again = mutants.plan(0, 0, only=[a.mutants[0].id])
+    again = operators.plan(0, 0, only=[a.mutants[0].id])
     assert again.mutants[0].mutated == a.mutants[0].mutated
 
 
@@ -82,16 +82,16 @@ def test_the_sample_outlives_unrelated_edits():
     import random
     from dataclasses import replace
 
-    pts = mutants.points("registry.py")
-    before = {p.id for p in mutants._sample({"registry.py": pts}, 40, random.Random(0))}
+    pts = operators.points("registry.py")
+    before = {p.id for p in operators._sample({"registry.py": pts}, 40, random.Random(0))}
     extra = replace(pts[0], id="registry.new_function#00000000")
-    after = {p.id for p in mutants._sample({"registry.py": [extra, *pts]}, 40, random.Random(0))}
+    after = {p.id for p in operators._sample({"registry.py": [extra, *pts]}, 40, random.Random(0))}
     assert len(before) == len(after) == 40
     assert len(before - after) <= 1, before ^ after
 
 
 def test_the_operators_include_the_classic_ones_beside_mutmuts():
-    ops = {p.operator for p in mutants.points("loop.py")}
+    ops = {p.operator for p in operators.points("loop.py")}
     assert {"negate_condition", "delete_statement", "swap_statements", "number_minus_one", "early_return",
             "return_none", "swap_op", "number"} <= ops
 
@@ -173,7 +173,7 @@ def test_excluded_functions_name_real_code():
     import fnmatch
 
     names = {f"{m.removesuffix('.py')}.{p.function}" for m in mutants.oracle_modules()
-             if m not in mutants.excluded_modules() for p in mutants.points(m)}
+             if m not in mutants.excluded_modules() for p in operators.points(m)}
     for pattern, reason in mutants.excluded_functions().items():
         assert reason.strip(), pattern
         assert any(fnmatch.fnmatchcase(n, pattern) for n in names), f"{pattern}: no such function with mutation points"
@@ -183,8 +183,8 @@ def test_every_noted_mutant_is_one_the_oracle_still_has():
     """A note for a mutant whose code changed or went away says nothing any more (its id is
     a digest of the change); and a field's description is never a mutation point (it
     documents the catalogs, so each of its mutants would only be another note)."""
-    ids = {p.id for m in mutants.oracle_modules() if m not in mutants.excluded_modules() for p in mutants.points(m)}
+    ids = {p.id for m in mutants.oracle_modules() if m not in mutants.excluded_modules() for p in operators.points(m)}
     notes = mutants._equivalence_doc().get("mutants", {})
     assert notes and not sorted(set(notes) - ids)
-    described = [p.id for p in mutants.points("kit/results.py") if "(P47)" in p.before]
+    described = [p.id for p in operators.points("kit/results.py") if "(P47)" in p.before]
     assert not described, described

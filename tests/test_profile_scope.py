@@ -125,7 +125,7 @@ def test_a_corpus_case_needing_an_undeclared_feature_is_not_sent(tmp_path):
     # core-strict declares no feature; with reference declared too it would be sent the
     # timeout-policy cases: they are not-scored ("needs feature"), not skipped.
     from dsh_conformance.running.runner import Runner
-    from dsh_conformance.iut.connection import InProcessIUT
+    from dsh_conformance.iut.in_process import InProcessIUT
     from dsh_conformance.oracle import serve
     from dsh_conformance.spec.corpus import CASES
 

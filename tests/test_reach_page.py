@@ -47,7 +47,7 @@ def test_listed_sentences_are_the_specs(shared):
 
 def test_generated_counts_are_the_default_runs_draws(monkeypatch):
     # The page counts the scenarios Runner.run_properties draws: run both on a few examples.
-    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.iut.in_process import embedded_oracle
     from dsh_conformance.reporting.report import CaseRecord, Outcome
     from dsh_conformance.spec.rules import ORACLE_PROFILES
     from dsh_conformance.running.runner import Runner

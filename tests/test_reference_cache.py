@@ -140,7 +140,7 @@ def test_a_kept_reference_is_read_when_its_case_is_prepared_and_judged_the_same(
     """A run after the first: ``expected_traces`` only sees that the file is there (the
     oracle ran the case to an end with this code), the case reads it when it is prepared,
     and the record is the one of a run that read it first."""
-    from dsh_conformance.iut.connection import embedded_oracle
+    from dsh_conformance.iut.in_process import embedded_oracle
     from dsh_conformance.reporting.report import ReportWriter
     from dsh_conformance.spec.rules import ORACLE_PROFILES
 

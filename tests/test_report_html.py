@@ -15,7 +15,7 @@ import pytest
 from dsh_conformance.cli import main
 from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.reporting.evidence import document_digest, trace_digest
-from dsh_conformance.iut.connection import ProcessIUT
+from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
 from dsh_conformance.reporting.report import Outcome, ReportWriter, new_header, read_report, report_schemas
 from dsh_conformance.reporting.report_html import case_view, render, replay_command
@@ -43,7 +43,7 @@ def _generated_failure(tmp_path: Path) -> Path:
         writer = ReportWriter(path)
         writer.write(new_header(started.implementation.model_dump(), ["core", "loop", "reference"], 7, 10))
         runner = Runner(iut, {"core", "loop", "reference"}, writer=writer, failures_dir=tmp_path / "failures")
-        saved = runner._save(doc["id"], doc)
+        saved = runner.save(doc["id"], doc)
         runner.record(runner.decide(doc["id"], doc, "property", saved))
         runner.finish()
     finally:
@@ -229,6 +229,18 @@ def test_a_reason_with_consequences_is_shown_once():
     cell = {"cases": [{"reason": f"{why} (and, as a consequence, P4)"}, {"reason": f"{why} (and, as a consequence, P12, P87)"},
                       {"reason": why}, {"reason": "another"}, {"reason": None}]}
     assert merged_reasons(cell) == [f"{why} (and, as a consequence, P4, P12, P87)", "another"]
+
+
+def test_a_reason_with_derived_consequences_is_shown_once():
+    """conformance.explained's reasons: the consequences of one departure, derived in several
+    cases, are listed together under it."""
+    from dsh_conformance.reporting.report_html import merged_reasons
+
+    why = "only successes are frozen"
+    how = "the reference computed with the listed departure P11, writable results, gives this answer"
+    cell = {"cases": [{"reason": f"{why} (P4 follows from it: {how})"}, {"reason": f"{why} (P12, P87 follow from it: {how})"},
+                      {"reason": why}, {"reason": "another"}]}
+    assert merged_reasons(cell) == [f"{why} (P4, P12, P87 follow from it: {how})", "another"]
 
 
 def test_case_index_and_replay_at_the_top_of_a_case(tmp_path, monkeypatch, capsys):

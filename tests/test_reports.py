@@ -104,8 +104,7 @@ def test_stale_case_expectation(tmp_path, cases):
     ("rules:\n  P3: ''\n", "$.rules.P3: the reason must be a non-empty string"),
     ("bogus: 1\n", "$.bogus: unknown key"),
     ("[1, 2]\n", "$: expected a mapping"),
-    ("rules:\n  P11: x\nconsequences:\n  P24: [P87]\n", "$.consequences.P24: a consequence follows from a rule listed"),
-    ("rules:\n  P11: x\nconsequences:\n  P11: [P999]\n", "$.consequences.P11: expected a non-empty list of known rule ids"),
+    ("rules:\n  P11: x\nconsequences:\n  P11: [P87]\n", "$.consequences: no longer read: what follows from a listed"),
 ])
 def test_bad_expectations_file(tmp_path, cases, capsys, content, message):
     exp = tmp_path / "bad.yaml"
@@ -143,16 +142,20 @@ def test_bench_prints_ratios(tmp_path, cases, capsys):
     assert "oracle in-process" in out and "suite, oracle over the protocol" in out and "protocol path /" in out
 
 
-def test_consequences_are_expected_only_beside_their_cause(tmp_path):
+def test_listed_rules_alone_explain_a_failure_by_its_rules(tmp_path):
+    """By its rules, a failure is expected only when every rule it fails is listed: what
+    follows from a listed departure is derived by the oracle (tests/test_departures.py), never
+    listed by hand."""
     from dsh_conformance.running.expectations import load_expectations
 
     f = tmp_path / "exp.yaml"
-    f.write_text("rules:\n  P11: handed results are mutable\nconsequences:\n  P11: [P12, P87]\n")
+    f.write_text("rules:\n  P11: handed results are mutable\n  P24: identity writable\n")
     exp = load_expectations(f)
-    assert exp.reason("x", ["P11", "P87"]) == "handed results are mutable (and, as a consequence, P87)"
     assert exp.reason("x", ["P11"]) == "handed results are mutable"
-    assert exp.reason("x", ["P87"]) is None  # a consequence alone is a failure of its own
-    assert exp.reason("x", ["P11", "P24"]) is None
+    assert exp.reason("x", ["P24", "P11"]) == "identity writable; handed results are mutable"
+    assert exp.reason("x", ["P11", "P87"]) is None  # a consequence is derived, or it is a failure of its own
+    assert exp.reason("x", ["P87"]) is None
+    assert exp.reason("x", []) is None
 
 
 def test_a_generated_sweep_does_not_make_expectations_stale(tmp_path, capsys):

@@ -22,10 +22,6 @@ UPSTREAM_FINDINGS: list[tuple[str, int, str]] = [
 ]
 
 
-def finding_key(f: Any, docs_root: Any) -> tuple[str, int, str]:
-    return (f.file.relative_to(docs_root).as_posix(), f.line, f.message)
-
-
 def is_upstream_finding(f: Any) -> bool:
     """Whether a finding (of any copy of upstream's tree) is one of upstream's real findings."""
     path = f.file.as_posix()

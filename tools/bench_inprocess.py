@@ -14,14 +14,17 @@ from __future__ import annotations
 import sys
 import time
 
+from dsh_conformance.iut.in_process import Worker, embedded_oracle
+from dsh_conformance.iut.process import PythonIUT
+from dsh_conformance.iut.protocol import parse_answer
+from dsh_conformance.oracle.serve import answer
+from dsh_conformance.running.references import corpus_items
+from dsh_conformance.spec.corpus import CASES
+
+
+
 
 def main(argv: list[str] | None = None) -> int:
-    from dsh_conformance.spec.corpus import CASES
-    from dsh_conformance.iut.connection import PythonIUT, Worker, embedded_oracle
-    from dsh_conformance.iut.protocol import parse_answer
-    from dsh_conformance.running.references import corpus_items
-    from dsh_conformance.oracle.serve import answer
-
     repeats = int((argv if argv is not None else sys.argv[1:] or ["15"])[0])
     docs = [doc for _, doc, _ in corpus_items(CASES)]
     iut = embedded_oracle()

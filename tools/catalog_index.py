@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from dsh_conformance.oracle import live_events, tool_definitions
-
 from dsh_conformance.kit import session_events
+from dsh_conformance.kit.schema_doc import schema_document
+from dsh_conformance.oracle import live_events, tool_definitions
 
 INDEX_FILE = "pipeline.catalog.json"
 INDEX_FORMAT = "dsh-conformance/catalog/v1"
@@ -167,8 +167,6 @@ def index_json(index: CatalogIndex) -> dict[str, Any]:
 
 
 def index_json_schema() -> dict[str, Any]:
-    from dsh_conformance.kit.schema_doc import schema_document
-
     return schema_document(_ADAPTER, "pipeline.catalog.schema.json")
 
 

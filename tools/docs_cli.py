@@ -1,4 +1,5 @@
-"""``dsh-conformance docs generate|check|coverage``.
+"""``dsh-conformance docs generate|check|record|coverage``: the commands (their grammar is
+``conformance.command_line``'s).
 
 - ``generate``: writes docs/tool-execution-pipeline.md, .zh.md and .i18n.yaml from the flow
   model and the bilingual prose source (tools/pipeline_page.py), and docs/rule-reach.md, what
@@ -19,55 +20,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
+from . import reach_page
+from .docs_check import BadInput, check_tree, docs_dir
+from .flow_model import FLOW_FILE, FlowModelError, load_flow_model
+from .flow_walk import corpus_traces, coverage, render_coverage
+from .pairing import pair_paths, render_record
+from .pairing_rules import PairingRulesError, describe, rules_of_tree, tree_at
+from .pipeline_page import PAGE, ProseError, generate
+from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
+from dsh_conformance.spec.corpus import load_corpus
+
+
+
 EXIT_OK, EXIT_ERRORS, EXIT_BAD_INPUT = 0, 1, 2
-MAX_PER_FILE = 50  # findings shown per file by `docs check`
 GENERATED_MARK = "dsh-conformance docs generate"
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add the ``docs`` command to the CLI's subcommands."""
-    # Light (conformance.command_line): where the files are, not the modules that read them.
-    from dsh_conformance.resources import CATALOGS, CLONE
-    from dsh_conformance.resources import DOCS as OUR_DOCS
-
-    DOCS = OUR_DOCS if OUR_DOCS is not None else Path("docs")  # as tools.pipeline_page: installed, ./docs
-
-    docs = sub.add_parser("docs", help="generate or check the pipeline doc page, or show the flow's coverage")
-    actions = docs.add_subparsers(dest="action", required=True)
-    gen = actions.add_parser("generate", help="write docs/tool-execution-pipeline.{md,zh.md,i18n.yaml} and docs/rule-reach.md")
-    gen.add_argument("--docs", default=str(DOCS), help="the directory to write into (default: this project's "
-                     "docs/ in a clone, else ./docs)")
-    gen.set_defaults(func=_generate)
-    check = actions.add_parser("check", help="check a docs tree: pairing, Mermaid block, names")
-    check.add_argument("--root", default=str(CLONE) if CLONE is not None else None, required=CLONE is None,
-                       help="the tree: a directory holding docs/, or the docs directory itself (default: this "
-                            "project, in a clone; an installed suite needs it)")
-    check.add_argument("--catalogs", default=str(CATALOGS), help="the catalogs and flow model (default: catalogs/)")
-    check.add_argument("--max-per-file", type=int, default=MAX_PER_FILE, metavar="N",
-                       help=f"findings shown per file; the rest are counted (default {MAX_PER_FILE}; 0: all)")
-    check.add_argument("--as-of", metavar="COMMIT", default=None,
-                       help="check the tree as it was at COMMIT (ROOT must be in a git repository): its pairs by the "
-                            "pairing rules its own tooling enforced then, its pipeline facts by the catalogs")
-    check.add_argument("--tree-rules", action="store_true",
-                       help="judge the pairs by the pairing rules the checked tree's own tooling enforces "
-                            "(implied by --as-of)")
-    check.set_defaults(func=_check)
-    record = actions.add_parser("record", help="re-record a pair: write PAGE.i18n.yaml with both sides' hashes")
-    record.add_argument("pages", nargs="+", metavar="PAGE.md", help="a pair's English (or Chinese) side")
-    record.set_defaults(func=_record)
-    cov = actions.add_parser("coverage", help="list each flow edge with the corpus cases that walk it")
-    cov.add_argument("--catalogs", default=str(CATALOGS), help="where the flow model is (default: catalogs/)")
-    cov.add_argument("--cases", default=None, help="a directory of case files (default: the built-in corpus)")
-    cov.set_defaults(func=_coverage)
-
-
-def _generate(args: argparse.Namespace) -> int:
-    from . import reach_page
-    from .flow_model import FlowModelError
-    from .pipeline_page import ProseError, generate
-
+def cmd_generate(args: argparse.Namespace) -> int:
     try:
         files = generate(Path(args.docs))
         files.update(reach_page.generate(Path(args.docs)))  # docs/rule-reach.md
@@ -84,9 +56,6 @@ def _generate(args: argparse.Namespace) -> int:
 
 def stale_files(docs: Path, catalogs: Path) -> list[Path]:
     """Generated pages of ours that differ from what ``generate`` writes now."""
-    from .flow_model import FLOW_FILE
-    from .pipeline_page import generate
-
     files = generate(docs, flow=catalogs / FLOW_FILE.name)
     en = next(iter(files))
     if not en.is_file() or GENERATED_MARK not in en.read_text(encoding="utf-8", errors="replace").split("-->", 1)[0]:
@@ -96,9 +65,6 @@ def stale_files(docs: Path, catalogs: Path) -> list[Path]:
 
 def stale_pair(docs: Path) -> set[Path]:
     """The files ``generate`` writes as one pair (the page, its Chinese side, its record)."""
-    from .pairing import pair_paths
-    from .pipeline_page import PAGE
-
     return set(pair_paths(docs / f"{PAGE}.md"))
 
 
@@ -110,19 +76,13 @@ def drift(docs: Path, catalogs: Path) -> list[str]:
     return [_stale_line(path) for path in stale_files(docs, catalogs)]
 
 
-def _check(args: argparse.Namespace) -> int:
-    from .docs_check import BadInput, check_tree, docs_dir
-    from .flow_model import FlowModelError
-    from .pipeline_page import ProseError
-
+def cmd_check(args: argparse.Namespace) -> int:
     root, catalogs = Path(args.root), Path(args.catalogs)
     if args.as_of is not None:
         return _check_as_of(args, root, catalogs)
     try:
         rules = None
         if args.tree_rules:
-            from .pairing_rules import describe, rules_of_tree
-
             docs = docs_dir(root)
             rules = rules_of_tree(docs.parent, str(root))
             print(f"pairing rules: {describe(rules)}")
@@ -147,12 +107,7 @@ def _check(args: argparse.Namespace) -> int:
 def _check_as_of(args: argparse.Namespace, root: Path, catalogs: Path) -> int:
     """The tree of a commit, by the pairing rules of its day; findings name the files as
     ``ROOT@COMMIT/...``. Staleness against today's generator is not a rule of that day."""
-    import tempfile
 
-    from .docs_check import BadInput, check_tree, docs_dir
-    from .flow_model import FlowModelError
-    from .pairing_rules import PairingRulesError, describe, rules_of_tree, tree_at
-    from .pipeline_page import ProseError
 
     with tempfile.TemporaryDirectory(prefix="dsh-docs-as-of-") as tmp:
         try:
@@ -177,9 +132,7 @@ RECORD_COMMENT = ("# Bilingual pair record: the git blob hash of each side as of
                   "# both sides to the same text, re-record with `dsh-conformance docs record PAGE.md`.")
 
 
-def _record(args: argparse.Namespace) -> int:
-    from .pairing import pair_paths, render_record
-
+def cmd_record(args: argparse.Namespace) -> int:
     plans = []
     for given in args.pages:
         page = Path(given)
@@ -231,19 +184,14 @@ def _print_capped_lines(lines: list[str], findings: list, limit: int) -> None:
               f"(--max-per-file {limit}; 0 shows all)")
 
 
-def _coverage(args: argparse.Namespace) -> int:
-    from dsh_conformance.oracle import ScenarioFileError, ScenarioRunError, run_scenario
+def cmd_coverage(args: argparse.Namespace) -> int:
 
-    from .flow_model import FLOW_FILE, FlowModelError, load_flow_model
-    from .flow_walk import corpus_traces, coverage, render_coverage
 
     try:
         model = load_flow_model(Path(args.catalogs) / FLOW_FILE.name)
         if args.cases is None:
             traces = corpus_traces()
         else:
-            from dsh_conformance.spec.corpus import load_corpus
-
             cases = Path(args.cases)
             if not cases.is_dir():
                 raise FlowModelError(f"{cases}: no such directory")

@@ -16,10 +16,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from dsh_conformance.kit.schema_doc import schema_document
 from dsh_conformance.resources import CATALOGS
 
 FLOW_FILE = CATALOGS / "tool-execution-pipeline.flow.yaml"
-FLOW_FORMAT = "dsh-conformance/flow/v1"
 
 NameKind = Literal["session-event", "live-event", "service", "tool", "type-member", "package", "event-scope"]
 
@@ -201,6 +201,4 @@ def load_flow_model(path: Path = FLOW_FILE) -> FlowModel:
 
 
 def flow_model_json_schema() -> dict[str, Any]:
-    from dsh_conformance.kit.schema_doc import schema_document
-
     return schema_document(_ADAPTER, "flow-model.schema.json")

@@ -32,11 +32,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.kit.jsvalue import Thrown
-from dsh_conformance.kit.jsvalue import get
-from dsh_conformance.kit.trace import Observation, Trace
-
 from .flow_model import Edge, FlowModel
+from dsh_conformance.kit.jsvalue import Thrown, get
+from dsh_conformance.kit.trace import Observation, Trace
+from dsh_conformance.oracle import run_scenario
+from dsh_conformance.spec.corpus import load_corpus
 
 START_DIRECT = "caller"
 START_LOOP = "model"
@@ -292,9 +292,6 @@ def coverage(model: FlowModel, traces: dict[str, Trace]) -> Coverage:
 
 
 def corpus_traces() -> dict[str, Trace]:
-    from dsh_conformance.spec.corpus import load_corpus
-    from dsh_conformance.oracle import run_scenario
-
     return {c.id: run_scenario(c.scenario) for c in load_corpus()}
 
 

@@ -62,7 +62,6 @@ class Structure:
     paragraphs: list[Paragraph] = field(default_factory=list)
     cells: list[Paragraph] = field(default_factory=list)  # each table cell's inline source (claims in tables)
     ordered_lists: list[OrderedList] = field(default_factory=list)  # their items' first lines, for order claims
-    first_heading: int | None = None  # index into paragraphs: paragraphs before it come first
 
     def first_paragraph_after_h1(self) -> Paragraph | None:
         """The first paragraph after the H1 when no other heading comes before it."""

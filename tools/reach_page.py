@@ -16,9 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, find, settings
+from hypothesis.errors import NoSuchExample
 
 from dsh_conformance.resources import DOCS, TOOLS
+from dsh_conformance.spec.corpus import load_corpus
 from dsh_conformance.spec.rules import ORACLE_PROFILES, PROFILES, rules
+from dsh_conformance.strategies.draws import independent_draws
+from dsh_conformance.strategies.scenarios import scenarios
 
 PAGE = (DOCS if DOCS is not None else Path("docs")) / "rule-reach.md"
 INEXPRESSIBLE = TOOLS / "data" / "inexpressible.yaml"
@@ -70,11 +75,7 @@ def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED
     rule. The draws are the run's own: the independent draws ``Runner.run_properties``
     judges (``strategies.draws.independent_draws``), or, without them, the same strategy,
     settings and seeded random with a predicate that only counts."""
-    from hypothesis import HealthCheck, find, settings
-    from hypothesis.errors import NoSuchExample
 
-    from dsh_conformance.strategies.draws import independent_draws
-    from dsh_conformance.strategies.scenarios import scenarios
 
     drawn = 0
     counts: Counter[str] = Counter()
@@ -100,8 +101,6 @@ def default_run_reach(examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEED
 
 
 def corpus_citations() -> dict[str, list[str]]:
-    from dsh_conformance.spec.corpus import load_corpus
-
     out: dict[str, list[str]] = {}
     for case in load_corpus():
         for r in case.scenario.rules:

@@ -11,6 +11,7 @@ takes the README's pictures of the rc.8 report with ``screenshots``:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -19,6 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from playwright.sync_api import sync_playwright
+
+
 
 # Headless, no sandbox (CI runs as root), and nothing that reaches out on its own.
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -37,7 +42,6 @@ def why_no_browser() -> str | None:
     """Why the report cannot be shown in a browser here, or None when it can."""
     if find_chromium() is None:
         return "no Chromium installed (apt-get install chromium, or set DSH_CHROMIUM)"
-    import importlib.util
 
     if importlib.util.find_spec("playwright") is None:
         return "playwright is not installed (pip install -e '.[dev]')"
@@ -49,8 +53,6 @@ def browser_page(width: int = 1440, height: int = 1000, timeout_ms: float | None
     """A fresh page of a headless Chromium with a fresh profile; ``timeout_ms``: Playwright's
     limit on each wait (0: none, for a caller that guards against hangs otherwise; default
     Playwright's 30 s)."""
-    from playwright.sync_api import sync_playwright
-
     executable = find_chromium()
     if executable is None:
         raise RuntimeError(why_no_browser())

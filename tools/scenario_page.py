@@ -134,16 +134,62 @@ on it does what it does on that value.
 
 Frozen objects refuse every set, define and delete of an own property and every addition.
 
+## Programs: what each step does
+
+A `run_code` call's `code` names one of `programs`; the kit's code runtime (`kit/program.py`,
+and the JS kit's `kit/program.mjs`, step for step the same) runs it against the `tools`
+namespace the bridge hands over, and records what the program sees under stage `program` of
+the `run_code` call (`who`: the program's name):
+
+- **start**: `start` observes the binding names, sorted as JavaScript sorts strings. No
+  program of that name: the run resolves at once with `{logs: [], error: {kind: "exception",
+  message: 'the scenario has no program "<code>"'}}`.
+- **before each step**: when the run's signal is aborted the program stops there; the run
+  resolves with `{logs, error: {kind: "abort", message: "the run was aborted"}}` (P125) at
+  the abort itself, and the calls already made go on settling.
+- `call`: `bind` observes `{n, tool, arguments}` (`n` counts the program's calls, rejected
+  ones too) and calls `tools[tool](arguments)`; a name the namespace lacks rejects with
+  `TypeError("tools.<tool> is not a function")`. How the call settles is observed as `settle`
+  `{n, tool, value}` or `{n, tool, error}` (error: `{name: "ToolCallError", toolName,
+  message}`, or `{name: "TypeError", message}` for a missing binding) by the runtime's own
+  reaction, whether or not the program awaits it. Without `as` the program awaits it at once;
+  with `as` it keeps the pending call and goes on.
+- `await`: waits for the kept call. An abort of the run's signal while waiting stops the
+  program (as above). A rejection ends the program with a failure of kind `exception` and the
+  rejection's message, unless `catch` (then the program goes on).
+- `log`: appends the line to the run's logs; `log` observes it.
+- `sleep`: waits `ms` of virtual time; an abort of the run's signal meanwhile stops the program.
+- `return`: the run resolves with `{logs}` (`value` undefined) or `{logs, value}`, its
+  lossless-JSON snapshot; a value that is not lossless JSON gives `{logs, error: {kind:
+  "invalid-output", message: "the program's completion value is not lossless JSON"}}`.
+  Ending without a `return` is `return` of `undefined`.
+- `throw`: the run resolves with `{logs, error: {kind: "exception", message}}`.
+- `fail`: the run resolves with `{logs, error: {kind, message}}`.
+- `reject`: `run()` rejects with `thrown` (`throw` observes it, and no `end`): a crashed runtime.
+- **end**: `end` observes what `run()` resolves with (P128).
+- `afterSettle`: once the run's signal aborts (the program settled, or the run was aborted),
+  `late` is observed and these steps run as a continuation: a `call` is observed (`bind`,
+  `settle`) and rejected, never dispatched (P118); an `await` waits until its call settled
+  (of a call the program never reached: nothing), whatever the outcome; a `sleep` there is
+  skipped (the continuation's calls are refused whenever they come).
+
 ## Programs: timing
 
 Where a program's call settles among its other steps, and where the end of a run lands
 against a sub-call still in its start, is JavaScript's microtask order, which the spec leaves
 open. No verdict depends on it: the comparison takes a program's settlements by call number
-(a lane of their own), and **every generated program awaits every call it starts before it
-ends and leaves no continuation (`afterSettle`) behind** (`strategies/code_mode.py`; its
-test: `tests/test_kit_classes.py`). A corpus case whose program leaves a call in flight or a
-continuation orders them with `sleep` steps, on virtual time, so that a port may take any
-number of microtask turns between a settlement and the next stage.
+(a lane of their own), a sub-call's `tool/code-dispatch` event has a lane of its own (P122),
+and **generated programs are deterministic by construction: no generated program can end
+while a call it started is still in its start**. Every call it starts is awaited before any
+step that may end it (a `return`, `throw`, `fail` or `reject`, an await that does not
+`catch`, the end of its steps), or a `sleep` lies between the call and that step, so that the
+end lands in virtual time once every start is done (`strategies/code_mode.py`,
+`strategies/code_side.py`; the tests: `tests/test_kit_classes.py`, over whole generated
+scenarios). The programs of `strategies/code_mode.py` await every call and leave no
+continuation; a side run's program that leaves a call in flight (`pv-abort`, `pv-crash`)
+sleeps before its run ends by an abort or a crash. A corpus case whose program leaves a call
+in flight or a continuation orders them with `sleep` steps in the same way, so that a port
+may take any number of microtask turns between a settlement and the next stage.
 """
 
 

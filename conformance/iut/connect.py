@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from dsh_conformance.argtypes import UsageError
+from dsh_conformance.defaults import DEFAULT_START_TIMEOUT
 from dsh_conformance.dsh.adapter_install import (
     AdapterInstallError,
     AdapterSpecError,
@@ -31,10 +33,11 @@ from dsh_conformance.dsh.adapter_install import (
     tree_dir,
     version_dir,
 )
-from dsh_conformance.argtypes import UsageError
-from dsh_conformance.iut.connection import DEFAULT_START_TIMEOUT, IUTFailure, ProcessIUT, PythonIUT, embedded_oracle
-from dsh_conformance.iut.protocol import Errored, Skipped, Started, Traced
 from dsh_conformance.dsh.tree import StaleBuild, build_tree, check_fresh, installed_packages, provenance
+from dsh_conformance.iut.connection import IUTFailure
+from dsh_conformance.iut.in_process import embedded_oracle
+from dsh_conformance.iut.process import ProcessIUT, PythonIUT
+from dsh_conformance.iut.protocol import Errored, Skipped, Started, Traced
 
 
 class Pipeline(Protocol):

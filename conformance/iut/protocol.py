@@ -32,7 +32,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.schema_doc import schema_document
 from dsh_conformance.kit.trace import Trace
+from dsh_conformance.spec.contract import install
 
 PROTOCOL_VERSION = 1
 
@@ -149,9 +151,6 @@ def _same(doc: dict[str, Any]) -> dict[str, Any]:
 
 def message_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of every protocol message, by catalog file name."""
-    from dsh_conformance.spec.contract import install
-    from dsh_conformance.kit.schema_doc import schema_document
-
     return {f"{name}.schema.json": (install if name == "protocol-answer" else _same)(
                 schema_document(model, f"{name}.schema.json"))
             for name, model in (("protocol-start", Start), ("protocol-run", Run), ("protocol-stop", Stop),

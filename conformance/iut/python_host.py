@@ -17,11 +17,17 @@ as its message. A module that cannot be imported, or has no such functions, exit
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import traceback
 from typing import Any
+
+from dsh_conformance.kit import jsontext
+from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, loads
+
+
 
 MARK = "dsh-conformance py host: "
 CRASH_STATUS = 70
@@ -36,8 +42,6 @@ def _report(message: str, status: int) -> None:
 
 
 def _load(name: str) -> tuple[Any, Any]:
-    import importlib
-
     try:
         module = importlib.import_module(name)
     except ImportError as e:
@@ -60,8 +64,6 @@ def _call(what: str, fn: Any, *args: Any) -> Any:
 
 
 def _send(out: Any, what: str, doc: Any) -> None:
-    from dsh_conformance.kit import jsontext
-
     if not isinstance(doc, dict):
         _report(f"{what} returned {type(doc).__name__}, not a dict", CRASH_STATUS)
     try:
@@ -73,8 +75,6 @@ def _send(out: Any, what: str, doc: Any) -> None:
 
 
 def serve(name: str) -> None:
-    from dsh_conformance.kit.jsonio import MAX_MESSAGE_DEPTH, loads
-
     started, answer = _load(name)
     # The protocol's own stdout: what the implementation prints goes to stderr, its log.
     out = os.fdopen(os.dup(1), "wb")

@@ -5,7 +5,8 @@ framework (``View``, ``Violation``, ``law``) is ``laws.framework``; the laws are
 per theme: ``ordering`` (stage order), ``gate`` (the ways through pre-execute, approval and
 the guards), ``outcomes`` (final results and their notification), ``immutability``
 (protected writes, identity, frozen results), ``adjacency`` (the agent loop) and
-``code_mode`` (``run_code`` and its sub-calls). A law a module marks with ``@law`` runs only
+``code_mode`` (``run_code``'s runs and its sub-calls) with ``code_mode_results`` (what a run
+comes to). A law a module marks with ``@law`` runs only
 once it is listed here (tests/test_layers.py holds the list against the marked functions).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dsh_conformance.kit.scenario import Scenario
 from dsh_conformance.kit.trace import Trace
 
-from dsh_conformance.laws import adjacency, code_mode, gate, immutability, ordering, outcomes
+from dsh_conformance.laws import adjacency, code_mode, code_mode_results, gate, immutability, ordering, outcomes
 from dsh_conformance.laws.framework import Law, View, Violation, law, view
 
 LAWS: tuple[Law, ...] = (
@@ -44,16 +45,16 @@ LAWS: tuple[Law, ...] = (
     code_mode.sub_call_identity,
     code_mode.one_ordered_lane,
     code_mode.exclusive_and_pooled_sub_calls,
-    code_mode.bindings_settle_with_the_outcome,
-    code_mode.run_lifetime,
-    code_mode.contexts_ride_on_the_parent,
-    code_mode.turn_conclusion_from_sub_calls,
-    code_mode.run_value_and_content,
+    code_mode_results.bindings_settle_with_the_outcome,
+    code_mode_results.run_lifetime,
+    code_mode_results.contexts_ride_on_the_parent,
+    code_mode_results.turn_conclusion_from_sub_calls,
+    code_mode_results.run_value_and_content,
 )
 """Every law that runs, in the order their violations are reported (the order the suite
 has always reported them in, so that a divergence's blame stays comparable across runs)."""
 
-THEMES = (ordering, gate, outcomes, immutability, adjacency, code_mode)
+THEMES = (ordering, gate, outcomes, immutability, adjacency, code_mode, code_mode_results)
 
 
 def check(scenario: Scenario, trace: Trace) -> list[Violation]:

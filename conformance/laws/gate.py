@@ -28,10 +28,6 @@ from dsh_conformance.laws.framework import (
 )
 
 
-def _is_getter(v: Any) -> bool:
-    return isinstance(v, dict) and v.get("$js") == "getter-throws"
-
-
 def pre_route(d: Any) -> str:
     """P31: ``allow``, ``deny``, ``ask`` for a well-formed pre-execute decision, else
     ``malformed`` (including decisions whose ``kind`` or ``reason`` read throws)."""

@@ -62,13 +62,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh_conformance.oracle import parse_scenario, run_scenario
-
 from dsh_conformance.iut.connect import IUT
-from dsh_conformance.iut.connection import ProcessIUT, embedded_oracle
-from dsh_conformance.spec.rules import ORACLE_PROFILES
-from dsh_conformance.running.runner import Runner
+from dsh_conformance.iut.in_process import embedded_oracle
+from dsh_conformance.iut.process import ProcessIUT
+from dsh_conformance.oracle import parse_scenario, run_scenario
+from dsh_conformance.running.parallel import Pool, Settings, run_cases
+from dsh_conformance.running.reference_cache import SWITCH
 from dsh_conformance.running.references import corpus_items, expected_traces, forget_references
+from dsh_conformance.running.runner import Runner
+from dsh_conformance.spec.rules import ORACLE_PROFILES
 
 
 @dataclass
@@ -145,6 +147,7 @@ def wide_arguments(keys: int) -> dict[str, Any]:
 
 def oracle_rate(docs: list[dict[str, Any]], rounds: int) -> float:
     """Scenarios per second: parse and run each document."""
+
     def once() -> None:
         for doc in docs:
             run_scenario(parse_scenario(doc))
@@ -218,7 +221,6 @@ def suite_rate_jobs(make: Callable[[], IUT], jobs: int, items: list[tuple[str, d
     the first batch to recording the last case, with the instances started and warmed up
     (two unmeasured rounds each), so it is comparable with ``suite_rate(known=True)``: the
     workers keep the references they have read."""
-    from dsh_conformance.running.parallel import Pool, Settings, run_cases
 
     with _reference_cache(True):
         expected = expected_traces(items, cases)
@@ -268,8 +270,6 @@ def process_cpu_seconds(pid: int | None) -> float | None:
 @contextlib.contextmanager
 def _reference_cache(on: bool) -> Iterator[None]:
     """The disk cache of reference traces on or off for a measurement (its switch restored)."""
-    from dsh_conformance.running.reference_cache import SWITCH
-
     before = os.environ.get(SWITCH)
     os.environ[SWITCH] = "on" if on else "off"
     try:
@@ -456,6 +456,7 @@ def _children_cpu() -> float:
     """User and system CPU seconds of this process's waited-for children (nan where the
     platform cannot tell)."""
     try:
+        # lazy (platform): the module is POSIX's only
         import resource
     except ImportError:  # not on Windows
         return float("nan")

@@ -39,8 +39,8 @@ from typing import Any
 
 import yaml
 
-from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.resources import COVERAGE_EXCEPTIONS, KIT, ORACLE
+from dsh_conformance.spec.corpus import CASES
 
 # Where the packages are, in a clone or an installed wheel alike (not this file's
 # grandparent: installed, that is site-packages, and every figure would read 0).
@@ -113,12 +113,15 @@ def measure(docs: Iterable[dict[str, Any]]) -> tuple[set[Branch], set[Branch]]:
 
 def _measure_here(path: Path) -> dict[str, list[list[Any]]]:
     """``measure``'s work, in this (fresh) process: coverage starts before the oracle is imported."""
+    # lazy (measurement): this module runs as the measuring process, which imports coverage
+    # and then the oracle only once coverage has started (else its module lines are missed)
     import coverage
 
     docs = json.loads(path.read_text(encoding="utf-8"))
     cov = coverage.Coverage(branch=True, data_file=None, source=[str(ORACLE_DIR), str(KIT_DIR)], config_file=False)
     cov.start()
     try:
+        # lazy (measurement): the oracle is imported with coverage started
         from dsh_conformance.oracle import ScenarioRunError, parse_scenario, run_scenario
 
         for doc in docs:
@@ -141,6 +144,8 @@ def _measure_here(path: Path) -> dict[str, list[list[Any]]]:
 
 
 def corpus_docs(cases: Path = CASES) -> list[dict[str, Any]]:
+    # lazy (measurement): it imports the oracle, which the measuring process imports only
+    # once coverage has started
     from dsh_conformance.running.references import corpus_items
 
     return [doc for _id, doc, _path in corpus_items(cases)]
@@ -151,6 +156,8 @@ def generated_docs(examples: int, seed: int) -> list[dict[str, Any]]:
     judges and the mutation report's generated-only column counts (``mutate.default_cases``
     draws the same, a test holds them equal), each once. Not imported from mutate, which
     reaches back to the command line (an import circle)."""
+    # lazy (measurement): these import the oracle, which the measuring process imports only
+    # once coverage has started
     from dsh_conformance.spec.rules import ORACLE_PROFILES
     from dsh_conformance.running.properties import content_id, hypothesis_home
     from dsh_conformance.strategies.draws import independent_draws

@@ -25,13 +25,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.judge.compare import judge
-
-from dsh_conformance.judge.lanes import observations_by_call
-from dsh_conformance.spec.corpus import load_corpus
-from dsh_conformance.iut.connection import IUTFailure, ProcessIUT
+from dsh_conformance.iut.connection import IUTFailure
+from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.iut.protocol import Errored, Skipped, Traced
+from dsh_conformance.judge.compare import judge
+from dsh_conformance.judge.lanes import observations_by_call
 from dsh_conformance.resources import EXAMPLES
+from dsh_conformance.spec.corpus import load_corpus
 from dsh_conformance.strategies.citation import ALL_PROFILES
 from dsh_conformance.strategies.draws import draw_examples
 
@@ -48,13 +48,14 @@ class Agreement:
 
     scenarios: int = 0
     identical: int = 0
-    traced: int = 0  # both answered a trace (the others: both skipped, or both errored)
+    traced: int = 0  # both answered a trace
+    skipped: int = 0  # both answered the same skip: nothing of the kits was compared (a loop run, say)
     differences: list[tuple[str, str]] = field(default_factory=list)  # (label, what differs)
     judged_equal: int = 0  # differences the suite's own comparison would let through
 
     def summary(self) -> str:
-        line = (f"{self.scenarios} scenarios: {self.identical} identical answers ({self.traced} traces), "
-                f"{len(self.differences)} different")
+        line = (f"{self.scenarios} scenarios: {self.identical} identical answers ({self.traced} traces, "
+                f"{self.skipped} skipped by both), {len(self.differences)} different")
         if self.judged_equal:
             line += f" ({self.judged_equal} of them equal by the suite's comparison)"
         return line
@@ -71,6 +72,7 @@ def _answer_doc(a: Traced | Skipped | Errored) -> dict[str, Any]:
         trace["observations"] = _abandoned_answerers(lanes)
         for e in trace["events"]:
             e.pop("at", None)  # where an event falls among the observations: no comparison reads it
+        trace["events"], trace["dispatch-log"] = dispatch_log_apart(trace["events"])
         return {"trace": trace}
     if isinstance(a, Skipped):
         return {"skipped": a.reason}
@@ -91,6 +93,24 @@ def _abandoned_answerers(lanes: dict[str, list[dict[str, Any]]]) -> dict[str, li
     return out
 
 
+def dispatch_log_apart(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """P122: a sub-call's ``tool/code-dispatch`` follows its commit after the log waterfall, so
+    where it falls against later starts and commits is microtask order (a JS port's every
+    ``await`` takes a turn the Python kit's scheduler need not): as the suite compares them
+    (``compare.event_lanes``), the dispatch logs go in a lane of their own, by sub-call, and
+    the other events are compared by place, without their sequence numbers."""
+    if not any(e["type"] == "tool/code-dispatch" for e in events):
+        return events, []
+
+    def sub_call(e: dict[str, Any]) -> tuple[str, str, int]:
+        head, _, n = str(e["data"].get("subCallId", "")).rpartition(":code:")
+        return (e["agent"], head, int(n) if n.isdigit() else 0)
+    logs = sorted((e for e in events if e["type"] == "tool/code-dispatch"), key=sub_call)
+    rest = [e for e in events if e["type"] != "tool/code-dispatch"]
+    return [{k: v for k, v in e.items() if k != "seq"} for e in rest], [{k: v for k, v in e.items() if k != "seq"}
+                                                                        for e in logs]
+
+
 def _text(v: Any) -> str:
     return json.dumps(v, default=str, ensure_ascii=True)
 
@@ -102,7 +122,8 @@ def _first_difference(py: dict[str, Any], js: dict[str, Any]) -> str:
         return f"python: {_text(py)[:300]}; javascript: {_text(js)[:300]}"
     pa, pb = py["trace"]["observations"], js["trace"]["observations"]
     parts = [(f"observations[{lane}]", pa.get(lane, []), pb.get(lane, [])) for lane in dict.fromkeys([*pa, *pb])]
-    parts += [(part, py["trace"].get(part, []), js["trace"].get(part, [])) for part in ("events", "results", "warnings")]
+    parts += [(part, py["trace"].get(part, []), js["trace"].get(part, []))
+              for part in ("events", "dispatch-log", "results", "warnings")]
     for part, a, b in parts:
         for i in range(max(len(a), len(b))):
             x = a[i] if i < len(a) else None
@@ -137,6 +158,7 @@ def compare(scenarios: Iterable[tuple[str, dict[str, Any]]], python: list[str] |
             if py == js_:
                 found.identical += 1
                 found.traced += "trace" in py
+                found.skipped += "skipped" in py
                 continue
             a, b = answers
             if isinstance(a, Traced) and isinstance(b, Traced) and judge(a.trace, b.trace, set(ALL_PROFILES))[0] is None:

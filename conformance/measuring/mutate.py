@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import importlib
 import os
+import random
 import shlex
 import signal
 import sys
@@ -44,20 +46,35 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from dsh_conformance.oracle import Scenario, parse_scenario, run_scenario
-from dsh_conformance.kit.trace import Trace
+from hypothesis import HealthCheck, find, settings
+from hypothesis.errors import NoSuchExample
 
+from dsh_conformance.iut.connection import IUTFailure
+from dsh_conformance.iut.in_process import InProcessIUT
+from dsh_conformance.kit.scenario import load_scenario_document
+from dsh_conformance.kit.trace import Trace
+from dsh_conformance.measuring import mutation_report as mr
 from dsh_conformance.measuring.mutants import (
     Mutant,
     MutantError,
-    Plan,
     equivalents,
     excluded_functions,
     excluded_modules,
     materialize,
-    plan,
 )
+from dsh_conformance.measuring.operators import Plan, plan
+from dsh_conformance.oracle import Scenario, parse_scenario, run_scenario
+from dsh_conformance.reporting.all_divergences import print_all_divergences
+from dsh_conformance.reporting.report import rule_outcomes
+from dsh_conformance.running.parallel import Worker, fork
+from dsh_conformance.running.properties import content_id, hypothesis_home
+from dsh_conformance.running.references import corpus_items
+from dsh_conformance.running.runner import Runner
+from dsh_conformance.spec.corpus import CASES, load_case
 from dsh_conformance.spec.rules import ORACLE_PROFILES
+from dsh_conformance.strategies.draws import independent_draws
+from dsh_conformance.strategies.scenarios import examples as drawn
+from dsh_conformance.textio.outputs import check_directory, check_writable, write_atomic
 # A case file's text can reach the messages printed here: shown escaped (conformance.terminal).
 from dsh_conformance.textio.terminal import say as print  # noqa: A001
 
@@ -84,9 +101,6 @@ def default_cases(examples: int, seed: int, corpus: bool = True, cases_dir: Path
     The generated ones are drawn as the runner draws them (the same strategy, settings and
     random seed): hypothesis' generation does not depend on the test's verdicts before the
     first failure, so these are the scenarios the default run judges a mutant on."""
-    from dsh_conformance.spec.corpus import CASES
-    from dsh_conformance.running.properties import content_id
-    from dsh_conformance.running.references import corpus_items
 
     out = []
     if corpus:
@@ -106,13 +120,8 @@ def default_cases(examples: int, seed: int, corpus: bool = True, cases_dir: Path
 def generated(examples: int, seed: int) -> list[Any]:
     """The examples the runner judges: ``examples`` independent draws for ``seed``
     (``properties._search``), or hypothesis' ``find`` sequence where the draws are not there."""
-    import random
 
-    from hypothesis import HealthCheck, find, settings
-    from hypothesis.errors import NoSuchExample
 
-    from dsh_conformance.running.properties import hypothesis_home
-    from dsh_conformance.strategies.draws import independent_draws
 
     profiles = frozenset(ORACLE_PROFILES)
     with hypothesis_home():
@@ -126,7 +135,6 @@ def generated(examples: int, seed: int) -> list[Any]:
             return False
 
         cfg = settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
-        from dsh_conformance.strategies.scenarios import examples as drawn
 
         with contextlib.suppress(NoSuchExample):
             find(drawn(profiles), keep, settings=cfg, random=random.Random(seed))
@@ -139,8 +147,6 @@ _CASES: list[Case] = []  # set before the workers fork
 
 
 def package_name(mutant: Mutant | None) -> str:
-    import hashlib
-
     if mutant is None:
         return "dsh_mutant_baseline"
     return "dsh_mutant_" + hashlib.sha256(mutant.id.encode()).hexdigest()[:12]
@@ -161,12 +167,11 @@ def evaluate(mutant: Mutant | None, cases: list[Case], timeout: float, root: Pat
     """Run ``cases`` against the copy with ``mutant`` applied (None: unmutated). The
     answer: status, the cases that did not pass, and with ``coverage_of`` the lines of
     the copy that ran."""
-    from dsh_conformance.iut.connection import InProcessIUT, IUTFailure
-    from dsh_conformance.running.runner import Runner
 
     t0 = time.monotonic()
     cov = None
     if coverage_of is not None:
+        # lazy (measurement): coverage of a mutant's copy only where the report asks for it
         import coverage
 
         cov = coverage.Coverage(data_file=None, include=[str(root / package_name(mutant) / "*")])
@@ -192,8 +197,6 @@ def evaluate(mutant: Mutant | None, cases: list[Case], timeout: float, root: Pat
                               "where": (rec.divergence or {}).get("where"),
                               "message": (rec.message or "").splitlines()[0][:300] if rec.message else None})
         iut.close(graceful=False)
-        from dsh_conformance.reporting.report import rule_outcomes
-
         # The rules the run's compliance table would show failing: what it blamed.
         failing = sorted((r for r, o in rule_outcomes(records).items() if o in ("fail", "error", "timeout")),
                          key=lambda r: int(r[1:]))
@@ -258,7 +261,6 @@ def run_mutants(mutants: list[Mutant | None], cases: list[Case], jobs: int, scen
     """Evaluate each mutant in a worker of its own (``parallel.fork``, as ``run --jobs``
     forks its workers; a mutant may corrupt its interpreter, so a worker serves one), at
     most ``jobs`` at once; yields (mutant, answer) as they end, in no fixed order."""
-    from dsh_conformance.running.parallel import Worker, fork
 
     global _CASES
     _CASES = cases
@@ -300,8 +302,6 @@ def run_mutants(mutants: list[Mutant | None], cases: list[Case], jobs: int, scen
 # ============================================================================ the command
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    from dsh_conformance.textio.outputs import check_directory, check_writable
-
     output = Path(args.output)
     if args.cases and not Path(args.cases).is_dir():
         print(f"error: --cases {args.cases}: no such directory", file=sys.stderr)
@@ -354,7 +354,6 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                 + f"{r.seconds:.1f}s")
     order = {m.id: i for i, m in enumerate(p.mutants)}
     results.sort(key=lambda r: order[r.mutant.id])
-    from dsh_conformance.measuring import mutation_report as mr
 
     stale = [i for i, note in notes.items() if any(r.mutant.id == i and r.status in DETECTED for r in results)]
     meta = {"seed": args.seed, "examples": args.examples, "budget": args.budget, "corpus": not args.no_corpus,
@@ -365,7 +364,6 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             "seconds": round(time.monotonic() - t0, 1), "stale_notes": stale,
             "command": _command(args)}
     output.mkdir(parents=True, exist_ok=True)
-    from dsh_conformance.textio.outputs import write_atomic
 
     write_atomic(output / "mutants.jsonl", mr.jsonl(results, meta))
     markdown = mr.markdown(results, meta)
@@ -408,11 +406,6 @@ def _command(args: argparse.Namespace) -> str:
 
 def _replay(p: Plan, args: argparse.Namespace) -> int:
     """``--only ID --replay CASE``: run one case against one mutant and print every divergence."""
-    from dsh_conformance.reporting.all_divergences import print_all_divergences
-    from dsh_conformance.spec.corpus import CASES
-    from dsh_conformance.iut.connection import InProcessIUT
-    from dsh_conformance.running.runner import Runner
-
     if len(p.mutants) != 1:
         print("error: --replay needs exactly one mutant (--only ID)", file=sys.stderr)
         return EXIT_USAGE
@@ -421,11 +414,9 @@ def _replay(p: Plan, args: argparse.Namespace) -> int:
     doc: dict[str, Any] | None = None
     source = "replay"
     if Path(case).is_file():
-        from dsh_conformance.kit.scenario import load_scenario_document
 
         _, doc = load_scenario_document(Path(case))
     elif (CASES / f"{case}.json").is_file():
-        from dsh_conformance.spec.corpus import load_case
 
         doc = load_case(CASES / f"{case}.json").document
     else:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dsh_conformance.measuring.mutants import Mutant, themes
+from dsh_conformance.reporting.report_assets import CSS
 from dsh_conformance.spec.rules import rules as rule_index
 
 STATUSES = ("killed", "timeout", "survived", "equivalent", "broken")
@@ -263,8 +264,6 @@ def _html_rates(rows: list[tuple[str, str, dict[str, Any]]]) -> str:
 
 
 def html(results: list[Any], meta: dict[str, Any]) -> str:
-    from dsh_conformance.reporting.report_assets import CSS
-
     total = tally(results)
     share = generated_share(results)
     title = "Mutation report"

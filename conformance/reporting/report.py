@@ -27,6 +27,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from dsh_conformance import __version__
+from dsh_conformance.iut.protocol import PROTOCOL_VERSION
+from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsonio import (
     MAX_MESSAGE_DEPTH,
     MAX_REPORT_BYTES,
@@ -35,14 +38,10 @@ from dsh_conformance.kit.jsonio import (
     loads,
     read_limited,
 )
-
-from dsh_conformance import __version__
-from dsh_conformance.kit import jsontext
-
+from dsh_conformance.kit.schema_doc import schema_document
+from dsh_conformance.spec.rules import INDEX
 from dsh_conformance.textio.outputs import Ledger, OutputWriteError, Written, write_atomic
 from dsh_conformance.textio.portable import BUILTIN_CORPUS
-from dsh_conformance.iut.protocol import PROTOCOL_VERSION
-from dsh_conformance.spec.rules import INDEX
 
 REPORT_FORMAT = "dsh-conformance/report/v1"
 
@@ -177,8 +176,6 @@ _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 def report_schemas() -> dict[str, dict[str, Any]]:
-    from dsh_conformance.kit.schema_doc import schema_document
-
     return {"report-record.schema.json": schema_document(
         _RECORD, "report-record.schema.json", description="One line of a dsh-conformance JSON-lines report.")}
 

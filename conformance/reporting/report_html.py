@@ -37,14 +37,14 @@ from urllib.parse import quote
 
 from markdown_it import MarkdownIt
 
-from dsh_conformance.oracle import parse_scenario, run_scenario
+from dsh_conformance import __version__
+from dsh_conformance.judge import value_diff
+from dsh_conformance.judge.trace_lanes import Lane, divergences, lanes
 from dsh_conformance.kit import jsontext
 from dsh_conformance.kit.jsonio import InputLimitError, loads, read_limited
 from dsh_conformance.kit.trace import parse_trace
-
-from dsh_conformance import __version__
+from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.reporting import skips
-from dsh_conformance.judge import value_diff
 from dsh_conformance.reporting.evidence import document_digest, trace_digest
 from dsh_conformance.reporting.report import (
     BROKEN,
@@ -55,13 +55,13 @@ from dsh_conformance.reporting.report import (
     replay_line,
     rule_outcomes,
 )
-from dsh_conformance.reporting.report_formats import matrix
 from dsh_conformance.reporting.report_assets import CSS, JS
-from dsh_conformance.spec.rule_text import section_of, statements
-from dsh_conformance.spec.rules import PROFILES
+from dsh_conformance.reporting.report_formats import matrix
 from dsh_conformance.reporting.scores import LEGEND, SCORE, RuleCount, case_totals, outcome_counts, scores
+from dsh_conformance.spec.corpus import CASES
+from dsh_conformance.spec.rule_text import section_of, statements
+from dsh_conformance.spec.rules import PROFILES, rules
 from dsh_conformance.textio.terminal import visible
-from dsh_conformance.judge.trace_lanes import Lane, divergences, lanes
 
 FAILING = {Outcome.FAIL.value, *(o.value for o in BROKEN)}
 SHOWN = FAILING | {Outcome.XFAIL.value, Outcome.XERROR.value}  # cells that open a detail view
@@ -85,7 +85,6 @@ def _json(v: Any, indent: int | None = None) -> str:
 @dataclass
 class CaseView:
     """What the detail view shows of one non-passing case."""
-
     record: CaseRecord
     scenario: dict[str, Any] | None = None
     lanes: list[Lane] = field(default_factory=list)
@@ -99,7 +98,6 @@ def builtin_case(case_id: str) -> dict[str, Any] | None:
     """The document of this suite's own corpus case ``case_id``, or None. A report is input,
     not a pointer to files: a view finds a corpus case by its id in the corpus the suite
     ships, never at a path the report names (its ``corpus`` or ``case_file``)."""
-    from dsh_conformance.spec.corpus import CASES
 
     if not _CASE_ID.fullmatch(case_id) or ".." in case_id:
         return None
@@ -355,21 +353,37 @@ def _summary(report: Report, index: int) -> str:
 
 
 _CONSEQUENCE = re.compile(r"^(?P<why>.*) \(and, as a consequence, (?P<rules>P\d+(?:, P\d+)*)\)$", re.S)
+# A failure a listed departure explains (``conformance.explained``): "WHY (P4 follows from it:
+# the reference computed with ... gives this answer)"; reports of earlier releases have the
+# hand-listed form above.
+_DERIVED = re.compile(r"^(?P<why>.*) \((?:(?P<rules>P\d+(?:, P\d+)*) follows? from it: )?"
+                      r"(?P<how>the reference computed with the listed departures? .*)\)$", re.S)
 
 
 def merged_reasons(cell: dict[str, Any]) -> list[str]:
     """The cell's expectation reasons, each once: a reason that only adds consequences
-    (``expectations.reason``: "WHY (and, as a consequence, P4)") is merged with the others of
-    its cause, their consequences listed together."""
+    ("WHY (P4 follows from it: the reference computed with ...)", or an earlier report's
+    "WHY (and, as a consequence, P4)") is merged with the others of its cause, their
+    consequences listed together."""
     merged: dict[str, dict[str, None]] = {}
+    hows: dict[str, dict[str, None]] = {}
     for case in cell["cases"]:
         if not case["reason"]:
             continue
-        m = _CONSEQUENCE.match(case["reason"])
-        why, extra = (m["why"], m["rules"].split(", ")) if m else (case["reason"], [])
+        m = _DERIVED.match(case["reason"]) or _CONSEQUENCE.match(case["reason"])
+        why, extra = (m["why"], m["rules"].split(", ") if m["rules"] else []) if m else (case["reason"], [])
         merged.setdefault(why, {}).update(dict.fromkeys(extra))
-    return [why + (f" (and, as a consequence, {', '.join(sorted(extra, key=lambda r: int(r[1:])))})" if extra else "")
-            for why, extra in merged.items()]
+        if m is not None and "how" in m.groupdict():
+            hows.setdefault(why, {})[m["how"]] = None
+    out = []
+    for why, extra in merged.items():
+        rules = ", ".join(sorted(extra, key=lambda r: int(r[1:])))
+        if why in hows:
+            follows = f"{rules} follow{'s' if len(extra) == 1 else ''} from it: " if extra else ""
+            out.append(f"{why} ({follows}{'; '.join(hows[why])})")
+        else:
+            out.append(why + (f" (and, as a consequence, {rules})" if extra else ""))
+    return out
 
 
 def _words(cell: dict[str, Any]) -> str:
@@ -392,7 +406,6 @@ def _cell(report: Report, index: int, rule: dict[str, Any], cell: dict[str, Any]
 
 
 def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -> str:
-
     head = "".join(f"<th>{esc(r.name)}</th>" for r in reports)
     out = []
     span = 2 + len(reports)
@@ -456,8 +469,6 @@ def _case_index(reports: list[Report], rows: list[dict[str, Any]]) -> str:
 
 
 def _statements(md: MarkdownIt) -> str:
-    from dsh_conformance.spec.rules import rules
-
     known = rules()
     out = []
     for rid, st in statements().items():

@@ -19,16 +19,16 @@ A report is input: its text is shown escaped, and nothing is read from a path it
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
 from dsh_conformance.reporting.badges import badges
-from dsh_conformance.reporting.report import differs
-from dsh_conformance.reporting.report import CaseRecord, Report, rule_outcomes
+from dsh_conformance.reporting.report import CaseRecord, Report, differs, rule_outcomes
 from dsh_conformance.reporting.report_html import replay_command
-from dsh_conformance.spec.rules import PROFILES, rules
 from dsh_conformance.reporting.run_diff import RunDiff, diff_reports
 from dsh_conformance.reporting.scores import RuleCount, Score, rule_counts, scores
+from dsh_conformance.spec.rules import PROFILES, rules
 
 # What makes two reports comparable on one site: the suite and spec versions and the corpus.
 SAME_SUITE = ("suite", "spec", "corpus")
@@ -39,7 +39,6 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 def page_name(text: str) -> str:
     """A file name for a case id (report input): the id itself when it is a plain name, else
     ``_`` and a digest (no plain name starts with ``_``, so the two never meet)."""
-    import hashlib
 
     if _SAFE.fullmatch(text) and ".." not in text:
         return text
@@ -97,7 +96,6 @@ class RuleChange:
 @dataclass
 class Step:
     """Two consecutive versions of one implementation and what changed between them."""
-
     old: Run
     new: Run
     diff: RunDiff

@@ -29,17 +29,16 @@ import pygal.style
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from dsh_conformance.kit import jsontext
-
 from dsh_conformance.judge import value_diff
+from dsh_conformance.kit import jsontext
 from dsh_conformance.reporting.badges import badge_svg, endpoint_json
-from dsh_conformance.textio.outputs import OutputError, write_atomic
+from dsh_conformance.reporting.report import read_report
 from dsh_conformance.reporting.report_html import builtin_case
+from dsh_conformance.reporting.site import COLUMNS, Implementation, Run, Site, build, page_name, rule_title
 from dsh_conformance.spec.rule_text import statements
 from dsh_conformance.spec.rules import PROFILES, rules
-from dsh_conformance.reporting.report import read_report
-from dsh_conformance.reporting.site import COLUMNS, Implementation, Run, Site, build, page_name, rule_title
-from dsh_conformance.textio.terminal import visible
+from dsh_conformance.textio.outputs import OutputError, check_directory, check_distinct, write_atomic
+from dsh_conformance.textio.terminal import say, visible
 
 TEMPLATES = Path(__file__).parent.parent / "site_templates"  # conformance/site_templates/, package data
 ASSETS = ("site.css", "site.js")
@@ -194,9 +193,6 @@ def _write(site: Site, write: _Writer, title: str, prefix: str) -> None:
 
 
 def cmd_site(args: argparse.Namespace) -> int:
-    from dsh_conformance.textio.outputs import check_directory, check_distinct
-    from dsh_conformance.textio.terminal import say
-
     # Named by file name in the pages (a published site holds no path of the machine).
     reports = [dataclasses.replace(read_report(p), path=Path(p).name) for p in args.reports]
     out = check_directory(args.output, "--output")

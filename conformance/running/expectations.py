@@ -9,20 +9,21 @@ An expectations file (YAML) lists expected failures by rule id and/or by case id
       entry-args-cycle-not-lossless: the adapter cannot build this value
     errors:
       loop-steer-after-batch: the adapter answers errored, it has no inbox to steer
-    consequences:
-      P11: [P12, P87]
 
 A failing case is expected when its id is listed, or when every rule it fails (the rules
-of its first divergence and of its broken invariants) is listed or is a *consequence* of a
-listed rule that the case fails too: an unfrozen result a listener mutates (P11) can go on
-to break P87, and that breach says nothing new. A consequence alone is never expected.
-An unexpected failure
+of its first divergence and of its broken invariants) is listed. A case that also fails
+rules that follow from a listed departure (an unfrozen result a listener writes, P11, goes on
+to break P87) is expected when the oracle computes that departure and the reference computed
+with it is the answer (``conformance.explained``, ``oracle.departures``): consequences are
+derived, never listed by hand. An unexpected failure
 fails the run; so does a listed entry that no longer fails (*stale*): a listed case that
 passed, or a listed rule that some scored case exercised without any case failing it.
 
 ``errors`` lists, by case id, the cases the implementation is known to answer with an
 error (``{"errored": true}``): such a case is ``expected-error`` instead of ``error``, and
-a listed one that no longer errors is stale. Crashes, hangs and protocol breaches cannot be
+a listed one that no longer errors is stale. A run that never settles because of a listed
+departure needs no entry: it is expected when the reference computed with the departure
+never settles either (``conformance.explained.explained_error``). Crashes, hangs and protocol breaches cannot be
 expected: they always declare the implementation broken.
 """
 
@@ -54,7 +55,6 @@ class Expectations:
     implementation: str = ""
     rules: dict[str, str] = field(default_factory=dict)
     cases: dict[str, str] = field(default_factory=dict)
-    consequences: dict[str, list[str]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     source: str = ""  # the file it was read from, for messages
 
@@ -77,12 +77,8 @@ class Expectations:
         """Why this failure is expected, or None when it is not."""
         if case_id in self.cases:
             return self.cases[case_id]
-        causes = [r for r in failing_rules if r in self.rules]
-        followers = {c for r in causes for c in self.consequences.get(r, [])}
-        if causes and all(r in self.rules or r in followers for r in failing_rules):
-            extra = [r for r in failing_rules if r not in self.rules]
-            why = "; ".join(dict.fromkeys(self.rules[r] for r in causes))
-            return why + (f" (and, as a consequence, {', '.join(extra)})" if extra else "")
+        if failing_rules and all(r in self.rules for r in failing_rules):
+            return "; ".join(dict.fromkeys(self.rules[r] for r in failing_rules))
         return None
 
     def listed(self) -> dict[str, list[str]]:
@@ -133,10 +129,14 @@ def load_expectations(path: str | Path) -> Expectations:
         raise ExpectationsError(f"{p}: $: nested too deeply to be an expectations file") from None
     if not isinstance(doc, dict):
         raise ExpectationsError(f"{p}: $: expected a mapping")
-    unknown = set(doc) - {"implementation", "rules", "cases", "consequences", "errors"}
+    if "consequences" in doc:
+        raise ExpectationsError(f"{p}: $.consequences: no longer read: what follows from a listed departure is derived "
+                                "(the reference computed with it, conformance/explained.py); list a case the oracle "
+                                "cannot compute by its id under cases")
+    unknown = set(doc) - {"implementation", "rules", "cases", "errors"}
     if unknown:
         raise ExpectationsError(f"{p}: $.{sorted(unknown)[0]}: unknown key (expected implementation, rules, cases, "
-                                "errors, consequences)")
+                                "errors)")
     exp = Expectations(str(doc.get("implementation", "")), source=str(p))
     for key in ("rules", "cases", "errors"):
         section = doc.get(key) or {}
@@ -148,15 +148,6 @@ def load_expectations(path: str | Path) -> Expectations:
             if key == "rules" and k not in rules():
                 raise ExpectationsError(f"{p}: $.rules.{k}: unknown rule id")
         getattr(exp, key).update({str(k): v for k, v in section.items()})
-    section = doc.get("consequences") or {}
-    if not isinstance(section, dict):
-        raise ExpectationsError(f"{p}: $.consequences: expected a mapping of rule id to a list of rule ids")
-    for k, v in section.items():
-        if str(k) not in exp.rules:
-            raise ExpectationsError(f"{p}: $.consequences.{k}: a consequence follows from a rule listed under rules")
-        if not isinstance(v, list) or not v or not all(isinstance(r, str) and r in rules() for r in v):
-            raise ExpectationsError(f"{p}: $.consequences.{k}: expected a non-empty list of known rule ids")
-        exp.consequences[str(k)] = list(v)
     return exp
 
 
@@ -173,8 +164,8 @@ def from_records(implementation: str, records: list[CaseRecord], previous: Expec
             continue
         if c.failing_rules:
             for r in c.failing_rules:
-                if any(r in previous.consequences.get(x, []) for x in c.failing_rules if x != r):
-                    continue  # it follows from another rule this case fails
+                if c.outcome == Outcome.XFAIL and r not in previous.rules:
+                    continue  # expected already: it follows from a listed departure (conformance.explained)
                 rule_reasons.setdefault(r, previous.rules.get(r, _describe(c)))
         else:
             case_reasons.setdefault(c.id, previous.cases.get(c.id, _describe(c)))
@@ -185,9 +176,6 @@ def from_records(implementation: str, records: list[CaseRecord], previous: Expec
         doc["cases"] = dict(sorted(case_reasons.items()))
     if error_reasons:
         doc["errors"] = dict(sorted(error_reasons.items()))
-    kept = {k: v for k, v in previous.consequences.items() if k in rule_reasons}
-    if kept:
-        doc["consequences"] = kept
     header = ("# Expected failures of this implementation, by rule id and by case id, each with the\n"
               "# observed behavior. Written by `dsh-conformance expectations update`; edit the reasons.\n")
     return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)

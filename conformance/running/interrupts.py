@@ -102,10 +102,6 @@ def handled() -> Iterator[None]:
         _received = None
 
 
-def received() -> int | None:
-    return _received
-
-
 def check() -> None:
     """A safe point: raise the interruption again if a signal came and its exception was
     swallowed on the way."""

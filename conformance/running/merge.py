@@ -25,20 +25,28 @@ import re
 import sys
 from typing import Any
 
+from dsh_conformance.argtypes import UsageError
 from dsh_conformance.reporting.report import (
-    differs,
-    shown,
     CaseRecord,
     Footer,
     Header,
     Outcome,
     Report,
     ReportWriter,
+    differs,
     now,
     read_report,
     rule_outcomes,
+    shown,
 )
+from dsh_conformance.reporting.scores import SCORED
 from dsh_conformance.reporting.skips import footer_skips, too_many_skipped
+from dsh_conformance.running.expectations import Expectations
+from dsh_conformance.running.parallel import account
+from dsh_conformance.running.properties import folded
+from dsh_conformance.spec.rules import rules
+from dsh_conformance.textio.outputs import EXIT_OUTPUT, OutputLock, check_distinct, check_writable
+from dsh_conformance.textio.terminal import say
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 _IDENTITY = ("name", "version", "language")
@@ -91,7 +99,6 @@ def check(reports: list[Report]) -> list[Report]:
 def _generated(shards: list[Report], seed: int | None) -> list[CaseRecord]:
     """The generated records of the whole run: each shard's in turn, until the first that
     did not fold its draws (a shrunk divergence, or a stop); else the folds folded."""
-    from dsh_conformance.running.properties import folded
 
     out: list[CaseRecord] = []
     seen: set[str] = set()
@@ -130,7 +137,6 @@ def _generated(shards: list[Report], seed: int | None) -> list[CaseRecord]:
 def _stale(shards: list[Report], records: list[CaseRecord]) -> list[str]:
     """The expectations gone stale in the whole run: the shards' footers keep the ids their
     expectations list (``Footer.listed``, the same in every shard of one run)."""
-    from dsh_conformance.running.expectations import Expectations
 
     listed = shards[0].footer.listed if shards[0].footer is not None else None
     if not listed:
@@ -142,7 +148,6 @@ def _stale(shards: list[Report], records: list[CaseRecord]) -> list[str]:
 def _exit(records: list[CaseRecord], stale: list[str], unscored: list[str], stopped: str | None,
           max_skipped: float | None = None) -> int:
     """``Runner.exit_code`` of the whole run, from its records."""
-    from dsh_conformance.running.parallel import account
 
     class _Seen:
         broken = False
@@ -160,9 +165,6 @@ def _exit(records: list[CaseRecord], stale: list[str], unscored: list[str], stop
 
 
 def _unscored(header: Header, records: list[CaseRecord]) -> list[str]:
-    from dsh_conformance.spec.rules import rules
-    from dsh_conformance.reporting.scores import SCORED
-
     outcomes = rule_outcomes(records)
     asked = header.options.get("profiles", "").split()
     return sorted(p for p in asked
@@ -189,10 +191,6 @@ def merge(reports: list[Report], max_skipped: float | None = None) -> tuple[Head
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from dsh_conformance.argtypes import UsageError
-    from dsh_conformance.textio.outputs import EXIT_OUTPUT, OutputLock, check_distinct, check_writable
-    from dsh_conformance.textio.terminal import say
-
     out = check_writable(args.output, "--output")
     check_distinct(args.output, "--output", args.reports)
     try:

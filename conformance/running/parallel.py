@@ -35,11 +35,16 @@ from pathlib import Path
 from typing import Any
 
 from dsh_conformance.iut.connection import IUTFailure, NotAnImplementation
-from dsh_conformance.running.progress import Progress
 from dsh_conformance.iut.protocol import Started
+from dsh_conformance.iut.reaper import PR_SET_PDEATHSIG, prctl
 from dsh_conformance.reporting.report import CaseRecord, Outcome, ReportWriter
-from dsh_conformance.running.properties import DrawTally, content_id, not_run
+from dsh_conformance.running.progress import Progress
+from dsh_conformance.running.properties import DrawTally, content_id, draws_in, not_run
 from dsh_conformance.running.references import parsed_reference
+from dsh_conformance.running.runner import Runner
+from dsh_conformance.running.shards import attempts_of
+from dsh_conformance.strategies.draws import attempt_seeds, draw_attempt
+from dsh_conformance.strategies.scenarios import examples
 
 BATCH_MAX = 8  # cases dealt at once: few enough that the workers end together, enough to keep one ahead
 STOP_SECONDS = 10.0  # a worker's time to stop its implementation and exit, past which it is killed
@@ -77,12 +82,10 @@ class Settings:
 
 def _serve(conn: Connection, make: Callable[[], Any], cfg: Settings, items: list[Any],
            expected: dict[str, Any]) -> None:
-    from dsh_conformance.running.runner import Runner
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles a Ctrl-C and ends the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError, AttributeError):
-        from dsh_conformance.iut.reaper import PR_SET_PDEATHSIG, prctl
 
         prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # a SIGKILLed parent leaves no worker behind
     try:
@@ -126,17 +129,12 @@ class _Draws:
     """The attempts of one seed, drawn on demand (``strategies.draw_attempt``)."""
 
     def __init__(self, seed: int, profiles: frozenset[str], features: frozenset[str] | None = None) -> None:
-        from dsh_conformance.strategies.draws import attempt_seeds
-        from dsh_conformance.strategies.scenarios import examples
-
         self.seed = seed
         self.strategy = examples(frozenset(profiles), features=features)
         self.seeds = attempt_seeds(seed)
         self.known: list[int] = []
 
     def at(self, attempt: int) -> Any:
-        from dsh_conformance.strategies.draws import draw_attempt
-
         while len(self.known) <= attempt:
             self.known.append(next(self.seeds))
         return draw_attempt(self.strategy, self.known[attempt])
@@ -447,8 +445,6 @@ def run_corpus(runner: Any, items: list[Any], progress: Progress | None, expecte
 def run_generated(runner: Any, examples: int, seed: int, profiles: frozenset[str], progress: Progress | None,
                   part: Any = None) -> CaseRecord | None:
     """The generated draws of a run or of its shard (``shards.attempts_of``)."""
-    from dsh_conformance.running.shards import attempts_of, draws_in
-
     attempts, wanted = attempts_of(part, examples)
     if not wanted:
         return None

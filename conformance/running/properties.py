@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import itertools
 import json
 import os
 import random
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ from dsh_conformance.reporting.skips import draw_skips
 from dsh_conformance.running import interrupts
 from dsh_conformance.running.progress import Progress
 from dsh_conformance.strategies.citation import Example, sort_rules
-from dsh_conformance.strategies.draws import independent_draws
+from dsh_conformance.strategies.draws import attempt_seeds, draw_attempt, independent_draws
 from dsh_conformance.strategies.scenarios import examples as drawn
 
 
@@ -218,3 +219,13 @@ class hypothesis_home:
 
 def _ms(t0: float) -> int:
     return int((time.monotonic() - t0) * 1000)
+
+
+def draws_in(attempts: range, seed: int, profiles: frozenset[str],
+             features: frozenset[str] | None = None) -> Iterator[Any]:
+    """The (example, choices) of each attempt in ``attempts`` that is not too large."""
+    strategy = drawn(frozenset(profiles), features=features)
+    for sub_seed in itertools.islice(attempt_seeds(seed), attempts.start, attempts.stop):
+        got = draw_attempt(strategy, sub_seed)
+        if got is not None:
+            yield got

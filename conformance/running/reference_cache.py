@@ -36,6 +36,7 @@ import hashlib
 import io
 import os
 import pickle
+import shutil
 import stat
 import sys
 import tempfile
@@ -43,8 +44,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pydantic
 from pydantic import BaseModel
 
+import dsh_conformance.kit
+import dsh_conformance.oracle
+from dsh_conformance.dsh.adapter_install import cache_root
 from dsh_conformance.kit.trace import unvalidated
 
 if TYPE_CHECKING:
@@ -64,8 +69,6 @@ def enabled() -> bool:
 def source_digest() -> str:
     """The digest of the code that computes a reference: the oracle's and the kit's Python
     files, the Python version and pydantic's."""
-    import dsh_conformance.kit
-    import dsh_conformance.oracle
 
     return digest_of({p.__name__: Path(p.__file__).parent for p in (dsh_conformance.oracle, dsh_conformance.kit)})
 
@@ -73,7 +76,6 @@ def source_digest() -> str:
 def digest_of(packages: dict[str, Path]) -> str:
     """The digest of the Python files (path and bytes) of each package, by name and folder,
     with the Python version and pydantic's."""
-    import pydantic
 
     h = hashlib.sha256(_FORMAT)
     h.update(f"\0python {sys.version}\0pydantic {pydantic.VERSION}\0".encode())
@@ -94,7 +96,6 @@ def directory(digest: str | None = None) -> Path:
 def _directory(explicit: str | None, xdg: str | None, home: str | None, digest: str) -> Path:
     """The folder of ``digest`` under the cache root that the environment variables given
     name (the key: ``cache_root`` reads them), made once (asked twice a case)."""
-    from dsh_conformance.dsh.adapter_install import cache_root
 
     return cache_root() / "references" / digest[:32]
 
@@ -184,7 +185,6 @@ def _trusted(st: os.stat_result) -> bool:
 def _prune(made: Path) -> None:
     """Remove the digest directories beside ``made`` that no run has written to for a week
     (each edit of the oracle makes a new one)."""
-    import shutil
 
     cutoff = time.time() - _STALE_DAYS * 86400
     for other in made.parent.iterdir():

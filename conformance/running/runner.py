@@ -39,7 +39,7 @@ from dsh_conformance.reporting.report import BROKEN, CaseRecord, Outcome, Report
 from dsh_conformance.running import interrupts
 from dsh_conformance.running.ending import RunEnd
 from dsh_conformance.running.expectations import Expectations
-from dsh_conformance.running.explained import explained
+from dsh_conformance.running.explained import explained, explained_error
 from dsh_conformance.running.progress import Progress
 from dsh_conformance.running.properties import run_properties
 from dsh_conformance.running.references import KeptReference, document_text, kept, key_of, parsed_reference
@@ -229,7 +229,8 @@ class Runner(RunEnd):
             return CaseRecord(**base, outcome=Outcome.SKIP, message=kept_message(answer.reason), duration_ms=_ms(t0))
         if isinstance(answer, Errored):
             self.errors += 1
-            reason = self.expectations.error_reason(case.id)
+            reason = self.expectations.error_reason(case.id) or explained_error(
+                self.expectations, case.scenario, answer.message)
             return CaseRecord(**base, outcome=Outcome.XERROR if reason else Outcome.ERROR,
                               message=kept_message(answer.message),
                               expected_reason=reason, duration_ms=_ms(t0), **evidence(doc, case.source))

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh_conformance.running.references import corpus_items
+from dsh_conformance.spec.corpus import load_case
 from dsh_conformance.spec.rules import rules
 
 Item = tuple[str, dict[str, Any], str]  # (case id, document, file name within its directory)
@@ -46,7 +48,6 @@ def gather(cases: Path, case_args: list[str]) -> tuple[list[Group], list[str], l
     """The cases a run may choose from: the corpus of ``--cases`` (a directory, or one case
     file), then each case file named by ``--case``; with the ``--case`` values that are ids
     and those that are files."""
-    from dsh_conformance.running.references import corpus_items
 
     if cases.is_dir():
         groups = [Group(cases, corpus_items(cases))]
@@ -76,8 +77,6 @@ def gather(cases: Path, case_args: list[str]) -> tuple[list[Group], list[str], l
 
 
 def _one(path: Path) -> list[Item]:
-    from dsh_conformance.spec.corpus import load_case
-
     case = load_case(path)  # a bad file is a ScenarioFileError (exit 2)
     return [(case.id, case.document, path.name)]
 

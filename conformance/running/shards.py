@@ -12,9 +12,10 @@ back together as the one an unsharded run writes (``conformance.merge``).
 from __future__ import annotations
 
 import argparse
-import itertools
-from collections.abc import Iterator
 from typing import Any, NamedTuple
+
+
+
 
 
 class Shard(NamedTuple):
@@ -62,17 +63,4 @@ def attempts_of(part: Shard | None, examples: int) -> tuple[range, int]:
     return mine, len(mine)
 
 
-def draws_in(attempts: range, seed: int, profiles: frozenset[str],
-             features: frozenset[str] | None = None) -> Iterator[Any]:
-    """The (example, choices) of each attempt in ``attempts`` that is not too large."""
-    from dsh_conformance.strategies.draws import attempt_seeds, draw_attempt
-    from dsh_conformance.strategies.scenarios import examples
-
-    strategy = examples(frozenset(profiles), features=features)
-    for sub_seed in itertools.islice(attempt_seeds(seed), attempts.start, attempts.stop):
-        got = draw_attempt(strategy, sub_seed)
-        if got is not None:
-            yield got
-
-
-__all__ = ["Shard", "shard", "cases_of", "attempts_of", "draws_in"]
+__all__ = ["Shard", "shard", "cases_of", "attempts_of"]

@@ -28,8 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_conformance.kit import results
-from dsh_conformance.kit import trace as oracle_trace
+from pydantic import TypeAdapter
+
+from dsh_conformance.kit import results, trace as oracle_trace
 from dsh_conformance.kit.jsvalue import TOKEN_KINDS
 
 # ------------------------------------------------------------------ value schemas
@@ -172,7 +173,6 @@ RESULT_FIELDS = _fields(RESULT_PARTS)
 @dataclass(frozen=True)
 class Probe:
     """A stage boundary as the outermost probe on its seam sees it (``who: null``)."""
-
     stage: str
     what: str
     value: dict[str, Any]
@@ -184,7 +184,6 @@ class Probe:
 @dataclass(frozen=True)
 class Participant:
     """A kind of scripted participant: the ``stage`` its observations carry."""
-
     stage: str
     who: str  # how ``who`` is named
     runs: str  # "async" (a returned promise is awaited) or "sync"
@@ -196,7 +195,6 @@ class Participant:
 @dataclass(frozen=True)
 class Step:
     """A participant observation by ``what``: its value, the stages it may carry."""
-
     what: str
     value: dict[str, Any]
     rules: tuple[str, ...]
@@ -357,7 +355,6 @@ PROBE_POINTS = frozenset((p.stage, p.what) for p in PROBES)
 if PROBE_POINTS != oracle_trace.PROBE_POINTS:  # one truth: the oracle's
     raise RuntimeError(f"the observation catalog's probes part from kit.trace.PROBE_POINTS: "
                        f"{sorted(PROBE_POINTS ^ oracle_trace.PROBE_POINTS)}")
-PARTICIPANT_STAGES = tuple(p.stage for p in PARTICIPANTS)
 
 
 def steps_at(stage: str) -> tuple[Step, ...]:
@@ -464,7 +461,6 @@ def observation_schema() -> dict[str, Any]:
 def value_defs() -> dict[str, Any]:
     """The definitions the value schemas refer to: a JS value, a tool execution result
     (``catalogs/results.schema.json``), a user message."""
-    from pydantic import TypeAdapter
 
     defs = js_value_defs()
     for name, tp in (("ToolExecutionResult", results.ToolExecutionResult), ("UserMessage", results.UserMessage)):

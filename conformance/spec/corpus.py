@@ -8,15 +8,18 @@ Ids are stable: reports, expectation files and golden traces refer to them.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dsh_conformance.kit.scenario import Scenario, ScenarioFileError, load_scenario_document
-
+from dsh_conformance.oracle import ScenarioRunError, run_scenario
 from dsh_conformance.resources import CASES as BUILTIN_CASES
+from dsh_conformance.spec.expect import check
 from dsh_conformance.spec.rules import rules
 from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_path
+from dsh_conformance.textio.terminal import say as print
 
 CASES = BUILTIN_CASES  # the built-in corpus, package data
 
@@ -49,12 +52,8 @@ def load_corpus(directory: Path = CASES) -> list[Case]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.corpus [CASE.json ...]``: run cases through the oracle and
     print each one's unmet expectations (all cases when none are named)."""
-    import sys
 
-    from dsh_conformance.oracle import ScenarioRunError, run_scenario
 
-    from dsh_conformance.spec.expect import check
-    from dsh_conformance.textio.terminal import say as print  # noqa: A001 - a case file's text, shown escaped
 
     paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)] or sorted(CASES.glob("*.json"))
     bad = 0

@@ -8,9 +8,12 @@ keeps the copy in step with the spec when the spec is present
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
+
+import yaml
 
 from dsh_conformance.resources import SHARED, SUITE
 
@@ -31,8 +34,6 @@ class Rule(NamedTuple):
 
 @cache
 def rules() -> dict[str, Rule]:
-    import json
-
     data = json.loads(INDEX.read_text(encoding="utf-8"))
     return {r["id"]: Rule(r["id"], r["profile"], r["title"]) for r in data["rules"]}
 
@@ -50,14 +51,10 @@ def profiles_needed(rule_ids: list[str]) -> set[str]:
 
 
 def index_from_spec(path: Path = SPEC_RULES) -> dict:
-    import yaml
-
     entries = yaml.safe_load(path.read_text(encoding="utf-8"))
     return {"source": "shared/spec/rules.yaml",
             "rules": [{"id": e["id"], "profile": e["profile"], "title": e["title"]} for e in entries]}
 
 
 def dumps_index(index: dict) -> str:
-    import json
-
     return json.dumps(index, ensure_ascii=False, indent=1) + "\n"

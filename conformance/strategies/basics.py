@@ -10,6 +10,10 @@ from typing import Any, TypeVar, get_args
 
 from hypothesis import strategies as st
 
+from dsh_conformance.kit.scenario import Step
+
+
+
 S = st.SearchStrategy
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,7 +111,6 @@ def edit_steps(doc: dict[str, Any], edit: Callable[[Any], list[Any]],
 def _step_defaults() -> dict[str, dict[str, Any]]:
     """For each step kind of the scenario language, its fields that have a default other
     than null, with that default (``kit.scenario``'s step models)."""
-    from dsh_conformance.kit.scenario import Step
 
     out: dict[str, dict[str, Any]] = {}
     for model in get_args(get_args(Step)[0]):

@@ -141,7 +141,8 @@ def code_side(draw: Any, doc: dict[str, Any]) -> None:
         cap = doc.setdefault("maxParallelSubCalls", draw(st.sampled_from([1, 2])))
         n = cap + 1  # P121: one more than may overlap
         steps: list[dict[str, Any]] = [{"do": "call", "tool": SAFE_TOOL, "arguments": {"i": k}, "as": f"h{k}"} for k in range(n)]
-        steps += [{"do": "await", "handle": f"h{k}"} for k in range(n)]
+        # caught but the last: a rejection ends the program only when nothing else is in its start
+        steps += [{"do": "await", "handle": f"h{k}", **({"catch": True} if k < n - 1 else {})} for k in range(n)]
         steps += [{"do": "sleep", "ms": 1}, {"do": "return", "value": copy.deepcopy(RICH)}]
         programs.append({"id": "pv-cap", "steps": steps})
         add("pv-cap", agent=draw(st.booleans()))
@@ -155,7 +156,9 @@ def code_side(draw: Any, doc: dict[str, Any]) -> None:
         programs.append({"id": "pv-guard", "steps": [
             {"do": "call", "tool": SAFE_TOOL, "as": "h0"}, {"do": "sleep", "ms": 5 * BODY_MS},
             {"do": "call", "tool": SAFE_TOOL, "as": "h1"}, {"do": "await", "handle": "h0", "catch": True},
-            {"do": "return", "value": "x"}]})
+            # awaited too: a return with h1 in its start would settle the run where microtask
+            # order puts h1 (before or after its dispatch), which the spec leaves open
+            {"do": "await", "handle": "h1", "catch": True}, {"do": "return", "value": "x"}]})
         cid = add("pv-guard")
         guards.append({"id": "Gv-code", "script": {"steps": [{"do": "return", "value": UNDEF}], "byCall": {
             f"{cid}:code:1": [{"do": "abort", "signal": "caller"}, {"do": "return", "value": UNDEF}]}}})

@@ -20,7 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_conformance.spec.situations import OPTIONAL_FEATURES, repeats_next, situations, step_lists, throwing_feedback
+from dsh_conformance.spec.situations import (
+    OPTIONAL_FEATURES,
+    SITUATIONS,
+    repeats_next,
+    situations,
+    step_lists,
+    throwing_feedback,
+)
 
 # Situations no run compares (spec section 1.3: tests register a name at most once per layer):
 # taken out of every draw, whatever the profiles.
@@ -33,8 +40,6 @@ _STEPS = {"caller-abort": {"abort", "cancel", "await-signal"}, "signal-replaceme
 
 def allowed(profiles: frozenset[str], features: frozenset[str] | None) -> set[str]:
     """The situations a run with ``profiles`` and declared ``features`` (None: all) can score."""
-    from dsh_conformance.spec.situations import SITUATIONS
-
     return {name for name, s in SITUATIONS.items() if s.profile in profiles and not s.out_of_scope
             and (features is None or name not in OPTIONAL_FEATURES or OPTIONAL_FEATURES[name] in features)}
 

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import random
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from dsh_conformance.spec.rules import rules_of
+from hypothesis import HealthCheck, Phase, given, seed as seed_, settings
+from hypothesis.control import BuildContext
+from hypothesis.errors import StopTest
+from hypothesis.internal.conjecture.data import ConjectureData
+from hypothesis.internal.conjecture.providers import HypothesisProvider
+from hypothesis.internal.constants_ast import Constants
 
-from dsh_conformance.strategies.citation import exercised_rules, observation_kinds
+from dsh_conformance.spec.rules import rules_of
 from dsh_conformance.strategies.basics import S
-from dsh_conformance.strategies.citation import ALL_PROFILES, Example, sort_rules
+from dsh_conformance.strategies.citation import ALL_PROFILES, Example, exercised_rules, observation_kinds, sort_rules
 from dsh_conformance.strategies.scenarios import examples
 
 
@@ -76,9 +80,6 @@ def attempt_seeds(seed: int) -> Iterator[int]:
 def draw_attempt(strategy: S, sub_seed: int) -> tuple[Example, tuple[Any, ...]] | None:
     """One draw of ``strategy`` from ``sub_seed`` with its choice sequence, or None for a
     draw too large (it ran out of choices, and is skipped)."""
-    from hypothesis.control import BuildContext
-    from hypothesis.errors import StopTest
-    from hypothesis.internal.conjecture.data import ConjectureData
 
     data = ConjectureData(random=random.Random(sub_seed), max_choices=8192, provider=_seeded_provider())
     try:
@@ -103,8 +104,6 @@ def _seeded_provider() -> type:
     strategies draw no value such a constant could replace (seeds 0-8, 100 draws each, are
     the same with and without them); this keeps it so, and spares each run the scan of the
     suite's own sources (hypothesis' cache of it lives in the run's temporary home)."""
-    from hypothesis.internal.conjecture.providers import HypothesisProvider
-    from hypothesis.internal.constants_ast import Constants
 
     none = Constants()
 
@@ -117,9 +116,6 @@ def _seeded_provider() -> type:
 
 
 def _given_examples(strategy: S, n_examples: int, seed: int) -> Iterator[Example]:
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as seed_
-
     out: list[Example] = []
 
     @settings(max_examples=n_examples, phases=[Phase.generate], database=None, deadline=None,
@@ -160,6 +156,3 @@ def measure_coverage(n_examples: int = DEFAULT_EXAMPLES, seed: int = DEFAULT_SEE
         "missing": [r for r in wanted if not rule_counts.get(r)],
     }
 
-
-def dumps_coverage(coverage: dict[str, Any]) -> str:
-    return json.dumps(coverage, indent=1)

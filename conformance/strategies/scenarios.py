@@ -10,9 +10,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dsh_conformance.kit.scenario import FS_INTENTS
-
 from dsh_conformance.strategies import code_mode, code_side, loop_side, script_calls, side_calls
 from dsh_conformance.strategies.basics import S, leave_defaults_out, message, reused, weighted
+from dsh_conformance.strategies.citation import ALL_PROFILES, cited
+from dsh_conformance.strategies.confine import confine
 from dsh_conformance.strategies.participants import (
     FOCI,
     LISTENER_COUNTS,
@@ -37,8 +38,6 @@ from dsh_conformance.strategies.recipes import (
     spared_finalizer,
     value_rounds,
 )
-from dsh_conformance.strategies.citation import ALL_PROFILES, cited
-from dsh_conformance.strategies.confine import confine
 from dsh_conformance.strategies.runs import direct_runs, loop_runs
 from dsh_conformance.strategies.value_shapes import getter_declarations, unique_shared_ids
 from dsh_conformance.strategies.values import ABORT_CALLER, append_steps, dispatch, dispatch_steps
@@ -260,6 +259,7 @@ def _no_guard_registration(v: Any, guard_ids: set[str]) -> Any:
 
 def resolve(doc: dict[str, Any], refs: list[str], calls: list[str]) -> dict[str, Any]:
     """Replace the placeholders ``#r<n>`` (participant ids) and ``#c<n>`` (call ids)."""
+
     def walk(v: Any) -> Any:
         if isinstance(v, list):
             return [walk(x) for x in v]

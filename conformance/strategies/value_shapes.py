@@ -22,7 +22,6 @@ from dsh_conformance.kit.value_refs import has_refs, walk
 
 from dsh_conformance.strategies.basics import S
 
-VALUE_GETTERS = ("g1", "g2")  # inside values
 NAME_GETTER, ARGS_GETTER, ROOT_GETTER = "g-name", "g-args", "g-root"  # input fields (P23)
 
 

@@ -48,6 +48,7 @@ def nested_calls_compute_meta() -> None:
 
 def start_logged_late() -> None:
     """``tool/code-dispatch-start`` is appended after the sub-call entered the registry (P122)."""
+
     async def start(self, sub):
         sub_rec, route = await self.stages.prepare(self.w, sub.input)
         if self.rec.agent is not None:
@@ -123,6 +124,7 @@ def bindings_get_content() -> None:
 
 def returns_before_commits() -> None:
     """run_code's body returns without waiting for started sub-calls (P125)."""
+
     async def drain(self):
         return None
     Bridge.drain = drain

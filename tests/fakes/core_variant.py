@@ -36,9 +36,10 @@ import os
 from typing import Any
 
 from dsh_conformance.oracle import pipeline, registry, serve
-from dsh_conformance.kit.jsvalue import UNDEFINED, Thrown, is_undefined
+from dsh_conformance.kit.jsvalue import is_undefined
 from dsh_conformance.kit.scenario import Tool
-from dsh_conformance.kit.script import Invocation, perform_sync
+from dsh_conformance.kit.trace import EVENT_STAGES
+from dsh_conformance.kit.script import Invocation
 
 MODE = os.environ.get("CORE_VARIANT", "")
 
@@ -52,39 +53,16 @@ def _register_replacing(self: Any, ref: str, _original: Any = registry.World.reg
     _original(self, ref)
 
 
-def _guards_snapshot(w: Any, rec: Any) -> Any:
-    w.obs(rec.callId, "guards", "start", None, None, ("P44",))
-    snapshot = [[e for e in layer if e.active] for layer in w.guard_layers_for(rec.agent)]
-    for layer in snapshot:
-        for entry in layer:
-            inv = Invocation(who=entry.guard.id, stage="guards", record=rec, rules=("P45", "P46", "P50"))
-            try:
-                v = perform_sync(w, inv, entry.guard.script)
-            except Thrown as t:
-                w.obs(rec.callId, "guards", "throw", None, t.value, ("P49",))
-                raise
-            if not is_undefined(v):
-                w.obs(rec.callId, "guards", "end", None, v, ("P46",))
-                return v
-    w.obs(rec.callId, "guards", "end", None, UNDEFINED, ("P46",))
-    return UNDEFINED
+def _layers_snapshot(self: Any, agent: Any, _original: Any = registry.World.guard_layers_for) -> Any:
+    """Each layer's active guards copied when the pass starts: the oracle's live read (P45)
+    then walks the copy, so a guard added during the pass is not reached."""
+    return [[e for e in layer if e.active] for layer in _original(self, agent)]
 
 
-def _guards_reversed(w: Any, rec: Any) -> Any:
-    w.obs(rec.callId, "guards", "start", None, None, ("P44",))
-    for layer in reversed(list(w.guard_layers_for(rec.agent))):
-        for entry in reversed([e for e in layer if e.active]):
-            inv = Invocation(who=entry.guard.id, stage="guards", record=rec, rules=("P45", "P46", "P50"))
-            try:
-                v = perform_sync(w, inv, entry.guard.script)
-            except Thrown as t:
-                w.obs(rec.callId, "guards", "throw", None, t.value, ("P49",))
-                raise
-            if not is_undefined(v):
-                w.obs(rec.callId, "guards", "end", None, v, ("P46",))
-                return v
-    w.obs(rec.callId, "guards", "end", None, UNDEFINED, ("P46",))
-    return UNDEFINED
+def _layers_reversed(self: Any, agent: Any, _original: Any = registry.World.guard_layers_for) -> Any:
+    """The layers and the guards in each in the other order (P45's order, which only the
+    reference fixes)."""
+    return [list(reversed([e for e in layer if e.active])) for layer in reversed(list(_original(self, agent)))]
 
 
 class _OwnCursors(pipeline._Cursor):
@@ -104,7 +82,7 @@ class _OwnCursors(pipeline._Cursor):
 
         if listener.id == pipeline.TIMEOUT_POLICY:
             return await pipeline.timeout_wrapper(self.w, self.rec, next_)
-        inv = Invocation(who=listener.id, stage=pipeline._STAGE[self.event], record=self.rec, rules=self.rules,
+        inv = Invocation(who=listener.id, stage=EVENT_STAGES[self.event], record=self.rec, rules=self.rules,
                          next=next_, **self.args)
         return await pipeline.perform(self.w, inv, listener.script or pipeline._DELEGATE)
 
@@ -118,6 +96,7 @@ def _lenient_block_message(feedback: Any, _original: Any = pipeline.block_messag
 
 def _finalizer_contexts(trace: dict[str, Any]) -> None:
     """Every failure a throwing finalizeContent left, with ``additionalContexts: []`` added."""
+
     def add(v: Any) -> None:  # the failure, wherever an observation after the throw carries it
         if isinstance(v, dict):
             if v.get("isError") is True and isinstance(v.get("content"), list):
@@ -139,9 +118,9 @@ def _finalizer_contexts(trace: dict[str, Any]) -> None:
 if MODE == "reregister":
     registry.World.register = _register_replacing
 elif MODE == "guards-snapshot":
-    pipeline._guards = _guards_snapshot
+    registry.World.guard_layers_for = _layers_snapshot
 elif MODE == "guards-reversed":
-    pipeline._guards = _guards_reversed
+    registry.World.guard_layers_for = _layers_reversed
 elif MODE == "cursor-unshared":
     pipeline._Cursor = _OwnCursors
 elif MODE == "feedback-lenient":

@@ -46,6 +46,7 @@ def body_after_guard_denial() -> None:
 
 def finalize_before_post() -> None:
     """Runs finalizeContent before post-execute (P1 stage order)."""
+
     async def finalize(w, rec, route):
         f = pipeline.finish(w, rec, route.result)
         if route.kind == "post":

@@ -3,7 +3,7 @@
 // worker, no network. The binding registers it as its code runtime (binding.mjs; for DSH
 // lib/code-runtime.mjs, the real `ctx.codeRuntime`).
 //
-// It is the same runtime as oracle/program.py, step for step, and records the same
+// It is the same runtime as kit/program.py of the Python kit, step for step, and records the same
 // observations under stage `program` of the run_code call: `start` (the binding names),
 // `bind` (a binding call), `settle` (how each call settled, one reaction after it did),
 // `log`, `late` (the afterSettle steps begin), `end` (what `run()` resolves with) and `throw`

@@ -2,8 +2,10 @@
 ``run_code`` bridge hands it, as ``ctx.codeRuntime.run({program, bindings, signal})`` would.
 
 The runtime is not the spec's: DSH leaves program execution to a code runtime (section 1.3),
-so a scenario brings its own, scripted one, and the oracle and every adapter run it alike
-(tools/dsh-adapter/lib/code-runtime.mjs registers the same as the real ``ctx.codeRuntime``).
+so a scenario brings its own, scripted one. It is part of the scenario language, so it is
+the kit's: the oracle's bridge (``oracle.code_mode``) and a Python port's run it from here,
+and the JS kit's ``tools/dsh-adapter/kit/program.mjs`` is the same runtime, step for step
+(tools/dsh-adapter/lib/code-runtime.mjs registers it as the real ``ctx.codeRuntime``).
 What a program does is what ``kit.scenario.Program`` says; what it sees is recorded in the
 trace under stage ``program`` of the ``run_code`` call, so that an implementation's bindings
 are checked by what they hand the program (P117, P118, P124, P125):
@@ -31,11 +33,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import texts
-from ..kit.jsvalue import clone, JsValue, NotLossless, Thrown, is_undefined, message_of, snapshot, token, type_error
-from .registry import World
-from ..kit.scenario import Program
-from ..kit.scheduler import Deferred, Signal
+from .jsvalue import clone, JsValue, NotLossless, Thrown, is_undefined, message_of, snapshot, token, type_error
+from .scenario import Program
+from .scheduler import Deferred, Signal
+from .session import RunState
+
+# The runtime's own texts (not the spec's: the runtime is the scenario's participant, and
+# both kits word them alike).
+INVALID_COMPLETION = "the program's completion value is not lossless JSON"
+RUN_ABORTED = "the run was aborted"
+TOOL_CALL_ERROR = "ToolCallError"  # the namespace's rejection class (bindings' errorClass)
+
+
+def no_program(code: str) -> str:
+    return f'the scenario has no program "{code}"'
+
+
+def not_a_function(name: str) -> str:
+    return f"tools.{name} is not a function"
+
 
 Binding = Callable[[JsValue], Deferred]
 """A member of the ``tools`` namespace: called with the argument, returns the call's promise."""
@@ -73,7 +89,7 @@ RULES_SETTLE = ("P118", "P124", "P125")
 
 @dataclass
 class ProgramRun:
-    w: World
+    w: RunState
     req: RunRequest
     program: Program | None
     logs: list[str] = field(default_factory=list)
@@ -107,11 +123,11 @@ class ProgramRun:
         self.obs("start", {"bindings": sorted(self.req.bindings, key=lambda s: s.encode("utf-16-be", "surrogatepass"))},
                  ("P117",))
         if self.program is None:
-            finish({"logs": [], "error": {"kind": "exception", "message": texts.no_program(self.req.code)}})
+            finish({"logs": [], "error": {"kind": "exception", "message": no_program(self.req.code)}})
             return await result
         # The runtime stops the program when the run's signal aborts; a continuation the
         # program left behind (afterSettle) runs then.
-        signal.listen(lambda _s: finish(self.failure("abort", texts.RUN_ABORTED)))
+        signal.listen(lambda _s: finish(self.failure("abort", RUN_ABORTED)))
         if self.program.afterSettle:
             signal.listen(lambda _s: self.w.sched.start(self.late()))
         steps = self.w.sched.start(self.steps())
@@ -153,7 +169,7 @@ class ProgramRun:
         except _Threw as t:
             return self.failure("exception", t.message)
         except _Stop:
-            return self.failure("abort", texts.RUN_ABORTED)
+            return self.failure("abort", RUN_ABORTED)
         return self.completion({"$js": "undefined"})
 
     def completion(self, value: JsValue) -> dict[str, Any]:
@@ -163,7 +179,7 @@ class ProgramRun:
         try:
             return {"logs": list(self.logs), "value": snapshot(value)}
         except (NotLossless, Thrown):
-            return self.failure("invalid-output", texts.INVALID_COMPLETION)
+            return self.failure("invalid-output", INVALID_COMPLETION)
 
     async def late(self) -> None:
         """The ``afterSettle`` steps, once the run is over: calls are not dispatched (P118), and
@@ -190,7 +206,7 @@ class ProgramRun:
         binding = self.req.bindings.get(name)
         if binding is None:  # a null-prototype namespace has nothing else under that name
             pending = Deferred()
-            pending.reject(Thrown(type_error(texts.not_a_function(name))))
+            pending.reject(Thrown(type_error(not_a_function(name))))
         else:
             pending = binding(clone(arguments))
         pending.on_settle(lambda d: self.record(n, name, d))
@@ -226,12 +242,13 @@ def _caught(name: str, x: JsValue) -> dict[str, Any]:
     """What the program catches: a binding's rejection arrives as the namespace's
     ``ToolCallError`` naming the binding (the runtime materializes the declared class); a
     name without a binding throws a ``TypeError`` where it is called."""
-    if token(x) == "error" and x.get("class") == "TypeError" and x.get("message") == texts.not_a_function(name):
+    if token(x) == "error" and x.get("class") == "TypeError" and x.get("message") == not_a_function(name):
         return {"name": "TypeError", "message": x["message"]}
-    return {"name": texts.TOOL_CALL_ERROR, "toolName": name, "message": message_of(x)}
+    return {"name": TOOL_CALL_ERROR, "toolName": name, "message": message_of(x)}
 
 
-async def run_program(w: World, req: RunRequest) -> dict[str, Any]:
+async def run_program(w: RunState, req: RunRequest) -> dict[str, Any]:
     """``codeRuntime.run(request)``: resolves with ``{logs, value?}`` or ``{logs, error}``,
     or rejects (raises ``Thrown``) at a ``reject`` step."""
-    return await ProgramRun(w, req, w.programs.get(req.code)).run()
+    program = next((p for p in w.scenario.programs if p.id == req.code), None)
+    return await ProgramRun(w, req, program).run()

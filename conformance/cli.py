@@ -93,7 +93,7 @@ from dsh_conformance.textio.outputs import (
     incomplete_outputs,
     write_atomic,
 )
-from dsh_conformance.textio.portable import portable_command, portable_path
+from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_command, portable_path
 # Printed text may be an implementation's or a file's: shown escaped (conformance.terminal).
 from dsh_conformance.textio.terminal import one_line, readable_streams, say as print  # noqa: A001
 from dsh_conformance.tools import catalogs
@@ -232,10 +232,10 @@ def _run(args: argparse.Namespace, profiles: set[str], required: set[str], ledge
             if begun:  # what was decided until then, as a run's end shows it (issue 44)
                 print(f"\nINTERRUPTED ({e.what}): a partial summary of the {len(runner.records)} case(s) decided")
                 _print_summary(started.implementation.model_dump(), runner, [], profiles, e.code, args.report,
-                               args.impl, header, True)
+                               args.impl, _as_given(header, args, groups), True)
             raise
         _print_summary(started.implementation.model_dump(), runner, footer.stale, profiles, footer.exit,
-                       args.report, args.impl, header, _narrowed(args))
+                       args.report, args.impl, _as_given(header, args, groups), _narrowed(args))
         if args.junit:
 
             write_atomic(args.junit, render_junit(Report(args.report or "-", header, runner.records)), ledger)
@@ -283,11 +283,22 @@ def _expected_traces(groups: list[Any]) -> dict[str, Any]:
     return expected
 
 
-def _replay_options(args: argparse.Namespace) -> dict[str, str]:
-    """The options a replay of one of this run's cases repeats, without the machine's paths."""
-    out = {"impl": portable_command(args.impl) if args.impl else "oracle"}
+def _as_given(header: Any, args: argparse.Namespace, groups: list[Any]) -> Any:
+    """The header as the console's replay lines read it: the options and the corpus as given
+    (``_replay_options``)."""
+    update: dict[str, Any] = {"options": {**header.options, **_replay_options(args, portable=False)}}
+    if groups and header.corpus not in (None, BUILTIN_CORPUS):
+        update["corpus"] = str(groups[0].directory)
+    return header.model_copy(update=update)
+
+
+def _replay_options(args: argparse.Namespace, portable: bool = True) -> dict[str, str]:
+    """The options a replay of one of this run's cases repeats: without the machine's paths
+    for the report (read on other machines), as given for the console's FAIL blocks (a
+    command to paste where the run was started: a path made portable may not lead there)."""
+    out = {"impl": (portable_command(args.impl) if portable else args.impl) if args.impl else "oracle"}
     if args.expectations:
-        out["expectations"] = portable_path(args.expectations)
+        out["expectations"] = portable_path(args.expectations) if portable else args.expectations
     if _asked_profiles(args):
         out["profiles"] = " ".join(_asked_profiles(args))
     return out

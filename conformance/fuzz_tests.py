@@ -32,12 +32,15 @@ def _save_failure(directory: Path, doc: dict[str, Any]) -> Path:
     case_id = content_id(doc)
     path = directory / f"{case_id}.json"
     directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, jsontext.dumps({**doc, "id": case_id, "title": "failing scenario of test_property"},
-                                      indent=1) + "\n")
-    for earlier in _SAVED:
-        if earlier != path:
-            earlier.unlink(missing_ok=True)
-    _SAVED[:] = [path]
+    try:
+        write_atomic(path, jsontext.dumps({**doc, "id": case_id, "title": "failing scenario of test_property"},
+                                          indent=1) + "\n")
+    finally:  # even when interrupted (a fuzzer stopped mid-save): one file is left, not two
+        if path.exists():
+            for earlier in _SAVED:
+                if earlier != path:
+                    earlier.unlink(missing_ok=True)
+            _SAVED[:] = [path]
     return path
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .hang_guards import install
+from .hang_guards import install, watchdog
 
 install()  # a test's subprocess timeouts are hang guards (tests/hang_guards.py)
 
@@ -31,6 +31,16 @@ def run_fake_module(tmp_path: Path, module: str, env: dict[str, str], *args: str
                           env=full, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     return done.returncode, read_report(report), done.stdout
 SHARED = ROOT.parent / "shared"
+BROWSER_GUARD = 60  # seconds on an idle machine: a browser test's hang guard, by progress
+
+
+@pytest.fixture
+def browser_watchdog():
+    """Browser tests switch Playwright's wall-clock timeouts off (``timeout_ms=0``): instead, a
+    browser that stalls is killed, and the call waiting on it fails (tests/hang_guards.py)."""
+    with watchdog(BROWSER_GUARD) as fired:
+        yield
+    assert not fired, f"the browser hung: {fired}"
 
 CITED: set[str] = set()
 COLLECTED_FILES: set[str] = set()

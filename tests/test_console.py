@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import pytest
 
@@ -24,7 +26,7 @@ from dsh_conformance.spec.rules import rules
 from dsh_conformance.reporting.scores import SCORED, profile_scores
 
 from .conftest import FAKE, ROOT, corpus_subset
-from .hang_guards import hang_guard
+from .hang_guards import wait_until
 
 pytestmark = pytest.mark.rules("P1")
 
@@ -56,6 +58,25 @@ def test_every_fail_block_ends_with_its_replay_command(tmp_path, capsys):
         case = block.split()[1]
         replay = re.search(r"^  replay: (dsh-conformance replay (\S+) --impl .*)$", block, re.M)
         assert replay and replay.group(2) == case, block
+
+
+def test_a_fail_blocks_replay_command_runs_where_the_run_was_started(tmp_path, capsys, monkeypatch):
+    """The console's replay line is pasted where the run was started: the command and the
+    corpus as given (the report's are made portable for other machines: a fake outside the
+    working directory and the suite's tree was named by its file name alone, which led nowhere)."""
+    elsewhere, here = tmp_path / "elsewhere", tmp_path / "here"
+    elsewhere.mkdir(), here.mkdir()
+    fake = elsewhere / "my_port.py"
+    shutil.copy(FAKE, fake)
+    cases = corpus_subset(elsewhere, ["guard-denies-with-number", "pre-deny-skips-body"])
+    monkeypatch.chdir(here)
+    impl = f"{sys.executable} {fake} guard-bypass"
+    assert main(["run", "--impl", impl, "--cases", str(cases), "--examples", "0", "-q", "--report", "r.jsonl"]) == 1
+    lines = re.findall(r"^  replay: dsh-conformance (.*)$", capsys.readouterr().out, re.M)
+    assert lines
+    for line in lines:
+        assert main(shlex.split(line)) == 1
+        assert "first divergence at observations" in capsys.readouterr().out
 
 
 def test_max_fail_scores_only_what_it_decided(tmp_path, capsys):
@@ -119,12 +140,9 @@ def test_ctrl_c_prints_a_partial_summary(tmp_path):
                             cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
-        guard = time.monotonic() + hang_guard(HANG_GUARD)
         # Two cases written: the first is surely among the run's decided ones (a case is written
         # to the report just before the run counts it, and the interrupt may land between).
-        while not (report.exists() and len(report.read_text().splitlines()) >= 3):
-            assert proc.poll() is None and time.monotonic() < guard, proc.communicate()
-            time.sleep(0.1)
+        wait_until(lambda: report.exists() and len(report.read_text().splitlines()) >= 3, proc, HANG_GUARD)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=HANG_GUARD)
     finally:

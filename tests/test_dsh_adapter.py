@@ -25,6 +25,8 @@ from dsh_conformance.running.expectations import load_expectations
 from dsh_conformance.kit import jsontext
 from dsh_conformance.iut.protocol import Errored, Skipped, Traced, parse_answer, parse_started
 
+from .hang_guards import SLICE, watch
+
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER_DIR = ROOT / "tools" / "dsh-adapter"
 ADAPTER = ADAPTER_DIR / "adapter.mjs"
@@ -36,7 +38,7 @@ pytestmark = [
                        reason="the adapter is not installed: run `npm ci` in tools/dsh-adapter"),
 ]
 
-TIMEOUT = 60.0
+TIMEOUT = 60.0  # seconds on an idle machine: a hang guard by progress (tests/hang_guards.py)
 
 
 class Client:
@@ -59,8 +61,10 @@ class Client:
 
     def receive(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
-        if not self.sel.select(TIMEOUT):
-            raise AssertionError(f"the adapter did not answer within {TIMEOUT}s")
+        guard = watch(self.proc, TIMEOUT)
+        while not self.sel.select(SLICE) and self.proc.poll() is None:
+            if why := guard.stalled():
+                raise AssertionError(f"the adapter did not answer: {why}")
         line = self.proc.stdout.readline()
         assert line, f"the adapter closed its output; stderr: {self.stderr()}"
         doc = json.loads(line)

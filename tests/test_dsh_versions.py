@@ -24,7 +24,7 @@ from dsh_conformance.dsh.package_sets import NotPublished, lockstep_version, res
 
 from .conftest import FAKE, corpus_subset
 from .dsh_trees import assemble_tree, patch
-from .hang_guards import hang_guard
+from .hang_guards import wait_until
 
 pytestmark = pytest.mark.rules("P1")
 
@@ -142,7 +142,6 @@ def test_a_working_tree_runs_and_diff_shows_a_maintainers_change(tree, tmp_path)
 def test_runs_on_one_tree_at_once_take_turns_and_both_finish(tree, tmp_path):
     import fcntl
     import hashlib
-    import time
 
     cases = corpus_subset(tmp_path, CASES[:2])
     cache = tmp_path / "cache"
@@ -160,11 +159,11 @@ def test_runs_on_one_tree_at_once_take_turns_and_both_finish(tree, tmp_path):
                 for out, err in logs]
         # Release only once both have said they wait: a fixed pause loses the race on a busy
         # machine, where starting Python may take longer than the pause.
-        deadline = time.monotonic() + hang_guard(240)
-        while not all(waiting in err.read_text() for _, err in logs):
-            assert all(p.poll() is None for p in runs), [err.read_text()[-2000:] for _, err in logs]
-            assert time.monotonic() < deadline, [err.read_text()[-2000:] for _, err in logs]
-            time.sleep(0.2)
+        try:
+            for run, (_, err) in zip(runs, logs):
+                wait_until(lambda: waiting in err.read_text(), run, 240, pause=0.2)
+        except AssertionError as e:
+            raise AssertionError([err.read_text()[-2000:] for _, err in logs]) from e
         assert all(p.poll() is None for p in runs)  # both still wait for the lock
         fcntl.flock(held, fcntl.LOCK_UN)
     for p, (out, err) in zip(runs, logs):

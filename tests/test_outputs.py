@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from dsh_conformance.textio.outputs import OutputError, OutputLock, write_atomic
 from dsh_conformance.reporting.report import read_report
 
 from .conftest import FAKE, ROOT, corpus_subset
-from .hang_guards import hang_guard
+from .hang_guards import wait_until
 
 CASES = ["finalize-content-only", "guard-denies-with-number", "loop-contexts-after-batch", "pre-deny-skips-body"]
 
@@ -38,10 +37,7 @@ def _slow_run(cases: Path, report: Path, seconds: str) -> subprocess.Popen[str]:
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + hang_guard(180)
-    while not path.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.05)
+    wait_until(path.exists, proc, 180, pause=0.05)
 
 
 def test_a_second_run_on_the_same_report_is_refused(tmp_path, cases, capsys):

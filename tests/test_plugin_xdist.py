@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .hang_guards import hang_guard
+from .hang_guards import wait_until
 
 pytestmark = pytest.mark.rules("P46")
 
@@ -72,12 +72,11 @@ def test_remote_workers_recipe_on_loopback(tmp_path):
     server = subprocess.Popen([PYTHON, "-m", "execnet.script.socketserver", f"127.0.0.1:{port}"], cwd=host,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + hang_guard(30)
-        while time.monotonic() < deadline:
+        def listening() -> bool:
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, server, 30, pause=0.2)
         p = _pytest(tmp_path, "--dsh-impl", _impl(tmp_path), "-d", "--tx", f"socket=127.0.0.1:{port}",
                     "--tx", f"popen//python={PYTHON}", "--dsh-examples", "2", "--dsh-seeds", "1-4",
                     "-k", "guard-denies or pre-deny or generated")

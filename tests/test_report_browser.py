@@ -18,8 +18,10 @@ from dsh_conformance.reporting.scores import scores
 from dsh_conformance.tools.report_browser import browser_page, open_cell, open_report, why_no_browser
 
 from .conftest import FAKE, ROOT, corpus_subset
+from .test_report_narrow import HEIGHTS
 
-pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}")
+pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}"),
+              pytest.mark.usefixtures("browser_watchdog")]
 
 BYPASS = f"{sys.executable} {FAKE} guard-bypass"
 PICK = ["guard-denies-with-number", "pre-deny-skips-body", "guard-falsy-returns-deny", "approval-shipped-allowed-once"]
@@ -49,7 +51,7 @@ def test_fake_failures_in_the_browser(tmp_path, monkeypatch):
     assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "bad.jsonl"]) == 1
     assert main(["report", "good.jsonl", "bad.jsonl", "--format", "html", "-o", "report.html"]) == 0
     reps = [read_report("good.jsonl"), read_report("bad.jsonl")]
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, tmp_path / "report.html")
         # The summary: counts per outcome and the scores, as the reports have them.
         for i, rep in enumerate(reps):
@@ -109,7 +111,7 @@ def test_rc8_report_shows_p11_divergence(rc8):
     """The acceptance of the HTML report: rc.8's summary, then P11's cell clicked shows
     the first divergence of one of its cases next to the expected trace."""
     rep, html = rc8
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, html)
         summary = page.locator('section.summary[data-impl="0"]')
         assert summary.locator("h2").inner_text() == "@deepseek-ai/dsh-tools 0.1.0-rc.8"
@@ -140,6 +142,27 @@ def test_rc8_report_shows_p11_divergence(rc8):
         assert shown and shown == {r for r, o in rep.footer.rules.items() if o == "expected-error"}
 
 
+@pytest.mark.rules("P11")
+def test_rc8_report_at_420_px_is_as_tall_as_what_it_shows(rc8):
+    """Issue 44: rc.8's page was 64,000 px tall at 420 px (47,000 of it the rule statements, and
+    each expected failure's reason laid out whole in its cell, a column of some 12 lines). The
+    statements are folded and a reason shows two lines in the cell, whole in the detail view."""
+    rep, html = rc8
+    with browser_page(width=420, height=900, timeout_ms=0) as page:
+        open_report(page, html)
+        m = page.evaluate(HEIGHTS)
+        assert m["statements"] < 120 and len(m["rules"]) == 128, m
+        assert m["page"] <= 1.15 * (m["summaries"] + m["matrix"] + m["cases"]) + 900, m
+        assert m["matrix"] <= 90 * m["rows"] + 150, m
+        line = page.evaluate("parseFloat(getComputedStyle(document.querySelector('td.cell .reason')).lineHeight)")
+        tallest = max(page.locator("td.cell .reason").evaluate_all("rs => rs.map(r => r.getBoundingClientRect().height)"))
+        assert tallest <= 2 * line + 1
+        dialog = open_cell(page, "P11")
+        case = dialog.locator("details.case[open]").first
+        rec = next(c for c in rep.cases if c.id in case.locator(":scope > summary").inner_text())
+        assert rec.expected_reason and rec.expected_reason in case.locator("dd.reason").inner_text()
+
+
 @pytest.mark.rules("P46")
 def test_filters_index_and_summary_links_in_the_browser(tmp_path, monkeypatch):
     """Issue 26, item 7: every rule is reachable through the outcome filter, "differs between
@@ -151,7 +174,7 @@ def test_filters_index_and_summary_links_in_the_browser(tmp_path, monkeypatch):
     assert main(["run", "--impl", BYPASS, "--cases", "cases", "--examples", "0", "--report", "bad.jsonl", "-q"]) == 1
     assert main(["report", "good.jsonl", "bad.jsonl", "--format", "html", "-o", "report.html"]) == 0
     bad = read_report("bad.jsonl")
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, tmp_path / "report.html")
         every = {r.get_attribute("data-rule") for r in page.locator("tr.rule").all()}
         seen: set[str] = set()

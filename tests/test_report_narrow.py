@@ -18,7 +18,7 @@ from dsh_conformance.tools.report_browser import browser_page, open_report, why_
 
 from .conftest import FAKE, corpus_subset
 
-pytestmark = [pytest.mark.rules("P46")]
+pytestmark = [pytest.mark.rules("P46"), pytest.mark.usefixtures("browser_watchdog")]
 browser = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}")
 
 BYPASS = f"{sys.executable} {FAKE} guard-bypass"
@@ -72,7 +72,7 @@ def test_the_title_names_the_implementations_and_versions(pages):
 @pytest.mark.parametrize("name", ["one.html", "two.html"])
 def test_at_420_px_no_sideways_scroll_and_no_broken_header(pages, name):
     shot = pages / f"{name}.420.png"
-    with browser_page(width=420, height=900) as page:
+    with browser_page(width=420, height=900, timeout_ms=0) as page:
         open_report(page, pages / name)
         assert page.evaluate("document.documentElement.scrollWidth") <= 420
         assert page.evaluate(BROKEN_WORDS) == []
@@ -86,7 +86,7 @@ def test_at_420_px_no_sideways_scroll_and_no_broken_header(pages, name):
 def test_the_search_box_finds_rules_and_cases(pages):
     bad = read_report(pages / "bad.jsonl")
     failing = next(c for c in bad.cases if c.id == "guard-denies-with-number")
-    with browser_page() as page:
+    with browser_page(timeout_ms=0) as page:
         open_report(page, pages / "one.html")
 
         def shown() -> set[str]:
@@ -108,3 +108,42 @@ def test_the_search_box_finds_rules_and_cases(pages):
         assert page.locator("#f-count").inner_text() == f"{len(expected)} rules shown"
         page.fill("#f-search", "")
         assert shown() == everything
+
+
+# The heights of what the page shows (each block as laid out; a folded block is its summary).
+HEIGHTS = """() => {
+  const h = s => { const e = document.querySelector(s); return e ? e.getBoundingClientRect().height : 0; };
+  const shown = [...document.querySelectorAll('table.matrix tbody tr')].filter(r => r.getClientRects().length);
+  return {page: document.documentElement.scrollHeight, summaries: h('.summaries'), matrix: h('table.matrix'),
+          cases: h('#cases'), statements: h('#statements'), rows: shown.length,
+          rules: shown.filter(r => r.classList.contains('rule')).map(r => r.dataset.rule)};
+}"""
+
+
+@browser
+@pytest.mark.parametrize("name", ["one.html", "two.html"])
+def test_at_420_px_the_page_is_as_tall_as_what_it_shows(pages, name):
+    """Issue 44: the pages were 55,000 px tall at 420 px, 47,000 of them the 128 rule statements
+    laid out at the foot. Now the page is its summaries, the matrix's rows and the index of
+    cases, and little more: the statements are folded (a rule's title opens its own), and so are
+    the rules no report has a case of (here 4 cases: most of the 128)."""
+    cited = {r for rep in ("good.jsonl", "bad.jsonl") for c in read_report(pages / rep).cases
+             for r in (*c.rules, *c.failing_rules)}
+    with browser_page(width=420, height=900, timeout_ms=0) as page:
+        open_report(page, pages / name)
+        m = page.evaluate(HEIGHTS)
+        assert set(m["rules"]) <= cited and len(m["rules"]) < 128, m["rules"]  # the rules without a case folded
+        assert m["statements"] < 120, m
+        assert m["page"] <= 1.15 * (m["summaries"] + m["matrix"] + m["cases"]) + 900, m
+        assert m["matrix"] <= 90 * m["rows"] + 150, m  # a row is a few lines, not a column of syllables
+        # What is folded comes back when asked for.
+        page.check("#f-nocase")
+        assert len(page.evaluate(HEIGHTS)["rules"]) == 128
+        page.locator('tbody[data-profile="core"] button.fold').click()
+        assert {r.get_attribute("data-profile") for r in page.locator("tr.rule:visible").all()} == \
+            {"reference", "loop", "code-mode"}
+        page.locator('tbody[data-profile="core"] button.fold').click()
+        page.locator('tr.rule[data-rule="P46"] td.title a').click()
+        assert page.locator("article#rule-P46 p.section").is_visible()
+        assert not page.locator("article#rule-P47 p.section").is_visible()
+        page.screenshot(path=str(pages / f"{name}.420.statement.png"))

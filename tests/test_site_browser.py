@@ -17,7 +17,8 @@ from dsh_conformance.tools.site_browser import open_page, watched_page
 
 from .site_reports import hostile_site_in, small_reports
 
-pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}")
+pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser here: {why_no_browser()}"),
+              pytest.mark.usefixtures("browser_watchdog")]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def _scores(row) -> dict[str, str]:
 def test_from_the_matrix_to_an_implementation_a_rule_and_a_case(built):
     site, reports = built
     oracle, bad, older = (read_report(reports[k]) for k in ("oracle", "bypass", "older"))
-    with watched_page() as (page, problems):
+    with watched_page(timeout_ms=0) as (page, problems):
         open_page(page, site / "index.html")
         # The matrix: one row per run, each profile's score as the report gives it.
         rows = page.locator("table.matrix tr.run")
@@ -97,7 +98,7 @@ def test_from_the_matrix_to_an_implementation_a_rule_and_a_case(built):
 def test_the_rules_page_has_each_runs_outcome(built):
     site, reports = built
     reps = {read_report(p).name: read_report(p) for p in reports.values()}
-    with watched_page() as (page, problems):
+    with watched_page(timeout_ms=0) as (page, problems):
         open_page(page, site / "index.html")
         page.locator("header.top nav a", has_text="Rules").click()
         page.wait_for_selector("table.rules")
@@ -111,7 +112,7 @@ def test_the_rules_page_has_each_runs_outcome(built):
 
 def test_search_by_rule_id_case_id_and_title_words(built):
     site, _ = built
-    with watched_page() as (page, problems):
+    with watched_page(timeout_ms=0) as (page, problems):
         open_page(page, site / "rule" / "P1.html")
         page.fill("form.search input[name=q]", "P46")
         page.locator("form.search button").click()
@@ -136,7 +137,7 @@ def test_every_kind_of_page_opens_without_a_console_error(built, hostile_site):
              site / "rule" / "P46.html", site / "rule" / "P128.html", *sorted((site / "case").glob("*.html"))[:2]]
     pages += [hostile_site / "index.html", *sorted((hostile_site / "impl").glob("*.html")),
               *sorted((hostile_site / "case").glob("*.html")), hostile_site / "rule" / "P3.html"]
-    with watched_page() as (page, problems):
+    with watched_page(timeout_ms=0) as (page, problems):
         for p in pages:
             open_page(page, p)
         open_page(page, hostile_site / "search.html", "?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E")

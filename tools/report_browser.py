@@ -49,8 +49,10 @@ def why_no_browser() -> str | None:
 
 
 @contextmanager
-def browser_page(width: int = 1440, height: int = 1000) -> Iterator[Any]:
-    """A fresh page of a headless Chromium with a fresh profile."""
+def browser_page(width: int = 1440, height: int = 1000, timeout_ms: float | None = None) -> Iterator[Any]:
+    """A fresh page of a headless Chromium with a fresh profile; ``timeout_ms``: Playwright's
+    limit on each wait (0: none, for a caller that guards against hangs otherwise; default
+    Playwright's 30 s)."""
     executable = find_chromium()
     if executable is None:
         raise RuntimeError(why_no_browser())
@@ -58,6 +60,9 @@ def browser_page(width: int = 1440, height: int = 1000) -> Iterator[Any]:
         context = pw.chromium.launch_persistent_context(
             profile, executable_path=executable, headless=True, args=FLAGS,
             viewport={"width": width, "height": height}, offline=True)
+        if timeout_ms is not None:
+            context.set_default_timeout(timeout_ms)
+            context.set_default_navigation_timeout(timeout_ms)
         try:
             page = context.pages[0] if context.pages else context.new_page()
             yield page

@@ -21,11 +21,11 @@ WIDTHS = {"desktop": 1440, "420": 420}
 
 
 @contextmanager
-def watched_page(width: int = 1440) -> Iterator[tuple[Any, list[str]]]:
+def watched_page(width: int = 1440, timeout_ms: float | None = None) -> Iterator[tuple[Any, list[str]]]:
     """A page and the list its console errors, uncaught exceptions and dialogs (an
-    ``alert`` a hostile report would raise) are added to."""
+    ``alert`` a hostile report would raise) are added to (``timeout_ms``: ``browser_page``'s)."""
     problems: list[str] = []
-    with browser_page(width=width) as page:
+    with browser_page(width=width, timeout_ms=timeout_ms) as page:
         page.on("console", lambda m: problems.append(f"{page.url}: console {m.type}: {m.text}")
                 if m.type == "error" else None)
         page.on("pageerror", lambda e: problems.append(f"{page.url}: uncaught {e}"))

@@ -3,7 +3,9 @@
 The script opens a cell's detail view (a ``<template>`` per failing cell, cloned into one
 ``<dialog>``; also from the page's ``#d-<report>-<rule>[-c<case>]`` fragment), moves to a
 listed case or divergence, and filters the matrix by outcome, profile and a search for a rule or
-a case (the index by case with it). It uses
+a case (the index by case with it). A profile's rows fold under its header; rules no report
+has a case of, and the rule statements, are folded until asked for, and on a narrow screen an
+expected failure's reason shows its first two lines in the cell (whole in the cell's detail view). It uses
 nothing but the DOM, so the page works from ``file://`` and without a network.
 """
 
@@ -44,6 +46,11 @@ table.matrix{border-collapse:collapse;background:#fff;width:100%}
 table.matrix th,table.matrix td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
 table.matrix thead th{position:sticky;top:0;background:#f0f0f0;z-index:1}
 tr.profile th{background:#263238;color:#fff;font-size:15px}
+tr.profile button.fold{all:unset;cursor:pointer;display:block}
+tr.profile button.fold::before{content:"\\25BE  "}
+tr.profile button.fold[aria-expanded=false]::before{content:"\\25B8  "}
+tr.profile button.fold:focus-visible{outline:2px solid #90caf9}
+tbody.folded tr.rule,tbody.folded tr.section{display:none}
 tr.section th{background:#eceff1;font-weight:600}
 td.title a{color:inherit;text-decoration:none;border-bottom:1px dotted #999}
 td.cell button{all:unset;cursor:pointer;font-weight:600;text-decoration:underline}
@@ -51,9 +58,12 @@ td.cell button:focus-visible{outline:2px solid #1565c0}
 td.cell small{font-weight:400}
 .reason{display:block;font-size:12px;color:#5d4a00;max-width:520px}
 tr.hidden,tbody.hidden,tr.section.hidden{display:none}
-#statements article{background:#fff;border:1px solid var(--line);border-radius:6px;padding:4px 14px;margin:10px 0}
+#statements article{background:#fff;border:1px solid var(--line);border-radius:6px;padding:4px 14px;margin:6px 0}
 #statements article:target{outline:3px solid var(--hl)}
-#statements h3{margin:8px 0 0;font-size:15px}
+#statements summary{cursor:pointer}
+#statements summary h2,#statements summary h3{display:inline}
+#statements details.all>summary{margin:16px 0 8px}
+#statements h3{margin:4px 0;font-size:15px}
 #statements p.section{margin:0;color:var(--muted)}
 #statements table,.statement table{border-collapse:collapse}
 #statements td,#statements th,.statement td,.statement th{border:1px solid var(--line);padding:2px 6px}
@@ -99,6 +109,7 @@ header.page,main{padding-left:10px;padding-right:10px}
 .meter{width:56px}
 .wide{overflow-x:auto;max-width:100%}
 table.matrix th,table.matrix td{padding:3px 4px}
+td.cell .reason{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:2;overflow:hidden}
 dialog#detail{width:100vw;max-width:100vw;height:100vh;max-height:100vh;border-radius:0}
 dialog .body{padding:4px 8px 12px}
 table.kv,table.kv tbody,table.kv tr,table.kv th,table.kv td{display:block}
@@ -172,25 +183,54 @@ JS = """
     if (GROUPS[v]) return outcomes.some(function (o) { return GROUPS[v].indexOf(o) >= 0; });
     return outcomes.indexOf(v) >= 0;
   }
+  // Rules no report has a case of (a selection's other 100-odd) stay folded unless asked for:
+  // the box ticked, their outcome chosen, one profile chosen (at most 49 rows) or a search.
+  var fn = document.getElementById('f-nocase');
+  function caseless(tr) {
+    return tr.dataset.nocase === '1' && !(fn && fn.checked) && ['no-case', 'unscored'].indexOf(fo.value) < 0 &&
+      fp.value === 'all' && !fs.value.trim();
+  }
   function filter() {
-    var shown = 0, found = searched();
+    var shown = 0, found = searched(), searching = !!fs.value.trim();
     document.querySelectorAll('table.matrix tbody').forEach(function (tb) {
       var any = false, section = null, sectionAny = false;
       function closeSection() { if (section) section.classList.toggle('hidden', !sectionAny); }
       tb.querySelectorAll('tr').forEach(function (tr) {
         if (tr.classList.contains('section')) { closeSection(); section = tr; sectionAny = false; return; }
         if (!tr.classList.contains('rule')) return;
-        var ok = (fp.value === 'all' || tr.dataset.profile === fp.value) && wanted(tr) && found(tr);
+        var ok = (fp.value === 'all' || tr.dataset.profile === fp.value) && wanted(tr) && found(tr) && !caseless(tr);
         tr.classList.toggle('hidden', !ok);
         if (ok) { any = true; sectionAny = true; shown++; }
       });
       closeSection();
       tb.classList.toggle('hidden', !any);
+      if (any && searching) fold(tb, false);  // what a search finds is shown
     });
     document.getElementById('f-count').textContent = shown + ' rules shown';
   }
+  function fold(tb, folded) {
+    tb.classList.toggle('folded', folded);
+    var b = tb.querySelector('button.fold');
+    if (b) b.setAttribute('aria-expanded', folded ? 'false' : 'true');
+  }
+  // A rule's statement, folded at the foot of the page, opens where a link leads to it.
+  function statement(hash) {
+    var a = hash && hash.indexOf('#rule-') === 0 && document.getElementById(hash.slice(1));
+    if (!a || a.tagName !== 'ARTICLE') return;
+    a.closest('details.all').open = true;
+    a.querySelector('details').open = true;
+  }
+  document.addEventListener('click', function (e) {
+    var f = e.target.closest('button.fold');
+    if (f) { var tb = f.closest('tbody'); fold(tb, !tb.classList.contains('folded')); return; }
+    var l = e.target.closest('a[href^="#rule-"]');
+    if (l) statement(l.getAttribute('href'));
+  }, true);
+  window.addEventListener('hashchange', function () { statement(location.hash); });
   fo.addEventListener('change', filter); fp.addEventListener('change', filter); fs.addEventListener('input', filter);
+  if (fn) fn.addEventListener('change', filter);
   filter();
+  statement(location.hash);
   if (location.hash.indexOf('#d-') === 0) {
     var h = location.hash.slice(1), m = h.match(/^(d-\\d+-P\\d+)(-c\\d+.*)?$/);
     if (m) open(m[1], m[2] ? h : null);

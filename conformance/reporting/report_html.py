@@ -413,8 +413,10 @@ def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -
         prow = [r for r in rows if r["profile"] == profile]
         if not prow:
             continue
-        out.append(f'<tbody data-profile="{profile}"><tr class="profile"><th colspan="{span}">Profile '
-                   f"<code>{profile}</code></th></tr>")
+        # A profile's rows fold under its header (a button): a phone shows one profile at a time.
+        out.append(f'<tbody data-profile="{profile}"><tr class="profile"><th colspan="{span}">'
+                   f'<button type="button" class="fold" aria-expanded="true">Profile <code>{profile}</code> '
+                   f'<small>({len(prow)} rules)</small></button></th></tr>')
         section = None
         for row in prow:
             if section_of(row["rule"]) != section:
@@ -423,9 +425,11 @@ def _matrix(reports: list[Report], rows: list[dict[str, Any]], md: MarkdownIt) -
             kinds = {c["outcome"].replace(" ", "-") for c in row["cells"]}
             outcomes = " ".join(sorted(kinds))
             differs = ' data-differs="1"' if len(kinds) > 1 else ""
+            # No report has a case of it (a selection, a partial run): folded with its kind.
+            nocase = ' data-nocase="1"' if kinds == {"no-case"} else ""
             cells = "".join(_cell(r, i, row, c) for i, (r, c) in enumerate(zip(reports, row["cells"])))
             out.append(f'<tr class="rule" id="m-{row["rule"]}" data-rule="{row["rule"]}" data-profile="{profile}" '
-                       f'data-outcomes="{outcomes}"{differs}>'
+                       f'data-outcomes="{outcomes}"{differs}{nocase}>'
                        f'<th scope="row">{row["rule"]}</th><td class="title"><a href="#rule-{row["rule"]}">'
                        f'{esc(row["title"])}</a></td>{cells}</tr>')
         out.append("</tbody>")
@@ -470,9 +474,11 @@ def _statements(md: MarkdownIt) -> str:
     for rid, st in statements().items():
         rule = known.get(rid)
         heading = f"{rid} · {rule.profile} · {rule.title}" if rule else rid
-        out.append(f'<article id="rule-{esc(rid)}"><h3>{esc(heading)}</h3>'
-                   f'<p class="section">{md.renderInline(st.section)}</p>{md.render(st.text)}</article>')
-    return '<section id="statements"><h2>Rule statements</h2>' + "".join(out) + "</section>"
+        out.append(f'<article id="rule-{esc(rid)}"><details><summary><h3>{esc(heading)}</h3></summary>'
+                   f'<p class="section">{md.renderInline(st.section)}</p>{md.render(st.text)}</details></article>')
+    # Folded, each statement too: a rule's title in the matrix opens its own (report_assets).
+    return ('<section id="statements"><details class="all"><summary><h2>Rule statements</h2> '
+            f'<small>({len(out)}; a rule\'s title opens its own)</small></summary>' + "".join(out) + "</details></section>")
 
 
 # ----------------------------------------------------------------------------- the page
@@ -519,8 +525,11 @@ def render(reports: list[Report], title: str = "Compliance matrix", note: str | 
     options_o = "".join(f'<option value="{v}">{esc(t)}</option>' for v, t in filter_options(rows, len(reports) > 1))
     options_p = '<option value="all">all profiles</option>' + "".join(
         f'<option value="{p}">{p}</option>' for p in profiles)
+    without = sum(1 for row in rows if {c["outcome"] for c in row["cells"]} == {"no case"})
+    nocase = (f' <label><input type="checkbox" id="f-nocase"> the {without} rule{"s" * (without != 1)} '
+              f'without a case</label>') if without else ""
     filters = (f'<form class="filters" onsubmit="return false"><label>Outcome <select id="f-outcome">{options_o}'
-               f'</select></label> <label>Profile <select id="f-profile">{options_p}</select></label> '
+               f'</select></label> <label>Profile <select id="f-profile">{options_p}</select></label>{nocase} '
                '<label>Search <input type="search" id="f-search" size="24" placeholder="rule id, title words or case id" '
                'aria-label="search rules and cases"></label> <span id="f-count"></span></form>'
                f'<p class="legend">Each cell: the rule\'s outcome, then its counts ({esc(LEGEND)}).</p>')

@@ -28,7 +28,7 @@ from dsh_conformance.spec.corpus import CASES
 from dsh_conformance.reporting.evidence import document_digest
 from dsh_conformance.textio.outputs import EXIT_OUTPUT, OutputLock, OutputError, write_atomic
 from dsh_conformance.reporting.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
-from dsh_conformance.reporting.report_html import builtin_case
+from dsh_conformance.reporting.case_html import builtin_case
 
 from .conftest import FAKE, ROOT, corpus_subset
 

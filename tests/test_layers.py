@@ -12,7 +12,8 @@ one way.
   _x`` nor as ``m._x`` of an imported module.
 - No import cycle among the package's modules, function-local imports included (an import
   under ``if TYPE_CHECKING:`` is for annotations only and does not count).
-- No module of ``conformance/``, ``kit/`` or ``oracle/`` is over 800 lines.
+- No module of ``conformance/`` is over 500 lines (one concern a module, issue 43), nor one of
+  ``kit/`` or ``oracle/`` over 800.
 - pyflakes finds nothing in any module of the package (an unused import, an undefined or
   redefined name).
 - docs/reference/modules.md, "Module by module", lists every module of the tree, and nothing else.
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"conformance": "dsh_conformance", "kit": "dsh_conformance.kit", "oracle": "dsh_conformance.oracle",
             "tools": "dsh_conformance.tools"}
 MAX_LINES = 800
+MAX_SUITE_LINES = 500  # issue 43: a module of the suite (conformance/) holds one concern
 SIZED = ("conformance", "kit", "oracle")  # the folders whose modules the size limit covers
 
 # Violations allowed for now, each to be removed by the change that fixes it (empty: issue
@@ -222,7 +224,8 @@ def violations() -> dict[str, set[str]]:
         found["private"] |= set(private_attributes(known[name], known))
     for name, m in known.items():
         folder = m.path.relative_to(ROOT).parts[0]
-        if folder in SIZED and len(m.path.read_text(encoding="utf-8").splitlines()) > MAX_LINES:
+        limit = MAX_SUITE_LINES if folder == "conformance" else MAX_LINES
+        if folder in SIZED and len(m.path.read_text(encoding="utf-8").splitlines()) > limit:
             found["size"].add(str(m.path.relative_to(ROOT)))
     return found
 

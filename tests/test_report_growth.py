@@ -12,7 +12,7 @@ from pathlib import Path
 from dsh_conformance.cli import main
 from dsh_conformance.reporting.evidence import MAX_KEPT_MESSAGE_CHARS, MAX_KEPT_VALUE_BYTES, kept_divergence
 from dsh_conformance.reporting.report import CaseRecord, Footer, Outcome, ReportWriter, new_header, read_report
-from dsh_conformance.reporting.report_html import case_view
+from dsh_conformance.reporting.case_html import case_view
 
 from .conftest import corpus_subset
 

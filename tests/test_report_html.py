@@ -18,7 +18,8 @@ from dsh_conformance.reporting.evidence import document_digest, trace_digest
 from dsh_conformance.iut.process import ProcessIUT
 from dsh_conformance.textio.portable import BUILTIN_CORPUS, portable_command, portable_path, scrub
 from dsh_conformance.reporting.report import Outcome, ReportWriter, new_header, read_report, report_schemas
-from dsh_conformance.reporting.report_html import case_view, render, replay_command
+from dsh_conformance.reporting.case_html import case_view, replay_command
+from dsh_conformance.reporting.report_html import render
 from dsh_conformance.spec.rule_text import STATEMENTS, dumps_statements, statements, statements_from_spec
 from dsh_conformance.spec.rules import rules
 from dsh_conformance.running.runner import Runner

@@ -60,7 +60,7 @@ from dsh_conformance.reporting.report import (
     refuse_partial,
     rule_outcomes,
 )
-from dsh_conformance.reporting.report_html import replay_command
+from dsh_conformance.reporting.case_html import replay_command
 from dsh_conformance.spec.rules import rules
 from dsh_conformance.textio.terminal import json_visible, one_line, visible
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from dsh_conformance.reporting.badges import badges
 from dsh_conformance.reporting.report import CaseRecord, Report, differs, rule_outcomes
-from dsh_conformance.reporting.report_html import replay_command
+from dsh_conformance.reporting.case_html import replay_command
 from dsh_conformance.reporting.run_diff import RunDiff, diff_reports
 from dsh_conformance.reporting.scores import RuleCount, Score, rule_counts, scores
 from dsh_conformance.spec.rules import PROFILES, rules

@@ -33,7 +33,7 @@ from dsh_conformance.judge import value_diff
 from dsh_conformance.kit import jsontext
 from dsh_conformance.reporting.badges import badge_svg, endpoint_json
 from dsh_conformance.reporting.report import read_report
-from dsh_conformance.reporting.report_html import builtin_case
+from dsh_conformance.reporting.case_html import builtin_case
 from dsh_conformance.reporting.site import COLUMNS, Implementation, Run, Site, build, page_name, rule_title
 from dsh_conformance.spec.rule_text import statements
 from dsh_conformance.spec.rules import PROFILES, rules

@@ -338,12 +338,8 @@ def to_string(v: JsValue, _seen: tuple[int, ...] = ()) -> str:
     throws (a symbol, a null-prototype object, a throwing getter...)."""
     if isinstance(v, str):
         return v
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
+    if (literal := _literal(v)) is not None:
+        return literal
     if _is_number(v):
         if isinstance(v, float) and v == 0:
             return "0"
@@ -489,13 +485,20 @@ def json_string(s: str) -> str:
     return jsontext.dumps(s)
 
 
-def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
+def _literal(v: JsValue) -> str | None:
+    """The text of ``null``, ``true`` and ``false``, the same in ``ToString`` and in JSON."""
     if v is None:
         return "null"
     if v is True:
         return "true"
     if v is False:
         return "false"
+    return None
+
+
+def _stringify(v: JsValue, stack: tuple[int, ...]) -> str | None:
+    if (literal := _literal(v)) is not None:
+        return literal
     if isinstance(v, str):
         return json_string(v)
     if _is_number(v):

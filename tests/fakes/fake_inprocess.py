@@ -30,6 +30,7 @@ from typing import Any
 
 
 from dsh_conformance.oracle import serve  # noqa: E402
+from serve_loop import first_time  # noqa: E402  (tests/fakes is on the path of a py: implementation)
 
 MODE = os.environ.get("FAKE_INPROCESS_MODE", "")
 ONCE = os.environ.get("FAKE_INPROCESS_ONCE")
@@ -38,14 +39,7 @@ _runs = 0
 
 def _second() -> bool:
     """Whether this is the second run, the first time a worker sees one."""
-    if _runs != 2:
-        return False
-    if ONCE is None:
-        return True
-    if os.path.exists(ONCE):
-        return False
-    open(ONCE, "w").close()
-    return True
+    return _runs == 2 and first_time(ONCE)
 
 
 def _patch_the_judge() -> None:

@@ -19,6 +19,7 @@ import time
 
 from dsh_conformance.oracle import loop, pipeline, serve  # noqa: E402
 from dsh_conformance.kit.jsvalue import UNDEFINED  # noqa: E402
+from serve_loop import first_time  # noqa: E402  (the script's own directory is on sys.path)
 
 MODE = sys.argv[1]
 # Modes that break one run do it once: a restarted process finds this file and behaves.
@@ -26,12 +27,7 @@ ONCE = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def once() -> bool:
-    if ONCE is None:
-        return True
-    if os.path.exists(ONCE):
-        return False
-    open(ONCE, "w").close()
-    return True
+    return first_time(ONCE)
 
 
 def body_after_guard_denial() -> None:

@@ -1,10 +1,11 @@
-"""The IUT protocol loop the simple fakes share: the oracle served under another name,
+"""What the fakes share: ``first_time`` (a mode that misbehaves once), and the IUT protocol loop the simple fakes share: the oracle served under another name,
 with an optional pause before each answer. (fake_iut.py has its own loop: its modes
 misbehave on the wire.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -38,3 +39,14 @@ def serve_as(name: str, delay: float = 0.0) -> int:
         return serve.answer(msg["seq"], msg["scenario"])
 
     return serve_with(answer, lambda reply: reply["implementation"].update(name=name))
+
+
+def first_time(marker: str | None) -> bool:
+    """Whether a once-only misbehaviour happens now: always without a marker file, else only
+    while the file is not there yet (a restarted process or worker finds it and behaves)."""
+    if marker is None:
+        return True
+    if os.path.exists(marker):
+        return False
+    open(marker, "w").close()
+    return True

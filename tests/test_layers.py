@@ -460,3 +460,18 @@ def test_the_wheel_lists_every_subpackage() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     folders = {"dsh_conformance." + p.name for p in (ROOT / "conformance").iterdir() if (p / "__init__.py").is_file()}
     assert folders <= listed, f"pyproject.toml [tool.setuptools] packages: add {sorted(folders - listed)}"
+
+
+def test_the_readmes_tree_names_every_folder_and_subpackage() -> None:
+    """The README's "The tree" table names each top-level folder of the package and each
+    subpackage of the suite (the map a newcomer meets first), and nothing that is gone."""
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("\n## The tree\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([\w/]+/)`", table))
+    wanted = {f"{f}/" for f in FOLDERS} | {f"conformance/{p.name}/" for p in (ROOT / "conformance").iterdir()
+                                           if (p / "__init__.py").is_file()}
+    assert wanted <= named, f"README.md, The tree: add {sorted(wanted - named)}"
+    gone = sorted(n for n in named if not (ROOT / n).is_dir())
+    assert not gone, f"README.md, The tree: no such folder any more: {gone}"

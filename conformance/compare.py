@@ -442,7 +442,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
             if e is None or a is None or not same(e[0], a[0]):
                 at = min(x[2] for x in (e, a) if x is not None)
                 if found is None or at < found[0]:
-                    found = (at, _observation_divergence(name, es, acts, i, i, masks))
+                    found = (at, blame.unstarted(_observation_divergence(name, es, acts, i, i, masks), es, expected))
                 break
     if found is not None:
         return found[1]
@@ -472,6 +472,7 @@ class LoopOutcomes:
         self.synthetic = frozenset(o.call for o in expected.observations if "loop" in profiles
                                    and (o.stage, o.what) == ("loop", "synthetic") and o.call is not None)
         self.loop_masks = masking.Masks(masks.hidden - _LOOP_PARTS)
+        self.failed = "loop" in profiles and any((o.stage, o.what) == ("loop", "throw") for o in expected.observations)
 
     def same_event(self, e: Any, a: Any) -> bool:
         return _agree(e, a, self.loop_masks, False) if _result_call(e) in self.synthetic else bool(self.same(e, a))
@@ -481,7 +482,7 @@ class LoopOutcomes:
 
     def event_divergence(self, where: str, e: Any, a: Any) -> Divergence:
         if e is None or a is None or _result_call(e) not in self.synthetic:
-            return _event_divergence(where, e, a, self.masks)
+            return _event_divergence(where, e, a, self.masks, self.failed)
         part = masking.part_to_blame(e, a, self.loop_masks, lambda x, y, m: _agree(x, y, m, False))
         if part is not None and part.name not in _LOOP_PARTS:  # key presence, say: reference's as anywhere
             return _event_divergence(where, e, a, self.loop_masks)
@@ -506,7 +507,7 @@ def _result_call(event: Any) -> str | None:  # the call a tool/result event is t
     return source.get("callId") if isinstance(source, dict) else None
 
 
-def _event_divergence(where: str, e: Any, a: Any, masks: Masks) -> Divergence:
+def _event_divergence(where: str, e: Any, a: Any, masks: Masks, failed_turn: bool = False) -> Divergence:
     kind = (e or a or {}).get("type", "")
     side = "missing" if a is None else "one too many" if e is None else "different"
     if e is not None and a is not None:
@@ -514,7 +515,8 @@ def _event_divergence(where: str, e: Any, a: Any, masks: Masks) -> Divergence:
         if part is not None:  # the event differs only in a part of the catalog: that part's rules
             return Divergence(where, e, a, list(part.rules),
                               reason=f"session event {kind}: {part.meaning} differs, which {', '.join(part.rules)} fix")
-    return Divergence(where, e, a, EVENT_RULES.get(kind, []), reason=f"session event {kind or '?'}: {side} (the rules of the event)")
+    rules = [*EVENT_RULES.get(kind, []), *blame.event_blame(kind, e, a, failed_turn)]
+    return Divergence(where, e, a, rules, reason=f"session event {kind or '?'}: {side} (the rules of the event)")
 
 
 def _result_divergence(call: str, e: Any, a: Any, masks: Masks) -> Divergence:
@@ -627,7 +629,7 @@ def _observation_rules(e: Item | None, a: Item | None, masks: Masks = masking.NO
         # an invocation too many: which listeners a waterfall selects (P7) and which one a
         # next() reaches (P5, P6)
         extra = ["P5", "P6", "P7"] if a and a[0]["who"] is not None and a[0]["stage"] in PARTICIPANT_STAGES else []
-        return ["P1", "P2", *extra] + (STAGE_RULES.get(a[0]["stage"], []) if a else [])
+        return ["P1", "P2", *extra] + (blame.STAGE_RULES.get(a[0]["stage"], []) if a else [])
     item, (rules, outcome_rules, routing, reasons) = e[0], e[1]
     # A binding list that differs where the oracle hid a name from the program (P56, P117):
     # the namespace is the calling agent's view, so the resolution is to blame.
@@ -645,27 +647,30 @@ def _observation_rules(e: Item | None, a: Item | None, masks: Masks = masking.NO
         # routing, blame stage order and transitions, and the rule of the stage that ran.
         cancel = blame.outcome_blame(item["value"], a[0]["value"], routing)
         if routing:
-            return list(dict.fromkeys([*why, *routing, *cancel]))
-        return list(dict.fromkeys([*why, *rules, "P1", "P2", *STAGE_RULES.get(a[0]["stage"], []), *cancel]))
+            return list(dict.fromkeys([*why, *routing, *blame.routed_otherwise(item["stage"], a[0]["stage"]), *cancel]))
+        return list(dict.fromkeys([*why, *rules, "P1", "P2", *blame.STAGE_RULES.get(a[0]["stage"], []), *cancel]))
     fixed = _parts_to_blame(item, a[0], masks) if a is not None else []
-    if fixed:
-        return fixed  # the two differ only in a part of the catalog: the rules that fix that part
+    if fixed:  # the two differ only in a part of the catalog: the rules that fix that part
+        return blame.own_failure(fixed, routing)
     if outcome_rules is not None and a is not None and not _same_outcome(item, a[0], masks):
         # empty: the runner blames the rules the case cites
-        found = [*why, *outcome_rules, *blame.outcome_blame(item["value"], a[0]["value"], routing)]
+        found = [*why, *outcome_rules, *blame.outcome_blame(item["value"], a[0]["value"], routing),
+                 *blame.shape_blame(item["value"], a[0]["value"])]
         return list(dict.fromkeys(found))
-    return list(rules)  # the same step, its own detail differs: the oracle's decisions had no part in it
+    # the same step, its own detail differs: the oracle's decisions had no part (a wrong shape is P4's)
+    return list(dict.fromkeys([*rules, *(blame.shape_blame(item["value"], a[0]["value"]) if a is not None else [])]))
 
 
 def _lane_rules(lane: str, rules: list[str], es: Sequence[Item] = ()) -> list[str]:
     """A getter's lane holds its reads: how many and what each gave is the snapshot's
     traversal (P13), entry reading the input once (P23), or the reading the oracle's reads
     were made for (its reads carry that reading's rules: P9's message(x) of a thrown Error).
-    A program's lanes exist only where run_code is there and runs (P114, P117)."""
+    A program's lanes exist only where run_code is there, passes its checks and runs (P114,
+    P115, P117)."""
     if lane.removeprefix("observations[").startswith("getter "):
         return list(dict.fromkeys([*blame.readings(lane, rules, es), "P13", "P23"]))
-    if lane.endswith((" program", " settled")):
-        return list(dict.fromkeys([*rules, "P114", "P117"]))
+    if lane.removesuffix("]").endswith((" program", " settled")):
+        return list(dict.fromkeys([*rules, "P114", "P115", "P117"]))
     return rules
 
 
@@ -681,11 +686,6 @@ def _same_outcome(e: dict[str, Any], a: dict[str, Any], masks: Masks) -> bool:
     if isinstance(ev, dict) and isinstance(av, dict) and "result" in ev:
         return _agree(ev.get("result"), av.get("result"), masks, False)
     return _agree(ev, av, masks, False)
-
-
-# The rule that says when each stage runs at all.
-STAGE_RULES = {"pre-execute": ["P30"], "approval": ["P36"], "guards": ["P44"], "execute": ["P54"],
-               "body": ["P54", "P58"], "post-execute": ["P76"], "finalize": ["P93"], "result": ["P98"]}
 
 
 LANES = [
@@ -728,8 +728,8 @@ RESYNC_WINDOW = 64  # how far ahead a lane looks for the next agreeing pair of i
 
 
 def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Divergence]:
-    """Every place where ``actual`` breaks ``expected`` under ``profiles`` (each region where
-    a lane of ``first_divergence``'s parts, each result, the warnings); the first is its."""
+    """Every place where ``actual`` breaks ``expected`` under ``profiles`` (each region where a lane
+    of ``first_divergence``'s parts, each result, the warnings); the first is its."""
     masks = masking.masks_for(profiles)
     same = matcher(profiles)
     out: list[tuple[int, Divergence]] = []
@@ -737,7 +737,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
         for i, j in _regions(es, acts, lambda e, a: same(e[0], a[0])):
             at = min(x[2] for x in (es[i] if i < len(es) else None, acts[j] if j < len(acts) else None)
                      if x is not None)
-            out.append((at, _observation_divergence(name, es, acts, i, j, masks)))
+            out.append((at, blame.unstarted(_observation_divergence(name, es, acts, i, j, masks), es, expected)))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
     outcomes = LoopOutcomes(expected, profiles, masks, same)

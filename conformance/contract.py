@@ -206,7 +206,8 @@ class Step:
 
 
 PROBES: tuple[Probe, ...] = (
-    Probe("pre-execute", "start", NOTHING, ("P30",), "the `tools/pre-execute` waterfall is dispatched"),
+    Probe("pre-execute", "start", NOTHING, ("P30", "P57"),
+          "the `tools/pre-execute` waterfall is dispatched (also for a name that does not resolve, P57)"),
     Probe("pre-execute", "end", {**JS_VALUE, "description": "the waterfall's value as returned (the decision)"},
           ("P30",), "the waterfall settled with a value"),
     Probe("pre-execute", "throw", {**JS_VALUE, "description": "the value thrown"}, ("P34",),
@@ -214,12 +215,12 @@ PROBES: tuple[Probe, ...] = (
     Probe("approval", "request", APPROVAL_REQUEST, ("P36", "P39"),
           "the approval service is asked: the request it is handed", _fields(REQUEST_PARTS[:1])),
     Probe("approval", "outcome", {**JS_VALUE, "description": "what the service returned, before any check"},
-          ("P40",), "the approval service answered"),
+          ("P40", "P43"), "the approval service answered (the shipped one as P43 says)"),
     Probe("approval", "throw", {**JS_VALUE, "description": "the value thrown"}, ("P40",),
           "the approval service threw"),
     Probe("execute", "start", NOTHING, ("P54",), "the `tools/execute` waterfall is dispatched"),
     Probe("execute", "end", {**JS_VALUE, "description": "the waterfall's value as returned, before normalization"},
-          ("P62",), "the waterfall settled with a value"),
+          ("P62", "P70"), "the waterfall settled with a value (the shipped timeout policy's, when it acts, P70)"),
     Probe("execute", "throw", {**JS_VALUE, "description": "the value thrown"}, ("P65",), "the waterfall threw"),
     Probe("post-execute", "start", RESULT, ("P76",),
           "the `tools/post-execute` waterfall is dispatched with this result (frozen)", RESULT_FIELDS),
@@ -241,7 +242,7 @@ PARTICIPANTS: tuple[Participant, ...] = (
     Participant("body", "the tool's `ref`", "async", ("P55", "P58"), "a tool body (`tool.execute`)", ("P54", "P58")),
     Participant("post-execute", "the listener's `id`", "async", ("P5", "P76"), "a `tools/post-execute` listener", ("P5",)),
     Participant("finalize", "`<ref>.finalizeContent` (the finalizer's tool)", "sync", ("P93", "P94"),
-                "a tool's `finalizeContent`", ("P93",)),
+                "a tool's `finalizeContent`", ("P93", "P97")),
     Participant("result", "the observer's `id`", "sync", ("P100",), "a `tools/result` observer", ("P100",)),
     Participant("classify", "`<ref>.isConcurrencySafe`", "sync", ("P19",), "a tool's concurrency classifier", ("P19",)),
     Participant("render", "`<ref>.render`", "sync", ("P73",), "a tool's `output.render`", ("P73",)),

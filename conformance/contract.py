@@ -286,7 +286,7 @@ STEPS: tuple[Step, ...] = (
          fields=_fields(REQUEST_PARTS[1:])),
     Step("observe", {"anyOf": [RECORD_VIEW, RESULT_VIEW, ARGS_VIEW, REQUEST_VIEW, STEP_VIEW, KEPT_VIEW],
                      "description": "by the step's `what`: record, result, args, request, kept; at a step boundary, the step"},
-         ("P11", "P22", "P24", "P25", "P39", "P60", "P110"), "an `observe` step recorded what it was handed",
+         ("P11", "P17", "P22", "P24", "P25", "P39", "P60", "P110"), "an `observe` step recorded what it was handed",
          fields={**RESULT_FIELDS, **_fields(REQUEST_PARTS[:1]), **_fields(RECORD_PARTS)}),
     Step("defer", {**MESSAGE, "description": "the message given to `record.deferContext`"}, ("P67",),
          "a `defer-context` step"),

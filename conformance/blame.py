@@ -263,9 +263,9 @@ def ended_early(rules: list[str]) -> list[str]:
 # of them where the oracle is elsewhere (or the other way round), the rule that says when
 # that stage runs is broken beside the routing (P36: approval only after an ask; P44: guards
 # only after an allow; P54: tools/execute; P58: the body, only inside it; P71: a body's own
-# waterfalls; P76: post-execute only for post-bound results; P93, P97: which calls have a
-# finalizer).
-ROUTED_STAGES = frozenset({"approval", "guards", "execute", "body", "fs-intent", "post-execute", "finalize"})
+# waterfalls; P76: post-execute only for post-bound results). finalizeContent is not one: it
+# runs on every route of a call that captured one (P93).
+ROUTED_STAGES = frozenset({"approval", "guards", "execute", "body", "fs-intent", "post-execute"})
 # The rule that says when each stage runs at all.
 STAGE_RULES = {"pre-execute": ["P30"], "approval": ["P36"], "guards": ["P44"], "execute": ["P54"],
                "body": ["P54", "P58"], "fs-intent": ["P71"], "post-execute": ["P76"], "finalize": ["P93", "P97"],

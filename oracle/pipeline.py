@@ -307,7 +307,6 @@ async def _gate(w: World, rec: Record) -> Route:
         return _final(w, rec, fail(type_error(texts.INVALID_PRE_DECISION)), ("P31", "P34", "P35"))
 
     # G3: approval, only after an ask (P36..P41)
-    cancelled = False
     asked = kind == "ask"
     if kind == "ask":
         kind, reason, cancelled = await approval.ask(w, rec, reason, waterfall)

@@ -159,6 +159,8 @@ async def _steps(w: RunState, inv: Invocation, steps: list[Any]) -> JsValue:
                 w.inject(clone(step.message), step.do == "steer")
             case "observe":
                 rules = ("P110",) if inv.stage == "pre-step" else _OBSERVE_RULES[step.what]  # a step boundary's payload
+                if step.what == "record" and w.loop_agent is not None and inv.record is not None and inv.record.parent is None:
+                    rules = (*rules, "P17")  # a loop call's record holds the input the loop built
                 w.obs(inv.call, inv.stage, "observe", inv.who, _observe(w, inv, step.what, step.name), rules)
             case "dispatch":
                 await _dispatch(w, inv, step)

@@ -194,7 +194,7 @@ def nullish_write(op: str, key: str, node: Any) -> str:
     what = "null" if node is None else "undefined"
     match op:
         case "delete":
-            return "Cannot convert undefined or null to object"
+            return texts.NULLISH_DELETE
         case "define":
             return "Object.defineProperty called on non-object"
     return f"Cannot set properties of {what} (setting '{key}')"

@@ -63,7 +63,9 @@ async def ask(w: World, rec: Record, reason: JsValue, waterfall: Waterfall) -> t
     except Thrown as t:
         w.obs(rec.callId, "approval", "throw", None, t.value, ("P40",))
         raise
-    w.obs(rec.callId, "approval", "outcome", None, outcome, ("P40",))
+    # the shipped service's outcome is P43's to decide, a custom service's its own
+    w.obs(rec.callId, "approval", "outcome", None, outcome,
+          ("P40",) if isinstance(approval, CustomApproval) else ("P40", "P43"))
     route = ROUTES.get(outcome) if isinstance(outcome, str) else None
     if route is not None:  # P40, P41
         kind, denial = route

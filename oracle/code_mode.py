@@ -60,8 +60,10 @@ async def run_code(w: World, rec: Record, stages: Stages) -> JsValue:
     """The body of ``run_code`` (P115-P128). Returns the run's value or raises Thrown."""
     description = get(rec.arguments, "description")
     if js_trim(description) == "":  # P115
+        w.obs(rec.callId, "body", "throw", None, "BLANK_DESCRIPTION", ("P115",))
         raise Thrown(js_error(texts.BLANK_DESCRIPTION))
     if not w.scenario.codeRuntime:  # P115: the deployment's configured mode is named
+        w.obs(rec.callId, "body", "throw", None, "NO_CODE_RUNTIME", ("P115",))
         raise Thrown(js_error(texts.no_code_runtime(w.scenario.mode)))
     bridge = Bridge(w, rec, stages)
     detach = rec.signal.listen(lambda s: bridge.signal.abort(s.reason))  # P125

@@ -164,7 +164,9 @@ class _Cursor:
             # P6: the shared cursor moved on since the listener at ``caller`` was called (its
             # second next(), or one after an inner listener's): what runs now is P6's decision,
             # where a cursor per listener would run the one after it again (P5 alone).
-            self.w.obs(self.rec.callId, EVENT_STAGES[self.event], "cursor", None, self.position, ("P6",))
+            # In tools/execute that next() re-runs dispatch in full: P69's retry.
+            self.w.obs(self.rec.callId, EVENT_STAGES[self.event], "cursor", None, self.position,
+                       ("P6", "P69") if self.freeze_next else ("P6",))
         value = await self.step()
         return handed(self.w, value) if self.freeze_next else value
 
@@ -192,6 +194,14 @@ async def _undecided() -> JsValue:
 
 
 TIMEOUT_POLICY = "timeout-policy"
+
+
+def _times_out(w: World, rec: Record) -> bool:
+    """Whether the shipped timeout policy acts for the call (P70): installed, for a visible
+    definition that declares ``timeoutMs``."""
+    tool = w.view(rec.agent, rec.name)
+    return (tool is not None and tool.timeoutMs is not None
+            and any(l.id == TIMEOUT_POLICY for l in w.selected("tools/execute", rec.agent)))
 
 
 async def timeout_wrapper(w: World, rec: Record, next_: Any) -> JsValue:
@@ -222,7 +232,8 @@ async def timeout_wrapper(w: World, rec: Record, next_: Any) -> JsValue:
         rec.signal = prev
         detach()
         w.sched.cancel(timer)
-    if fired:
+    if fired:  # P70.4: the policy's own failure replaces next()'s result
+        w.obs(rec.callId, "checkpoint", "abort", None, "deadline", ("P70",))
         r = failure(texts.timed_out(tool.timeoutMs), "ToolTimeoutError", "TOOL_TIMEOUT")
     w.obs(rec.callId, "execute", "return", TIMEOUT_POLICY, r, ("P70",))
     return r
@@ -290,7 +301,9 @@ async def gate(w: World, rec: Record) -> Route:
 
 async def _gate(w: World, rec: Record) -> Route:
     # G1: P30, P5
-    w.obs(rec.callId, "pre-execute", "start", None, None, ("P30",))
+    # P57: policy runs for a name that does not resolve as for any other
+    unknown = ("P57",) if w.view(rec.agent, rec.name) is None else ()
+    w.obs(rec.callId, "pre-execute", "start", None, None, ("P30", *unknown))
     try:
         d = await waterfall(w, "tools/pre-execute", rec, {}, _allow, ("P5", "P30"))
     except Thrown as t:
@@ -306,7 +319,7 @@ async def _gate(w: World, rec: Record) -> Route:
         return _final(w, rec, fail(type_error(texts.INVALID_PRE_DECISION)), ("P31", "P34", "P35"))
 
     # G3: approval, only after an ask (P36..P41)
-    cancelled = False
+    asked = kind == "ask"
     if kind == "ask":
         kind, reason, cancelled = await approval.ask(w, rec, reason, waterfall)
         # G4: P42
@@ -318,18 +331,19 @@ async def _gate(w: World, rec: Record) -> Route:
     # G5: guards run only after an allow (P44); the first non-undefined return denies (P46)
     if kind == "allow":
         reason = _guards(w, rec)
-        deny_rules: tuple[str, ...] = ("P46", "P47")
+        # P50: a guard's returned promise is its return value, used as returned (not awaited)
+        deny_rules: tuple[str, ...] = ("P46", "P47", *(("P50",) if token(reason) == "promise" else ()))
     else:
-        deny_rules = ("P3", "P32") if not cancelled else ("P40",)
+        # an approval's denial carries its outcome's reason (P40, P41), a pre-execute deny its own
+        deny_rules = ("P3", "P40", "P41") if asked else ("P3", "P32")
     if not is_undefined(reason):
         try:
             denial = _denial(w, rec, reason)
         except Thrown as t:
-            if kind != "allow":
-                raise
             # P46, P47: a guard denial that cannot be materialized (not lossless JSON, or a
-            # ToString that throws) ends the call with a final failure, under core too
-            return _final(w, rec, fail(t.value), ("P46", "P47"))
+            # ToString that throws) ends the call with a final failure, under core too. (Only
+            # a guard's can fail: every other reason is a string, P31, P41.)
+            return _final(w, rec, fail(t.value), deny_rules)
         return _post(w, rec, denial, deny_rules, denied=True)
     # G6: P53
     if rec.caller.aborted:
@@ -390,12 +404,19 @@ async def dispatch(w: World, rec: Record) -> Route:
     try:
         w.obs(rec.callId, "execute", "start", None, None, ("P54",))
         try:
-            r = await waterfall(w, "tools/execute", rec, {}, lambda: terminal(w, rec),
-                                ("P5", "P62"), freeze_next=True)
+            reached: list[bool] = []
+
+            async def to_terminal() -> dict[str, Any]:
+                reached.append(True)
+                return await terminal(w, rec)
+            r = await waterfall(w, "tools/execute", rec, {}, to_terminal, ("P5", "P62"), freeze_next=True)
         except Thrown as t:
             w.obs(rec.callId, "execute", "throw", None, t.value, ("P65",))
             raise
-        w.obs(rec.callId, "execute", "end", None, r, ("P62",))
+        if not reached:  # P66: a wrapper returned without next(): the body does not run
+            w.obs(rec.callId, "dispatch", "outcome", None, "short-circuit", ("P66",))
+        # P62: the first listener's return; the shipped timeout policy's own when it acts (P70)
+        w.obs(rec.callId, "execute", "end", None, r, ("P62", "P70") if _times_out(w, rec) else ("P62",))
         n = normalize(w, rec, r)  # D2: P63, P64
     except Thrown as t:
         return _final(w, rec, fail(t.value), ("P64", "P65"))
@@ -435,6 +456,8 @@ async def terminal(w: World, rec: Record) -> dict[str, Any]:
         if fused.aborted:
             w.obs(rec.callId, "dispatch", "abort", None, "at-return", ("P61",))
     except Thrown as t:
+        if rec.body_invoked:  # P55: the body's (or its output contract's) throw becomes a failure
+            w.obs(rec.callId, "dispatch", "outcome", None, "failure", ("P55",))
         res = fail(t.value)
     finally:
         detach()
@@ -591,7 +614,7 @@ async def _post_stage(w: World, rec: Record, r: dict[str, Any]) -> dict[str, Any
     prior = r.get("additionalContexts", [])
     merged = [*(prior if isinstance(prior, list) else []), *(dc if isinstance(dc, list) else [])]  # P85
     if has_own(p, "value"):  # P81, P82
-        if truthy(get(r, "isError")):  # a writable result (P11 departure) may have lost it
+        if truthy(get(r, "isError")):  # a result handed out writable may have lost it (oracle.departures)
             raise PostThrow(type_error(texts.ACCEPT_VALUE_ON_FAILURE), "P81", "P82", "P87")
         tool = w.view(rec.agent, rec.name) if not _collapses(w, rec) else None
         if tool is None:

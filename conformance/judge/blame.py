@@ -34,6 +34,14 @@ from dsh_conformance.judge.agreement import agree_under
 from dsh_conformance.judge.findings import Compared, Divergence, Finding, Warnings
 from dsh_conformance.judge.lanes import RESOLUTION_REASONS
 from dsh_conformance.judge.masks import Masks
+from dsh_conformance.judge.rule_blame import (
+    STAGE_RULES,
+    event_blame,
+    handed_result,
+    own_failure,
+    routed_otherwise,
+    shape_blame,
+)
 from dsh_conformance.spec import contract
 
 Same = Callable[[Any, Any], bool]
@@ -152,12 +160,10 @@ def label(item: dict[str, Any]) -> str:
 ABORT_CODES = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
 
 
-def _handed_result(v: Any) -> Any:
-    return v["result"] if isinstance(v, dict) and isinstance(v.get("result"), dict) else v
 
 
 def _abort_code(v: Any) -> str | None:
-    r = _handed_result(v)
+    r = handed_result(v)
     if isinstance(r, dict) and r.get("isError") is True and isinstance(r.get("error"), dict):
         info = r["error"].get("info")
         if isinstance(info, dict) and info.get("code") in ABORT_CODES:
@@ -176,11 +182,11 @@ def outcome_blame(expected: Any, actual: Any, routing: list[str]) -> list[str]:
     if ea is not None and aa is not None and ea != aa:
         return ["P59"]  # both aborts: whether the body was invoked selects abortA or abortBD (P59)
     if (ea is None) != (aa is None):
-        e = _handed_result(expected)
+        e = handed_result(expected)
         if aa is not None and isinstance(e, dict) and e.get("isError") is True:
             return ["P89", *(["P51"] if {"P46", "P47"} & set(routing) else [])]
         return ["P52"]
-    e, a = _handed_result(expected), _handed_result(actual)
+    e, a = handed_result(expected), handed_result(actual)
     if (isinstance(e, dict) and isinstance(a, dict) and e.get("isError") is True and a.get("isError") is True
             and isinstance(e.get("error"), dict) and isinstance(a.get("error"), dict)
             and e["error"].get("info") != a["error"].get("info")):
@@ -271,7 +277,7 @@ EVENT_RULES = {"tool/call": ["P18"], "tool/result": ["P104", "P105"], "agent/inb
 _SUB_CALL_LANE = re.compile(r"^observations\[.+:code:[1-9][0-9]*\]$")
 
 
-def event_divergence(where: str, e: Any, a: Any, masks: Masks) -> Divergence:
+def event_divergence(where: str, e: Any, a: Any, masks: Masks, failed_turn: bool = False) -> Divergence:
     kind = (e or a or {}).get("type", "")
     side = "missing" if a is None else "one too many" if e is None else "different"
     if e is not None and a is not None:
@@ -279,7 +285,8 @@ def event_divergence(where: str, e: Any, a: Any, masks: Masks) -> Divergence:
         if part is not None:  # the event differs only in a part of the catalog: that part's rules
             return Divergence(where, e, a, list(part.rules),
                               reason=f"session event {kind}: {part.meaning} differs, which {', '.join(part.rules)} fix")
-    return Divergence(where, e, a, EVENT_RULES.get(kind, []), reason=f"session event {kind or '?'}: {side} (the rules of the event)")
+    rules = [*EVENT_RULES.get(kind, []), *event_blame(kind, e, a, failed_turn)]
+    return Divergence(where, e, a, rules, reason=f"session event {kind or '?'}: {side} (the rules of the event)")
 
 
 def result_divergence(call: str, e: Any, a: Any, masks: Masks) -> Divergence:
@@ -394,27 +401,30 @@ def _observation_rules(e: Compared | None, a: Compared | None, masks: Masks = ma
         # routing, blame stage order and transitions, and the rule of the stage that ran.
         cancel = outcome_blame(item["value"], a.item["value"], routing)
         if routing:
-            return list(dict.fromkeys([*why, *routing, *cancel]))
+            return list(dict.fromkeys([*why, *routing, *routed_otherwise(item["stage"], a.item["stage"]), *cancel]))
         return list(dict.fromkeys([*why, *rules, "P1", "P2", *STAGE_RULES.get(a.item["stage"], []), *cancel]))
     fixed = _parts_to_blame(item, a.item, masks) if a is not None else []
-    if fixed:
-        return fixed  # the two differ only in a part of the catalog: the rules that fix that part
+    if fixed:  # the two differ only in a part of the catalog: the rules that fix that part
+        return own_failure(fixed, routing)
     if outcome_rules is not None and a is not None and not _same_outcome(item, a.item, masks):
         # empty: the runner blames the rules the case cites
-        found = [*why, *outcome_rules, *outcome_blame(item["value"], a.item["value"], routing)]
+        found = [*why, *outcome_rules, *outcome_blame(item["value"], a.item["value"], routing),
+                 *shape_blame(item["value"], a.item["value"])]
         return list(dict.fromkeys(found))
-    return list(rules)  # the same step, its own detail differs: the oracle's decisions had no part in it
+    # the same step, its own detail differs: the oracle's decisions had no part (a wrong shape is P4's)
+    return list(dict.fromkeys([*rules, *(shape_blame(item["value"], a.item["value"]) if a is not None else [])]))
 
 
 def _lane_rules(lane: str, rules: list[str], es: Sequence[Compared] = ()) -> list[str]:
     """A getter's lane holds its reads: how many and what each gave is the snapshot's
     traversal (P13), entry reading the input once (P23), or the reading the oracle's reads
     were made for (its reads carry that reading's rules: P9's message(x) of a thrown Error).
-    A program's lanes exist only where run_code is there and runs (P114, P117)."""
+    A program's lanes exist only where run_code is there, passes its checks and runs (P114,
+    P115, P117)."""
     if lane.removeprefix("observations[").startswith("getter "):
         return list(dict.fromkeys([*readings(lane, rules, es), "P13", "P23"]))
-    if lane.endswith((" program", " settled")):
-        return list(dict.fromkeys([*rules, "P114", "P117"]))
+    if lane.removesuffix("]").endswith((" program", " settled")):
+        return list(dict.fromkeys([*rules, "P114", "P115", "P117"]))
     return rules
 
 
@@ -432,9 +442,6 @@ def _same_outcome(e: dict[str, Any], a: dict[str, Any], masks: Masks) -> bool:
     return agree_under(ev, av, masks, False)
 
 
-# The rule that says when each stage runs at all.
-STAGE_RULES = {"pre-execute": ["P30"], "approval": ["P36"], "guards": ["P44"], "execute": ["P54"],
-               "body": ["P54", "P58"], "post-execute": ["P76"], "finalize": ["P93"], "result": ["P98"]}
 
 
 def _result_rules(e: dict[str, Any], a: dict[str, Any]) -> list[str]:

@@ -35,6 +35,7 @@ from dsh_conformance.judge.lanes import (
     result_pairs,
 )
 from dsh_conformance.judge.masks import Masks
+from dsh_conformance.judge.rule_blame import unstarted
 from dsh_conformance.spec.contract import PARTS
 
 
@@ -71,7 +72,7 @@ def _first_divergence(expected: Trace, actual: Trace, profiles: set[str],
             if e is None or a is None or not same(e.item, a.item):
                 at = min(x.at for x in (e, a) if x is not None)
                 if found is None or at < found[0]:
-                    found = (at, observation_divergence(name, es, acts, i, i, masks))
+                    found = (at, unstarted(observation_divergence(name, es, acts, i, i, masks), es, expected))
                 break
     if found is not None:
         return found[1]
@@ -101,6 +102,7 @@ class LoopOutcomes:
         self.synthetic = frozenset(o.call for o in expected.observations if "loop" in profiles
                                    and (o.stage, o.what) == ("loop", "synthetic") and o.call is not None)
         self.loop_masks = masking.Masks(masks.hidden - _LOOP_PARTS)
+        self.failed = "loop" in profiles and any((o.stage, o.what) == ("loop", "throw") for o in expected.observations)
 
     def same_event(self, e: Any, a: Any) -> bool:
         return agree_under(e, a, self.loop_masks, False) if _result_call(e) in self.synthetic else bool(self.same(e, a))
@@ -110,7 +112,7 @@ class LoopOutcomes:
 
     def event_divergence(self, where: str, e: Any, a: Any) -> Divergence:
         if e is None or a is None or _result_call(e) not in self.synthetic:
-            return event_divergence(where, e, a, self.masks)
+            return event_divergence(where, e, a, self.masks, self.failed)
         part = masking.part_to_blame(e, a, self.loop_masks, lambda x, y, m: agree_under(x, y, m, False))
         if part is not None and part.name not in _LOOP_PARTS:  # key presence, say: reference's as anywhere
             return event_divergence(where, e, a, self.loop_masks)
@@ -150,7 +152,7 @@ def divergences(expected: Trace, actual: Trace, profiles: set[str]) -> list[Dive
         for i, j in _regions(es, acts, lambda e, a: same(e.item, a.item)):
             at = min(x.at for x in (es[i] if i < len(es) else None, acts[j] if j < len(acts) else None)
                      if x is not None)
-            out.append((at, observation_divergence(name, es, acts, i, j, masks)))
+            out.append((at, unstarted(observation_divergence(name, es, acts, i, j, masks), es, expected)))
     out.sort(key=lambda x: x[0])
     found = [d for _, d in out]
     outcomes = LoopOutcomes(expected, profiles, masks, same)

@@ -69,12 +69,25 @@ KEPT_SIGNAL = "ks-signal"
 # An object the wire form writes as a token (an own non-enumerable property), and the writes
 # into the caller's input that meet it and a plain array of the arguments (P23)
 HIDDEN_OBJECT = {"$js": "object", "entries": {"k": 1}, "hidden": {"h": 2}}
+THROWN_ERROR = {"$js": "error", "class": "TypeError", "message": "m"}
 INPUT_WRITES = [
     {"do": "mutate", "target": "input.extra", "value": HIDDEN_OBJECT, "catch": True},
     *({"do": "mutate", "target": f"input.extra.{k}", "value": "w", "catch": True} for k in ("k", "h", "n")),
     {"do": "mutate", "target": "input.arguments.l.3", "value": "past the end", "catch": True},
     {"do": "mutate", "target": "input.arguments.l.0", "op": "delete", "catch": True},
     {"do": "mutate", "target": "input.arguments.l.9", "op": "delete", "catch": True},
+    # Paths the way JavaScript walks them: an Error's inherited name (a string), an array
+    # with own extra keys read past its end, a cycle back to its object, an element just
+    # replaced; and the record's signal, whose aborted has no setter (P24).
+    {"do": "mutate", "target": "input.err", "value": THROWN_ERROR, "catch": True},
+    *({"do": "mutate", "target": f"input.err.{k}.x", "op": "delete", "catch": True} for k in ("name", "message")),
+    {"do": "mutate", "target": "input.arr", "value": EXTRA_ARRAY, "catch": True},
+    {"do": "mutate", "target": "input.arr.2.x", "op": "delete", "catch": True},
+    {"do": "mutate", "target": "input.loop", "value": {"me": {"$js": "cycle", "up": 1}}, "catch": True},
+    {"do": "mutate", "target": "input.loop.me.me.x", "op": "delete", "catch": True},
+    {"do": "mutate", "target": "input.arguments.l.0", "value": {}, "catch": True},
+    {"do": "mutate", "target": "input.arguments.l.0.x", "value": 1, "catch": True},
+    {"do": "mutate", "target": "record.signal.aborted", "value": True, "catch": True},
 ]
 # The tool's render returns one content block reached twice (P13: copied per reach, P73).
 SHARED_RENDER = [{"do": "return", "value": [{"$js": "shared", "id": "ss-block", "value": text("rendered twice")},

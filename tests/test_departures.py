@@ -220,3 +220,26 @@ def test_a_run_that_never_settles_under_a_listed_departure_is_an_expected_error(
                                    "--examples", "0", "--expectations", str(exp))
     case = next(c for c in rep.cases if c.id == doc["id"])
     assert code == 1 and case.outcome.value == "error" and case.expected_reason is None, case
+
+
+def test_what_follows_from_a_listed_routing_rule_is_expected_and_nothing_else(monkeypatch):
+    """A malformed pre-execute decision taken as an allow (rc.8's P31) dispatches a call that
+    P2's table sends to its failure: the judge blames P2 and the rule of the stage that ran
+    (P54) beside the routing rule, as consequences (``Divergence.follows``). Listing P31
+    explains them; a divergence whose own rules are not listed stays unexpected."""
+    from dsh_conformance.judge.findings import Divergence
+    from dsh_conformance.oracle import parse_scenario, run_scenario
+    from dsh_conformance.running import explained as module
+    from dsh_conformance.spec.corpus import CASES, load_case
+    from dsh_conformance.running.expectations import Expectations
+
+    scenario = parse_scenario(load_case(CASES / "pre-contract-break-after-caller-abort-is-final.json").document)
+    trace = run_scenario(scenario)
+    listed = Expectations(rules={"P31": "pre-execute decisions are not validated"})
+    routed = Divergence("observations[c1][5]", {}, {}, ["P31", "P2", "P54"], follows=("P2", "P54"))
+    monkeypatch.setattr(module, "first_divergence", lambda *a: routed)
+    why = module.explained(listed, scenario, trace, {"core"}, ["P31", "P2", "P54"], [], lambda s, t: [])
+    assert why is not None and "P2, P54 follow from the routing it breaks" in why
+    own = Divergence("observations[c1][5]", {}, {}, ["P31", "P2", "P54"])  # P2 and P54 broken in their own right
+    monkeypatch.setattr(module, "first_divergence", lambda *a: own)
+    assert module.explained(listed, scenario, trace, {"core"}, ["P31", "P2", "P54"], [], lambda s, t: []) is None

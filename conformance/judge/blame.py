@@ -354,7 +354,18 @@ def observation_divergence(name: str, es: list[Compared], acts: list[Compared], 
             x.item["stage"] == "result" and x.item["who"] is None for x in acts[:j]):
         return Divergence(where, None, a.item if a else None, ["P119"],
                           reason="a sub-call id came round again: sub-call numbering restarted (P119)")
-    return Divergence(where, e.item if e else None, a.item if a else None, rules, reason=_observation_reason(e, a, masks))
+    return Divergence(where, e.item if e else None, a.item if a else None, rules, reason=_observation_reason(e, a, masks),
+                      follows=_routing_consequences(e, a, rules))
+
+
+def _routing_consequences(e: Compared | None, a: Compared | None, rules: list[str]) -> tuple[str, ...]:
+    """The rules ``_observation_rules`` adds for a call routed otherwise than the oracle's
+    routing (P2's table, the rule of a stage that ran on one side only), those that are not
+    among the routing rules themselves."""
+    if e is None or a is None or not e.blame.routing or e.item["stage"] == a.item["stage"]:
+        return ()
+    extra = routed_otherwise(e.item["stage"], a.item["stage"])
+    return tuple(r for r in rules if r in extra and r not in e.blame.routing)
 
 
 def _observation_reason(e: Compared | None, a: Compared | None, masks: Masks) -> str:

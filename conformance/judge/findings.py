@@ -64,6 +64,10 @@ class Divergence:
     at: list[str | int] | None = None  # the path inside the items where they first disagree (value_diff)
     reason: str = ""  # the blame's reason, one line
     contract: str | None = None  # the actual item breaks the observation catalog: where and how
+    # Of ``rules``, those blamed only because the call was routed otherwise than the oracle's
+    # routing rules say (P2's table, the rule of a stage that ran on one side only): they
+    # follow from whichever routing rule was broken (``running.explained`` reads them so).
+    follows: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         doc = {"where": self.where, "expected": self.expected, "actual": self.actual, "rules": self.rules}

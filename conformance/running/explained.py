@@ -39,12 +39,18 @@ def explained(expectations: Expectations, scenario: Scenario, actual: Trace, che
     from it first where another listed departure (one the oracle does not compute) shows. The
     reason names only the departures the answer needs (each one without which the reference
     no longer gives it), not every one the implementation lists."""
-    departures = departures_of(expectations.rules)
-    if not departures:
+    if not expectations.rules:
         return None
+    departures = departures_of(expectations.rules)
     shown = _judged(scenario, departures, actual, checked, violations, laws, expectations)
     if shown is None:
         return None
+    extra = [r for r in failing if r not in expectations.rules]
+    if not departures:  # only listed rules the oracle does not compute: what follows from them
+        if not shown or not extra:
+            return None
+        why = "; ".join(dict.fromkeys(expectations.rules[r] for r in shown))
+        return f"{why} ({', '.join(extra)} follow{'s' if len(extra) == 1 else ''} from the routing it breaks)"
     needed = set(departures)
     for rule in sorted(departures, key=lambda r: int(r[1:])):
         if len(needed) > 1:
@@ -54,7 +60,6 @@ def explained(expectations: Expectations, scenario: Scenario, actual: Trace, che
                 shown = without
     computed = sorted(needed, key=lambda r: int(r[1:]))
     why = "; ".join(dict.fromkeys(expectations.rules[r] for r in [*computed, *shown]))
-    extra = [r for r in failing if r not in expectations.rules]
     follows = f"{', '.join(extra)} follow{'s' if len(extra) == 1 else ''} from it: " if extra else ""
     return (f"{why} ({follows}the reference computed with the listed departure{'s' if len(computed) > 1 else ''} "
             f"{', '.join(computed)}, {'; '.join(KNOWN[r] for r in computed)}, gives this answer"
@@ -72,17 +77,23 @@ def _judged(scenario: Scenario, departures: frozenset[str], actual: Trace, check
         variant = run_scenario(scenario, departures)
     except Exception:  # noqa: BLE001 - a variant the oracle cannot compute explains nothing
         return None
-    allowed = {v["rule"] for v in laws(scenario, variant)}
+    divergence = first_divergence(variant, actual, checked)
+    # A law the answer breaks is explained when the variant breaks it too, when the rule is
+    # listed, or when it follows from the divergence's broken routing (Divergence.follows).
+    allowed = {v["rule"] for v in laws(scenario, variant)} | set(expectations.rules)
+    allowed |= set(divergence.follows) if divergence is not None else set()
     if any(v["rule"] not in allowed for v in violations if within([v["rule"]], checked)):
         return None
-    divergence = first_divergence(variant, actual, checked)
     if divergence is None:
         return []
     # A listed departure the oracle does not compute shows first (rc.8's P78 beside a P24
     # write in another call): the answer is the variant's up to it, as the judge reads a
     # failure up to its first divergence.
-    if divergence.rules and all(r in expectations.rules and r not in departures for r in divergence.rules):
-        return sorted(divergence.rules, key=lambda r: int(r[1:]))
+    # What follows from a broken routing rule (P2's table, the stage that ran instead) is that
+    # rule's consequence, as the judge's blame says (``Divergence.follows``).
+    cause = [r for r in divergence.rules if r not in divergence.follows]
+    if cause and all(r in expectations.rules and r not in departures for r in cause):
+        return sorted(cause, key=lambda r: int(r[1:]))
     return None
 
 

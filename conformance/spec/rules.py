@@ -8,12 +8,9 @@ keeps the copy in step with the spec when the spec is present
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
-
-import yaml
 
 from dsh_conformance.resources import SHARED, SUITE
 
@@ -34,6 +31,9 @@ class Rule(NamedTuple):
 
 @cache
 def rules() -> dict[str, Rule]:
+    # lazy (start-up): the command line's grammar imports this module for PROFILES (--help)
+    import json
+
     data = json.loads(INDEX.read_text(encoding="utf-8"))
     return {r["id"]: Rule(r["id"], r["profile"], r["title"]) for r in data["rules"]}
 
@@ -51,10 +51,16 @@ def profiles_needed(rule_ids: list[str]) -> set[str]:
 
 
 def index_from_spec(path: Path = SPEC_RULES) -> dict:
+    # lazy (start-up): only the catalogs' generator reads the spec
+    import yaml
+
     entries = yaml.safe_load(path.read_text(encoding="utf-8"))
     return {"source": "shared/spec/rules.yaml",
             "rules": [{"id": e["id"], "profile": e["profile"], "title": e["title"]} for e in entries]}
 
 
 def dumps_index(index: dict) -> str:
+    # lazy (start-up), as rules()
+    import json
+
     return json.dumps(index, ensure_ascii=False, indent=1) + "\n"

@@ -19,7 +19,7 @@ pytest_generate_tests, test_case, test_generated_scenarios, test_property
 # fields of models that only validate or serialize (the protocol's, the catalogs' schemas).
 _.model_config
 _._divergence_shape, _._violations_shape, _._kept_is_named, _._from_list, _._references, _._consistent
-toolName, additionalContexts, attachment, toolCallId, isError, plugin, concludesTurn, homepage
+toolName, additionalContexts, attachment, toolCallId, isError, plugin, concludesTurn, homepage, errored
 point, dialect, handlerId, exitCode, stderrSummary, durationMs, parentCallId, subCallId, removedCount
 silent  # tools/flow_model.py: a flow edge's field, read from the flow model's YAML and written to the Mermaid text
 

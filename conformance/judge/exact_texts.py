@@ -17,7 +17,7 @@ import re
 from dsh_conformance.kit import jsontext
 from dsh_conformance.oracle import texts
 
-FIXED_VIOLATIONS = ("value is not lossless JSON", "value snapshot failed: ", "output.render ",
+FIXED_VIOLATIONS = (texts.VALUE_NOT_LOSSLESS, "value snapshot failed: ", "output.render ",
                     "output.presentationMeta ")
 _RUN_FAILED = re.compile(r"^(code run failed \([a-z-]+\): )")
 

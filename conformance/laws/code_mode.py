@@ -18,6 +18,7 @@ from typing import Any
 from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.trace import Observation
 from dsh_conformance.laws.framework import ABSENT, UNKNOWN, View, Violation, law
+from dsh_conformance.oracle.texts import ABANDONED, NOT_DISPATCHED
 
 
 RUN_OVER = "run_code run is over ("
@@ -48,7 +49,7 @@ def _rejected_at_call(settle: dict[str, Any] | None) -> bool:
     message = str(error.get("message", ""))
     if error.get("name") == "TypeError":
         return True
-    return message.startswith(REJECTED_AT_CALL) or (message.startswith(RUN_OVER) and message.endswith("not dispatched"))
+    return message.startswith(REJECTED_AT_CALL) or (message.startswith(RUN_OVER) and message.endswith(NOT_DISPATCHED))
 
 
 def runs(v: View) -> dict[str, Run]:
@@ -86,7 +87,7 @@ def _runs(v: View) -> dict[str, Run]:
                 number += 1
                 r.numbers[(k, n)] = number
                 error = r.settles.get((k, n), {}).get("error", {})
-                if str(error.get("message", "")).endswith("tool call abandoned"):
+                if str(error.get("message", "")).endswith(ABANDONED):
                     r.abandoned.add(number)
     return out
 

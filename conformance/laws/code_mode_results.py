@@ -12,7 +12,13 @@ from typing import Any
 from dsh_conformance.kit.jsvalue import Thrown, json_text, same_value, to_string, token
 from dsh_conformance.laws.code_mode import RUN_OVER, dispatch_events, first, positions, runs, subs_of
 from dsh_conformance.laws.framework import ABSENT, View, Violation, law
-from dsh_conformance.oracle.texts import RESULT_NOT_LOSSLESS, code_run_failed
+from dsh_conformance.oracle.texts import (
+    CODE_MODE_PLUGIN,
+    DISCARDED,
+    RESULT_NOT_LOSSLESS,
+    RUN_CODE_NO_OUTPUT,
+    code_run_failed,
+)
 
 
 @law
@@ -32,7 +38,7 @@ def bindings_settle_with_the_outcome(v: View) -> Iterator[Violation]:
                 continue
             error = settle.get("error")
             if error is not None and str(error.get("message", "")).startswith(RUN_OVER):
-                if not str(error["message"]).endswith("result discarded"):
+                if not str(error["message"]).endswith(DISCARDED):
                     yield Violation("P125", f"sub-call {cid} committed, yet its binding says {error['message']!r}")
                 continue
             if res.get("isError"):
@@ -87,7 +93,7 @@ def contexts_ride_on_the_parent(v: View) -> Iterator[Violation]:
             if res is ABSENT or not isinstance(res, dict):
                 continue
             if not res.get("isError") and any(isinstance(b, dict) and b.get("type") == "image" for b in res.get("content", [])):
-                carried.append({"content": res["content"], "source": {"kind": "plugin", "plugin": "tools-code-mode"},
+                carried.append({"content": res["content"], "source": {"kind": "plugin", "plugin": CODE_MODE_PLUGIN},
                                 "role": "user"})
             carried += [c for c in res.get("additionalContexts", []) if isinstance(c, dict)]
         if not carried:
@@ -212,7 +218,6 @@ def _aborted_outcome(res: dict[str, Any]) -> bool:
     return isinstance(info, dict) and info.get("name") == "AbortError"
 
 
-NO_OUTPUT = "(run_code completed with no output)"
 
 
 INDENT = 2  # JSON.stringify(value, null, 2)
@@ -231,7 +236,7 @@ def p128_content(value: dict[str, Any]) -> list[dict[str, Any]]:
         result = value["result"]
         parts.append(result if isinstance(result, str) else _stringify_2(result, 0))
     text = "\n".join(part for part in parts if part)
-    return [{"type": "text", "text": text or NO_OUTPUT}]
+    return [{"type": "text", "text": text or RUN_CODE_NO_OUTPUT}]
 
 
 def _stringify_2(v: Any, depth: int) -> str:

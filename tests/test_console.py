@@ -67,6 +67,7 @@ def test_a_fail_blocks_replay_command_runs_where_the_run_was_started(tmp_path, c
     elsewhere.mkdir(), here.mkdir()
     fake = elsewhere / "my_port.py"
     shutil.copy(FAKE, fake)
+    shutil.copy(FAKE.with_name("serve_loop.py"), elsewhere)  # what the fake imports from its own directory
     cases = corpus_subset(elsewhere, ["guard-denies-with-number", "pre-deny-skips-body"])
     monkeypatch.chdir(here)
     impl = f"{sys.executable} {fake} guard-bypass"

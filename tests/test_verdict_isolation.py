@@ -91,3 +91,15 @@ def test_core_masks_failure_texts_not_data_that_looks_like_them() -> None:
     thrown = {"$js": "error", "class": "TypeError", "message": "Cannot assign to read only property 'x'"}
     assert agree(thrown, {**thrown, "message": "x is read-only"}, False)
     assert not agree(thrown, {**thrown, "class": "RangeError"}, False)
+
+
+def test_a_blamed_rule_is_never_not_scored_in_the_same_run():
+    """Issue 39: a rule a failure is put down to reads fail, whatever other cases of the run
+    say of it (a case that needs a profile the implementation lacks, one that passed)."""
+    from dsh_conformance.reporting.report import CaseRecord, Outcome, rule_outcomes
+
+    cases = [CaseRecord(id="a", source="corpus", rules=["P93"], outcome=Outcome.NOT_SCORED, message="needs profile"),
+             CaseRecord(id="b", source="corpus", rules=["P90", "P93"], outcome=Outcome.FAIL, failing_rules=["P93"]),
+             CaseRecord(id="c", source="corpus", rules=["P93"], outcome=Outcome.PASS)]
+    outcomes = rule_outcomes(cases)
+    assert outcomes["P93"] == "fail" and outcomes["P90"] == "inconclusive"

@@ -32,7 +32,7 @@ from dsh_conformance.kit.program import RunRequest, run_program
 from dsh_conformance.kit.record import Input, Record
 from dsh_conformance.kit.scenario import Output, Tool as ToolDecl
 from dsh_conformance.kit.scenario_checks import effective_mode
-from dsh_conformance.kit.scheduler import Deferred, Signal, fuse
+from dsh_conformance.kit.scheduler import Deferred, Lane, Signal, fuse, settle_all
 from dsh_conformance.kit.trace import call_result
 
 # ----------------------------------------------------------------------------- pipeline logic
@@ -598,8 +598,7 @@ class CodeRun:
         self.in_flight: set[int] = set()
         self.logs: dict[int, Any] = {}
         self.exclusive = False
-        self.driving: Any = None
-        self.wake: Deferred | None = None
+        self.lane = Lane(self.run.sched, self.step)
 
     async def body(self) -> Any:
         rec, scenario = self.rec, self.run.scenario
@@ -626,10 +625,7 @@ class CodeRun:
                 captured = "\nCaptured output:\n" + "\n".join(result["logs"]) if result["logs"] else ""
                 raise Thrown(harness_error("CodeRunFailedError", "CODE_RUN_FAILED",
                                            f"code run failed ({e['kind']}): {e['message']}{captured}"))
-            value: dict[str, Any] = {"logs": result["logs"]}
-            if "value" in result:
-                value["result"] = result["value"]
-            return value
+            return {"logs": result["logs"], **({"result": result["value"]} if "value" in result else {})}
         finally:
             detach()
 
@@ -658,57 +654,40 @@ class CodeRun:
             "parent": {"$js": "symbol", "description": "execution token"}, "signal": {}}
         sub = SubCall(n, inp)
         self.pending.append(sub)
-        self.wakeup()
-        self.drive()
+        self.lane.wakeup()
+        self.lane.drive()
         outcome = await sub.outcome
         if self.signal.aborted:  # P125: the run ended before the sub-call committed
             raise run_over(self.signal.reason, name, "result discarded")
-        if outcome["isError"]:  # P124
-            raise Thrown(js_error(to_string(outcome["error"]["message"])))
-        return outcome["value"]
+        if not outcome["isError"]:
+            return outcome["value"]
+        raise Thrown(js_error(to_string(outcome["error"]["message"])))  # P124
 
-    def wakeup(self) -> None:
-        wake, self.wake = self.wake, None
-        if wake is not None:
-            wake.resolve(None)
-
-    def drive(self) -> Any:
-        if self.driving is None:
-            self.driving = self.run.sched.start(self.lane())
-        return self.driving
-
-    async def lane(self) -> None:
+    async def step(self) -> str:
         """P121: commits in submission order first; a start when the head's mode allows it."""
-        try:
-            while True:
-                wake = self.wake = Deferred()
-                if self.commits and self.commits[0].parked is not None:
-                    head = self.commits.popleft()
-                    await self.commit(head)
-                    self.exclusive = self.exclusive and head.mode != "exclusive"
-                    continue
-                if self.pending:
-                    head = self.pending[0]
-                    if self.signal.aborted:  # P125: queued, never started
-                        self.pending.popleft()
-                        head.outcome.reject(run_over(self.signal.reason, head.input.name, "tool call abandoned"))
-                        continue
-                    mode = self.classify(head.input)
-                    free = not self.in_flight if mode == "exclusive" else (
-                        len(self.in_flight) < self.run.scenario.maxParallelSubCalls)
-                    if not self.exclusive and free:
-                        self.exclusive, head.mode = mode == "exclusive", mode
-                        self.commits.append(self.pending.popleft())
-                        await self.start(head)
-                        self.in_flight.add(head.n)
-                        head.flight.on_settle(lambda _d, n=head.n: (self.in_flight.discard(n), self.wakeup()))
-                        await self.run.sched.tick()  # JavaScript's `await start()`
-                        continue
-                if not self.pending and not self.commits and not self.in_flight:
-                    return
-                await wake
-        finally:
-            self.driving = self.wake = None
+        if self.commits and self.commits[0].parked is not None:
+            head = self.commits.popleft()
+            await self.commit(head)
+            self.exclusive = self.exclusive and head.mode != "exclusive"
+            return "again"
+        if not self.pending:
+            return "sleep" if self.commits or self.in_flight else "done"
+        head = self.pending[0]
+        if self.signal.aborted:  # P125: queued, never started
+            self.pending.popleft()
+            head.outcome.reject(run_over(self.signal.reason, head.input.name, "tool call abandoned"))
+            return "again"
+        mode = self.classify(head.input)
+        limit = 1 if mode == "exclusive" else self.run.scenario.maxParallelSubCalls
+        if self.exclusive or len(self.in_flight) >= limit:
+            return "sleep"
+        self.exclusive, head.mode = mode == "exclusive", mode
+        self.commits.append(self.pending.popleft())
+        await self.start(head)
+        self.in_flight.add(head.n)
+        head.flight.on_settle(lambda _d, n=head.n: (self.in_flight.discard(n), self.lane.wakeup()))
+        await self.run.sched.tick()  # JavaScript's `await start()`
+        return "again"
 
     def classify(self, inp: Input) -> str:
         """P19: "parallel" only when the definition's isConcurrencySafe says exactly true."""
@@ -788,22 +767,15 @@ class CodeRun:
         every dispatch log appended, before the body returns (not a Python ``finally``: a
         stopped run closes this coroutine)."""
         self.signal.abort(RUN_SETTLED)
-        await self.drive()
-        while self.logs:
-            for task in list(self.logs.values()):
-                try:
-                    await task
-                except Thrown:
-                    pass
+        await self.lane.drive()
+        await settle_all(self.logs)
 
 
 def render(value: Any) -> list[dict[str, Any]]:
     """P128: the logs and the result (a string as it is, else JSON.stringify(result, null, 2))."""
-    parts = ["\n".join(value["logs"])]
-    if "result" in value:
-        result = value["result"]
-        parts.append(result if isinstance(result, str) else render_json(result))
-    text = "\n".join(p for p in parts if p)
+    shown = "" if "result" not in value else (
+        value["result"] if isinstance(value["result"], str) else render_json(value["result"]))
+    text = "\n".join(piece for piece in ("\n".join(value["logs"]), shown) if piece)
     return [{"type": "text", "text": text or "(run_code completed with no output)"}]
 
 

@@ -169,6 +169,57 @@ class Scheduler:
                 task.coro.close()
 
 
+class Lane:
+    """One task that works through its own queues while there is work and sleeps until woken:
+    JavaScript's ``while (true) { ...; await new Promise((r) => (this.wake = r)) }`` run by
+    whoever calls ``drive`` first. ``turn`` takes one step and says what follows: "again",
+    "sleep" until the next ``wakeup``, or "done" (the task ends, and the next ``drive``
+    starts another). A wakeup during a turn is kept: the sleep after that turn ends at once."""
+
+    def __init__(self, sched: Scheduler, turn: Callable[[], Coroutine[Any, Any, str]]) -> None:
+        self._sched, self._turn = sched, turn
+        self._wake: Deferred | None = None
+        self._task: Task | None = None
+
+    def wakeup(self) -> None:
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.resolve(None)
+
+    def drive(self) -> Task:
+        """The running task, or a new one started now (it runs up to its first wait)."""
+        if self._task is None:
+            task = self._sched.start(self._run())
+            # A lane with nothing to do ends within start(): no task is left running then.
+            self._task = None if task.done else task
+            return task
+        return self._task
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                wake = self._wake = Deferred()
+                step = await self._turn()
+                if step == "done":
+                    return
+                if step == "sleep":
+                    await wake
+        finally:
+            self._task = self._wake = None
+
+
+async def settle_all(tasks: dict[Any, Task]) -> None:
+    """Wait, one task at a time, until ``tasks`` is empty: each removes itself when it
+    settles, and one may add another meanwhile. A rejection is the task's own business
+    (what JavaScript's ``await Promise.allSettled`` of the set, repeated, does)."""
+    while tasks:
+        for task in list(tasks.values()):
+            try:
+                await task
+            except Thrown:
+                pass
+
+
 class Signal:
     """An AbortSignal. Abort listeners run synchronously, as DOM abort events do."""
 

@@ -8,4 +8,4 @@ PROTOCOL_VERSION = 1
 # interface, and changes of what a scenario means that change a port's answers. The Python
 # kit and the JS kit (tools/dsh-adapter/kit/version.mjs) carry the same number; each minor
 # has its line in kit/CHANGELOG.md.
-KIT_VERSION = f"{PROTOCOL_VERSION}.3"
+KIT_VERSION = f"{PROTOCOL_VERSION}.4"

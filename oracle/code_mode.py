@@ -8,7 +8,7 @@ The pipeline calls ``run_code`` here at the one point where its body runs (``ora
 - turns each accepted binding call into a sub-call with its own identity (P118, P119) and
   sends it through the whole pipeline by the staged scheduler (P120);
 - schedules sub-calls in one ordered lane of starts and commits, bodies overlapping up to
-  ``maxParallelSubCalls`` (P121): ``Bridge.drive`` is that lane;
+  ``maxParallelSubCalls`` (P121): ``Bridge._turn`` is that lane's step;
 - logs each started sub-call as ``tool/code-dispatch-start`` and ``tool/code-dispatch``
   through the ``tools/code-dispatch-log`` waterfall (P122, P123);
 - settles bindings at commit, and ends the run when its signal aborts (P124, P125);
@@ -38,7 +38,7 @@ from ..kit.jsvalue import (clone, JsValue, NotLossless, Thrown, get, is_lossless
 from ..kit.program import RunRequest, run_program
 from ..kit.record import Input, Record
 from .registry import World
-from ..kit.scheduler import Deferred, Signal, Task
+from ..kit.scheduler import Deferred, Lane, Signal, Task, settle_all
 from .tool_definitions import RunCodeTool
 from ..kit.trace import call_result
 
@@ -133,8 +133,7 @@ class Bridge:
         self.in_flight: set[int] = set()
         self.log_work: dict[int, Task] = {}
         self.exclusive_active = False
-        self.driving: Task | None = None
-        self.wake: Deferred | None = None
+        self.lane = Lane(w.sched, self._turn)
         self.accepted = 0  # binding calls accepted by this run of the body
 
     def obs(self, call: str | None, what: str, value: Any, rules: tuple[str, ...]) -> None:
@@ -174,8 +173,8 @@ class Bridge:
             "parent": {"$js": "symbol", "description": "execution token"}, "signal": {}}
         self.obs(inp.callId, "submit", {"n": n, "name": name}, ("P119",))
         self.pending.append(sub)
-        self.wakeup()
-        self.drive()
+        self.lane.wakeup()
+        self.lane.drive()
         outcome = await sub.outcome
         if self.signal.aborted:  # P125: the run ended before the sub-call committed
             raise Thrown(js_error(texts.run_over(self.reason(), name, texts.DISCARDED)))
@@ -185,55 +184,39 @@ class Bridge:
 
     # ------------------------------------------------------------------ the lane (P121)
 
-    def wakeup(self) -> None:
-        wake, self.wake = self.wake, None
-        if wake is not None:
-            wake.resolve(None)
-
-    def drive(self) -> Task:
-        if self.driving is None:
-            self.driving = self.w.sched.start(self._drive())
-        return self.driving
-
-    async def _drive(self) -> None:
-        try:
-            while True:
-                wake = self.wake = Deferred()
-                head = self.commits[0] if self.commits else None
-                if head is not None and head.settled:  # commits first, in submission order
-                    self.commits.popleft()
-                    await self.commit(head)
-                    if head.mode == "exclusive":
-                        self.exclusive_active = False
-                    continue
-                if self.pending:
-                    head = self.pending[0]
-                    if self.signal.aborted:  # P125: queued, never started
-                        self.pending.popleft()
-                        self.abandon(head)
-                        continue
-                    mode = classify(self.w, head.input)  # re-read just before each start
-                    free = not self.in_flight if mode == "exclusive" else len(self.in_flight) < self.w.scenario.maxParallelSubCalls
-                    if not self.exclusive_active and free:
-                        self.exclusive_active = mode == "exclusive"
-                        head.mode = mode
-                        self.pending.popleft()
-                        self.commits.append(head)
-                        await self.start(head)
-                        self.in_flight.add(head.n)
-                        head.flight.on_settle(lambda _d, n=head.n: self._landed(n))
-                        await self.w.sched.tick()
-                        continue
-                if not self.pending and not self.commits and not self.in_flight:
-                    return
-                await wake
-        finally:
-            self.driving = None
-            self.wake = None
+    async def _turn(self) -> str:
+        """One step of the lane: a settled head commits first, in submission order; else the
+        next queued call starts when its mode allows it (Lane: "again", "sleep" or "done")."""
+        head = self.commits[0] if self.commits else None
+        if head is not None and head.settled:
+            self.commits.popleft()
+            await self.commit(head)
+            if head.mode == "exclusive":
+                self.exclusive_active = False
+            return "again"
+        if self.pending:
+            head = self.pending[0]
+            if self.signal.aborted:  # P125: queued, never started
+                self.pending.popleft()
+                self.abandon(head)
+                return "again"
+            mode = classify(self.w, head.input)  # re-read just before each start
+            free = not self.in_flight if mode == "exclusive" else len(self.in_flight) < self.w.scenario.maxParallelSubCalls
+            if not self.exclusive_active and free:
+                self.exclusive_active = mode == "exclusive"
+                head.mode = mode
+                self.pending.popleft()
+                self.commits.append(head)
+                await self.start(head)
+                self.in_flight.add(head.n)
+                head.flight.on_settle(lambda _d, n=head.n: self._landed(n))
+                await self.w.sched.tick()
+                return "again"
+        return "sleep" if self.pending or self.commits or self.in_flight else "done"
 
     def _landed(self, n: int) -> None:
         self.in_flight.discard(n)
-        self.wakeup()
+        self.lane.wakeup()
 
     async def start(self, sub: SubCall) -> None:
         """A start: the start event, then entry, pre-execute, approval and guards (P121, P122)."""
@@ -299,13 +282,8 @@ class Bridge:
 
     async def drain(self) -> None:
         """P125: every started sub-call committed and every dispatch log appended."""
-        await self.drive()
-        while self.log_work:
-            for task in list(self.log_work.values()):
-                try:
-                    await task
-                except Thrown:
-                    pass
+        await self.lane.drive()
+        await settle_all(self.log_work)
 
     # ------------------------------------------------------------------ dispatch logging (P122, P123)
 

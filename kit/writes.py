@@ -24,8 +24,6 @@ from .jsvalue import (HOSTILE_INSPECTION, UNDEFINED, JsValue, Thrown, clone, err
                       token, type_error)
 from .session import RunState
 
-NOTHING = object()
-
 
 @dataclass(frozen=True)
 class Prop:

@@ -17,7 +17,6 @@ RESULT_NOT_LOSSLESS = "tool result must be losslessly JSON-serializable"  # P47,
 ACCEPT_BOTH = "tools/post-execute accept decision cannot replace both value and content"  # P82
 ACCEPT_VALUE_ON_FAILURE = "tools/post-execute cannot replace the value of a failed result"  # P82
 BLOCK_FALLBACK = "tool result blocked by post-execute policy"  # P84
-UNPRINTABLE = "<unprintable thrown value>"  # P9
 NO_OPEN_TURN = (  # P43
     "approval.request() outside an open turn: the approval/asked + approval/decided audit pair "
     "must be turn-enclosed (a bare event between turns is crash-tail garbage on reload). Ask "

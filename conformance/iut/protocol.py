@@ -116,7 +116,6 @@ class Errored(_Model):
 
 Answer = Traced | Skipped | Errored
 
-_ANSWER: TypeAdapter[Answer] = TypeAdapter(Answer)
 _STARTED: TypeAdapter[Started] = TypeAdapter(Started)
 
 

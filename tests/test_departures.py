@@ -13,6 +13,11 @@ from typing import Any
 
 import pytest
 
+from dsh_conformance.kit.jsvalue import UNDEFINED
+from dsh_conformance.kit.record import Record
+from dsh_conformance.kit.scheduler import Signal
+from dsh_conformance.oracle.departures import NotComputable, write_identity
+
 from .conftest import run_fake_module
 
 # A wrapper's retry (P69) of run_code whose program calls a concurrency-safe tool twice: the
@@ -243,3 +248,49 @@ def test_what_follows_from_a_listed_routing_rule_is_expected_and_nothing_else(mo
     own = Divergence("observations[c1][5]", {}, {}, ["P31", "P2", "P54"])  # P2 and P54 broken in their own right
     monkeypatch.setattr(module, "first_divergence", lambda *a: own)
     assert module.explained(listed, scenario, trace, {"core"}, ["P31", "P2", "P54"], [], lambda s, t: []) is None
+
+
+def _record() -> Record:
+    return Record(token="t0", callId="c1", rootCallId="c1", name="t1", agent="a", parent="p0",
+                  arguments={"x": 1}, signal=Signal("call"))
+
+
+# What rc.8's plain record does with each identity write (oracle.departures.write_identity):
+# the field later stages read afterwards, or None where the oracle computes nothing.
+WRITES = [
+    ("name", "set", "other", "name", "other"),
+    ("rootCallId", "set", "r9", "rootCallId", "r9"),
+    ("token", "set", "t9", "token", "t9"),
+    ("parent", "set", "p9", "parent", "p9"),
+    ("callId", "set", "c9", "current_call_id", "c9"),
+    ("arguments", "set", [1, 2], "arguments", [1, 2]),
+    ("agent", "delete", None, "agent", None),
+    ("parent", "delete", None, "parent", None),
+    ("agent", "set", "forged", "agent", "forged"),
+    ("name", "set", 7, None, None),  # a non-string name: dispatch by it is not computed
+    ("rootCallId", "set", {"$js": "undefined"}, None, None),
+    ("token", "delete", None, None, None),
+    ("callId", "set", 1, None, None),
+    ("arguments", "delete", None, None, None),
+    ("agent", "set", "a", None, None),  # the id of a scenario agent: not that agent object
+]
+
+
+@pytest.mark.rules("P24")
+@pytest.mark.parametrize("key, op, value, field, after", WRITES,
+                         ids=[f"{k}-{op}-{json.dumps(v)}" for k, op, v, _f, _a in WRITES])
+def test_each_identity_write_is_carried_out_as_the_reference_does_or_refused(key, op, value, field, after):
+    """The P24 departure field by field: a string where a string was, any arguments, the
+    removal of agent and parent, a forged agent key; anything else is NotComputable (it
+    explains no failure), never silently carried out or dropped."""
+    rec = _record()
+    written = UNDEFINED if value == {"$js": "undefined"} else value
+    if field is None:
+        before = copy.deepcopy(rec.__dict__)
+        with pytest.raises(NotComputable):
+            write_identity(rec, key, op, written, frozenset({"a"}))
+        assert {k: v for k, v in rec.__dict__.items() if k != "signal"} == {
+            k: v for k, v in before.items() if k != "signal"}
+        return
+    write_identity(rec, key, op, written, frozenset({"a"}))
+    assert getattr(rec, field) == after

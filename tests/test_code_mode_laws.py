@@ -21,7 +21,7 @@ FAKE = Path(__file__).parent / "fakes" / "code_mode_fake.py"
 
 # mode, the case that shows it, the law's rule
 BREAKS = [
-    ("rejected-calls-take-numbers", "code-binding-arguments-not-lossless", "P119"),
+    ("rejected-calls-take-numbers", "code-binding-arguments-not-lossless", "P118"),
     ("nested-calls-compute-meta", "code-sub-calls-go-through-the-pipeline", "P120"),
     ("start-logged-late", "code-dispatch-logged-with-an-agent", "P122"),
     ("sub-calls-root-themselves", "code-sub-call-identity", "P119"),

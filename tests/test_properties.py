@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dsh_conformance.laws import check
+from dsh_conformance.spec.corpus import load_corpus
 from dsh_conformance.spec.rules import ORACLE_PROFILES, rules, rules_of
 from dsh_conformance.strategies.citation import ALL_PROFILES, cite
 from dsh_conformance.strategies.draws import DEFAULT_EXAMPLES, DEFAULT_SEED, measure_coverage
@@ -289,6 +290,18 @@ def corrupt_stage_after_the_notification(t: Trace) -> None:
     t.observations.append(Observation(call="c1", stage="post-execute", what="call", who="post"))
 
 
+def corrupt_post_execute_out_of_model_order(t: Trace) -> None:
+    """B1's post-execute, which runs at its commit, moved before A1's (earlier in model order)."""
+    later = [o for o in t.observations if o.call == "B1" and o.stage == "post-execute"]
+    rest = [o for o in t.observations if o not in later]
+    at = next(i for i, o in enumerate(rest) if o.call == "A1" and o.stage == "post-execute")
+    t.observations[:] = [*rest[:at], *later, *rest[at:]]
+
+
+def _corpus_doc(case_id: str) -> dict[str, Any]:
+    return next(c.document for c in load_corpus() if c.id == case_id)
+
+
 LOOP_ABORTED = {**LOOP, "tools": [{"name": "t", "body": [{"do": "abort"}, {"do": "return", "value": 1}]},
                                   LOOP["tools"][1]]}
 DIRECT_WITH_AGENT = {**GUARDED, "agents": [{"id": "a1"}]}
@@ -323,6 +336,8 @@ CORRUPTIONS = [
      corrupt_tool_call_after_max_tokens, "P15"),
     ("direct-run-injects", DIRECT_WITH_AGENT, corrupt_direct_run_injects, "P102"),
     ("stages-on-a-synthetic-result", LOOP_ABORTED, corrupt_stages_on_a_synthetic_result, "P107"),
+    ("post-execute-out-of-model-order", _corpus_doc("loop-parallel-pool-ordered-stages"),
+     corrupt_post_execute_out_of_model_order, "P21"),
 ]
 
 
@@ -337,7 +352,6 @@ def test_invariants_catch_a_broken_trace(doc, corrupt, rule):
 
 
 def test_invariants_hold_on_the_corpus():
-    from dsh_conformance.spec.corpus import load_corpus
 
     for case in load_corpus():
         assert check(case.scenario, run_scenario(case.scenario)) == [], case.id

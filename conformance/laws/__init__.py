@@ -39,6 +39,7 @@ LAWS: tuple[Law, ...] = (
     adjacency.loop_calls_and_results,
     adjacency.contexts_after_the_batch,
     adjacency.barriers_and_pools,
+    adjacency.ordered_stages_in_model_order,
     code_mode.sub_call_numbering,
     code_mode.sub_calls_stay_off_the_model_log,
     code_mode.dispatch_logging,

@@ -290,6 +290,32 @@ def barriers_and_pools(v: View) -> Iterator[Violation]:
             in_flight.remove(o.call)
 
 
+ORDERED_STAGES = ("post-execute", "finalize", "result")  # P21: what runs one call at a time, in model order
+
+
+@law
+def ordered_stages_in_model_order(v: View) -> Iterator[Violation]:
+    """P21: post-execute, finalizeContent, tools/result and the tool/result append of the
+    batch's calls run in model order, one call at a time: every ordered stage of a call lies
+    after the last one of each earlier call (and its tool/result, by ``Event.at``), whatever
+    the pool lets its dispatch overlap."""
+    run = v.loop
+    if run is None or run.finish == "max-tokens":
+        return
+    results = {_tool_result_call(e): e.at for e in v.trace.events
+               if e.type == "tool/result" and e.agent == run.agent and e.at is not None}
+    free_from, done_by = 0, None  # the first observation position after the earlier calls' ordered stages
+    for b in run.blocks:
+        own = [i for i, o in v.calls[b.id].obs if o.stage in ORDERED_STAGES] if b.id in v.calls else []
+        if not own:
+            continue
+        if own[0] < free_from:
+            yield Violation("P21", f"call {b.id}'s {v.obs[own[0]].stage} ran before the ordered stages of "
+                                   f"{done_by}, which comes earlier in model order, were done")
+            return
+        free_from, done_by = max(own[-1] + 1, results.get(b.id) or 0), b.id
+
+
 def _barriers_alone(v: View, blocks: dict[str, str], classified: set[str]) -> Iterator[Violation]:
     """An exclusive barrier, by the place of the call's ``tool/result`` among the
     observations (``Event.at``): every stage of the batch's other calls lies before the

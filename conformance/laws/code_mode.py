@@ -35,6 +35,9 @@ class Run:
     binds: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (program run, bind), in order
     settles: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)  # (program run, n) -> settle
     numbers: dict[tuple[int, int], int] = field(default_factory=dict)  # (program run, n) -> sub-call number
+    # The number each accepted call would have if the rejected calls before it had taken one
+    # too: what an implementation that numbers a call before its checks gives it (P118).
+    counting_rejected: dict[tuple[int, int], int] = field(default_factory=dict)
     abandoned: set[int] = field(default_factory=set)  # sub-call numbers abandoned in the queue (P125)
     program_start: int | None = None
     program_end: Observation | None = None
@@ -80,12 +83,16 @@ def _runs(v: View) -> dict[str, Run]:
         elif o.what == "end":
             r.program_end = o
     for r in out.values():
-        number = 0
+        number = every = 0
         for k, b in r.binds:
             n = b.get("n")
-            if isinstance(n, int) and not _rejected_at_call(r.settles.get((k, n))):
+            if not isinstance(n, int):
+                continue
+            every += 1
+            if not _rejected_at_call(r.settles.get((k, n))):
                 number += 1
                 r.numbers[(k, n)] = number
+                r.counting_rejected[(k, n)] = every
                 error = r.settles.get((k, n), {}).get("error", {})
                 if str(error.get("message", "")).endswith(ABANDONED):
                     r.abandoned.add(number)
@@ -131,7 +138,11 @@ def sub_call_numbering(v: View) -> Iterator[Violation]:
         accepted = set(r.numbers.values())
         if not started <= accepted:
             extra = sorted(started - accepted)
-            yield Violation("P119", f"run_code {parent}: sub-call {parent}:code:{extra[0]} matches no accepted binding call")
+            if started <= set(r.counting_rejected.values()):  # numbered as if rejected calls took numbers
+                yield Violation("P118", f"run_code {parent}: sub-call {parent}:code:{extra[0]} is numbered as if the "
+                                        "rejected binding calls before it had taken numbers")
+            else:
+                yield Violation("P119", f"run_code {parent}: sub-call {parent}:code:{extra[0]} matches no accepted binding call")
             continue
         missing = sorted(accepted - started - r.abandoned)
         if missing and r.program_end is not None:

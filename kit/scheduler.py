@@ -174,7 +174,9 @@ class Lane:
     JavaScript's ``while (true) { ...; await new Promise((r) => (this.wake = r)) }`` run by
     whoever calls ``drive`` first. ``turn`` takes one step and says what follows: "again",
     "sleep" until the next ``wakeup``, or "done" (the task ends, and the next ``drive``
-    starts another). A wakeup during a turn is kept: the sleep after that turn ends at once."""
+    starts another). A wakeup during a turn is kept: the sleep after that turn ends at once.
+    ``drive`` is for the lane's clients (a turn that drove its own lane before its first wait
+    would start a second task)."""
 
     def __init__(self, sched: Scheduler, turn: Callable[[], Coroutine[Any, Any, str]]) -> None:
         self._sched, self._turn = sched, turn

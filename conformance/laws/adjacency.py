@@ -10,6 +10,7 @@ from typing import Any
 
 from dsh_conformance.kit.jsvalue import same_value
 from dsh_conformance.kit.scenario import DirectRun
+from dsh_conformance.kit.trace import PIPELINE_STAGES
 
 from dsh_conformance.laws.framework import ABSENT, UI_STAGES, View, Violation, law
 
@@ -290,7 +291,8 @@ def barriers_and_pools(v: View) -> Iterator[Violation]:
             in_flight.remove(o.call)
 
 
-ORDERED_STAGES = ("post-execute", "finalize", "result")  # P21: what runs one call at a time, in model order
+# P21: what runs one call at a time, in model order (post-execute to the notification)
+ORDERED_STAGES = PIPELINE_STAGES[PIPELINE_STAGES.index("post-execute"):]
 
 
 @law

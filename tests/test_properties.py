@@ -290,12 +290,23 @@ def corrupt_stage_after_the_notification(t: Trace) -> None:
     t.observations.append(Observation(call="c1", stage="post-execute", what="call", who="post"))
 
 
+def _moved_before(t: Trace, call: str, stage: str, before_call: str, before_stage: str) -> None:
+    """The call's observations of ``stage`` moved just before ``before_call``'s first one of
+    ``before_stage``."""
+    later = [o for o in t.observations if o.call == call and o.stage == stage]
+    rest = [o for o in t.observations if o not in later]
+    at = next(i for i, o in enumerate(rest) if o.call == before_call and o.stage == before_stage)
+    t.observations[:] = [*rest[:at], *later, *rest[at:]]
+
+
 def corrupt_post_execute_out_of_model_order(t: Trace) -> None:
     """B1's post-execute, which runs at its commit, moved before A1's (earlier in model order)."""
-    later = [o for o in t.observations if o.call == "B1" and o.stage == "post-execute"]
-    rest = [o for o in t.observations if o not in later]
-    at = next(i for i, o in enumerate(rest) if o.call == "A1" and o.stage == "post-execute")
-    t.observations[:] = [*rest[:at], *later, *rest[at:]]
+    _moved_before(t, "B1", "post-execute", "A1", "post-execute")
+
+
+def corrupt_notification_inside_an_earlier_calls_commit(t: Trace) -> None:
+    """B1's tools/result observers run between A1's post-execute and A1's own notification."""
+    _moved_before(t, "B1", "result", "A1", "result")
 
 
 def _corpus_doc(case_id: str) -> dict[str, Any]:
@@ -338,6 +349,8 @@ CORRUPTIONS = [
     ("stages-on-a-synthetic-result", LOOP_ABORTED, corrupt_stages_on_a_synthetic_result, "P107"),
     ("post-execute-out-of-model-order", _corpus_doc("loop-parallel-pool-ordered-stages"),
      corrupt_post_execute_out_of_model_order, "P21"),
+    ("notification-inside-an-earlier-commit", _corpus_doc("loop-parallel-pool-ordered-stages"),
+     corrupt_notification_inside_an_earlier_calls_commit, "P21"),
 ]
 
 

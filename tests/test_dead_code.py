@@ -6,6 +6,7 @@ says who). Dead code is deleted, not documented."""
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 from vulture import Vulture
@@ -38,8 +39,9 @@ def test_the_check_sees_a_dead_function(tmp_path: Path) -> None:
 # a second module (a copy left behind when a text moved) looks used through the first. This
 # check resolves imports: a module's constant is used only when its own module reads it, or
 # another file imports it from that module (by name, or as an attribute of the module).
-PACKAGE_DIRS = {"conformance": "dsh_conformance", "kit": "dsh_conformance.kit", "oracle": "dsh_conformance.oracle",
-                "tools": "dsh_conformance.tools", "examples": "dsh_conformance.examples"}
+# The folders of the package and their module names, as the build maps them.
+PACKAGE_DIRS = {folder: module for module, folder in tomllib.loads(
+    (ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"].items()}
 
 
 def _module(path: Path, root: Path, dirs: dict[str, str]) -> str:

@@ -19,7 +19,7 @@ import argparse
 import os
 from pathlib import Path
 
-from dsh_conformance.textio.outputs import OutputError, OutputLock, OutputWriteError, check_directory
+from dsh_conformance.textio.outputs import OutputError, OutputLock, check_directory, create_new
 from dsh_conformance.resources import ADAPTER
 
 KIT = ADAPTER / "kit"
@@ -39,21 +39,6 @@ def kit_files() -> dict[str, Path]:
 def _occupied(directory: Path, names: list[str]) -> list[str]:
     """The names of ``names`` something already has in ``directory`` (a dangling link counts)."""
     return [n for n in names if os.path.lexists(directory / n)]
-
-
-def _create(path: Path, data: bytes) -> None:
-    """Create ``path`` holding ``data``; never replaces or follows anything already there."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    except FileExistsError:
-        raise OutputError(f"{path}: appeared while the kit was being written; nothing there was overwritten") from None
-    except OSError as e:
-        raise OutputWriteError(f"{path}: cannot create: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-    except OSError as e:
-        raise OutputWriteError(f"{path}: cannot write: {e.strerror or e}; the file is incomplete") from None
 
 
 def write_kit(directory: str | Path) -> list[str]:
@@ -76,7 +61,7 @@ def write_kit(directory: str | Path) -> list[str]:
         except OSError as e:
             raise OutputError(f"kit js {target}: cannot create {kit_dir} ({e.strerror or e})") from None
         for name, source in files.items():
-            _create(target / name, source.read_bytes())
+            create_new(target / name, source.read_bytes())
     return list(files)
 
 

@@ -15,7 +15,7 @@ import argparse
 import os
 from pathlib import Path
 
-from dsh_conformance.textio.outputs import OutputError, OutputLock, OutputWriteError, check_directory
+from dsh_conformance.textio.outputs import OutputError, OutputLock, check_directory, create_new
 from dsh_conformance.resources import EXAMPLES
 
 STARTER = EXAMPLES / "core_pipeline.py"
@@ -31,17 +31,7 @@ def write_starter(directory: str | Path) -> Path:
         raise OutputError(f"kit py {target}: {NAME} already there; the kit never overwrites a file "
                           "(choose a new directory, or move it away)")
     with OutputLock(path, "kit py"):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-        except FileExistsError:
-            raise OutputError(f"{path}: appeared while the kit was being written; nothing was overwritten") from None
-        except OSError as e:
-            raise OutputWriteError(f"{path}: cannot create: {e.strerror or e}") from None
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(STARTER.read_bytes())
-        except OSError as e:
-            raise OutputWriteError(f"{path}: cannot write: {e.strerror or e}; the file is incomplete") from None
+        create_new(path, STARTER.read_bytes())
     return path
 
 

@@ -114,6 +114,22 @@ def write_atomic(path: str | Path, text: str | bytes, ledger: "Ledger | None" = 
         raise
 
 
+def create_new(path: Path, data: bytes) -> None:
+    """Create ``path`` holding ``data``, exclusively: never replaces or follows anything that
+    is already there, or a link planted meanwhile (what ``kit py`` and ``kit js`` write)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except FileExistsError:
+        raise OutputError(f"{path}: appeared while the kit was being written; nothing there was overwritten") from None
+    except OSError as e:
+        raise OutputWriteError(f"{path}: cannot create: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise OutputWriteError(f"{path}: cannot write: {e.strerror or e}; the file is incomplete") from None
+
+
 def holds(path: str | Path, text: str) -> bool:
     """Whether ``path`` is a regular file (not a link, a pipe or a device) holding ``text``:
     read only then, and only as many bytes as the text has."""

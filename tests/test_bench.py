@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_conformance.measuring.bench import Figure, attribute, plain_calls, process_cpu_seconds, wide_arguments
+from dsh_conformance.measuring.bench import Figure, attribute, plain_calls, wide_arguments
+from dsh_conformance.measuring.process_stats import process_cpu_seconds
 from dsh_conformance.cli import main
 from dsh_conformance.resources import ADAPTER
 from dsh_conformance.oracle import parse_scenario, run_scenario

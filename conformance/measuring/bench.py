@@ -65,6 +65,7 @@ from typing import Any
 from dsh_conformance.iut.connect import IUT
 from dsh_conformance.iut.in_process import embedded_oracle
 from dsh_conformance.iut.process import ProcessIUT
+from dsh_conformance.measuring.process_stats import process_cpu_seconds
 from dsh_conformance.oracle import parse_scenario, run_scenario
 from dsh_conformance.running.parallel import Pool, Settings, run_cases
 from dsh_conformance.running.reference_cache import SWITCH
@@ -256,24 +257,6 @@ def warm_up(iut: IUT, items: list[tuple[str, dict[str, Any], str]], cases: Path,
     _WARM[iut] = iut.pid
 
 
-def process_cpu_seconds(pid: int | None) -> float | None:
-    """CPU seconds of process ``pid`` so far (Linux: /proc), or None. The scheduler's count
-    of each thread's time on a CPU is in nanoseconds; /proc/PID/stat's user and system time
-    is in clock ticks (10 ms), too coarse for a few cases of a fast implementation, whose
-    difference would then read 0. The ticks serve where the scheduler's count is missing."""
-    if pid is None:
-        return None
-    try:
-        return sum(int(t.read_text().split()[0]) for t in Path(f"/proc/{pid}/task").glob("*/schedstat")) / 1e9
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 @contextlib.contextmanager
 def _reference_cache(on: bool) -> Iterator[None]:
     """The disk cache of reference traces on or off for a measurement (its switch restored)."""
@@ -295,17 +278,6 @@ def iut_per_call_us(iut: IUT, doc: dict[str, Any], calls: int, rounds: int) -> f
         seq[0] += 1
         iut.run(seq[0], doc)
     return best_of(rounds, once) / calls * 1e6
-
-
-def peak_rss_kib(pid: int) -> float | None:
-    """A process's peak resident memory (Linux: VmHWM), or None where it cannot be read."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return float(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 # ------------------------------------------------------------------ the Node adapter
@@ -497,6 +469,6 @@ def machine() -> str:
 
 
 __all__ = ["Figure", "AdapterTimes", "pytest_against_run", "adapter_times", "suite_rate_jobs", "attribute", "best_of", "command_seconds", "machine",
-           "oracle_peak_kib", "oracle_rate", "per_call_us", "plain_calls", "print_figures", "process_cpu_seconds",
+           "oracle_peak_kib", "oracle_rate", "per_call_us", "plain_calls", "print_figures",
            "suite_cpu_ms", "suite_rate", "warm_up",
-           "wide_arguments", "corpus_items", "embedded_oracle", "iut_per_call_us", "peak_rss_kib"]
+           "wide_arguments", "corpus_items", "embedded_oracle", "iut_per_call_us"]

@@ -19,6 +19,7 @@ from dsh_conformance.dsh.adapter_install import adapter_dir
 from dsh_conformance.iut.connect import IUT, make_iut
 from dsh_conformance.iut.in_process import embedded_oracle
 from dsh_conformance.measuring import bench
+from dsh_conformance.measuring.process_stats import peak_rss_kib
 from dsh_conformance.running.ending import EXIT_OK
 from dsh_conformance.running.references import corpus_items
 # Printed text may be an implementation's or a file's: shown escaped (textio.terminal).
@@ -196,6 +197,6 @@ def _print_scaling(bench: Any, impl: IUT | None, args: argparse.Namespace, round
                 line += f"  {theirs:>10.1f} {theirs / first[1]:>7.2f}"
             print(line)
         if impl is not None and impl.pid is not None:
-            peak = bench.peak_rss_kib(impl.pid)
+            peak = peak_rss_kib(impl.pid)
             if peak is not None:
                 print(f"--impl peak resident memory over the table: {peak:,.0f} KiB")
